@@ -1,0 +1,3 @@
+"""evals package."""
+
+__all__: list[str] = []

@@ -1,0 +1,142 @@
+"""One pydantic model for a whole run, loaded from YAML or TOML, with errors that name the file and the field.
+
+A run config has the sections ``run``, ``model``, ``data``, ``rewards``, ``trainer``, ``eval`` and
+``telemetry``. The section models live in :mod:`harness.cfg` (one module per owner); this module assembles them,
+loads files and turns pydantic's errors into a :class:`ConfigError` such as::
+
+    run.yaml: trainer.num_generations: Input should be greater than or equal to 2 (got 1)
+
+This module does not check what only a model can tell (a tokenizer's vocabulary, say); the trainer does that.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.cfg import DataSection, EvalSection, ModelSection, TelemetrySection, TrainerSection
+from harness.errors import ConfigError
+from harness.types import RewardSpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["RunConfig", "RunSection", "load_config", "dump_config", "format_validation_error"]
+
+
+class RunSection(BaseModel):
+    """Identity and output place of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(None, description="run id; default: a timestamp")
+    output_dir: str = "runs"
+    seed: int = 0
+
+
+class RunConfig(BaseModel):
+    """A whole run: what to train, on what, scored by which rewards, evaluated and traced how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: RunSection = Field(default_factory=RunSection)
+    model: ModelSection = Field(default_factory=ModelSection)
+    data: DataSection = Field(default_factory=DataSection)
+    rewards: list[RewardSpec] = Field(default_factory=list)
+    trainer: TrainerSection = Field(default_factory=TrainerSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+    telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
+
+    @field_validator("rewards", mode="before")
+    @classmethod
+    def _rewards_shorthand(cls, v: Any) -> Any:
+        # Accept {"math": 1.0, "format": {"weight": 0.2, "params": {...}}} as well as a list of specs.
+        if isinstance(v, dict):
+            out = []
+            for name, body in v.items():
+                if isinstance(body, (int, float)) and not isinstance(body, bool):
+                    out.append({"name": name, "weight": body})
+                elif isinstance(body, dict):
+                    out.append({"name": name, **body})
+                elif body is None:
+                    out.append({"name": name})
+                else:
+                    out.append({"name": name, "weight": body})
+            return out
+        return v
+
+    @field_validator("rewards")
+    @classmethod
+    def _unique_names(cls, v: list[RewardSpec]) -> list[RewardSpec]:
+        names = [s.name for s in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"reward names must be unique, repeated: {', '.join(dup)}")
+        return v
+
+
+def format_validation_error(err: ValidationError, source: str) -> str:
+    """``source: a.b.c: message (got value)`` for every error pydantic found."""
+    lines = []
+    for e in err.errors():
+        path = ".".join(str(p) for p in e.get("loc", ())) or "<root>"
+        msg = e.get("msg", "invalid")
+        got = e.get("input")
+        got_s = "" if e.get("type") == "missing" else f" (got {json.dumps(got, default=str)[:80]})"
+        lines.append(f"{source}: {path}: {msg}{got_s}")
+    return "\n".join(lines)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            data = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {e}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}")
+    return data
+
+
+def load_config(source: str | Path | dict[str, Any], *, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Load and validate a run config from a YAML/TOML file or a dict.
+
+    Raises:
+        ConfigError: naming the file, the field path and what was expected.
+    """
+    if isinstance(source, dict):
+        data, label = dict(source), "<config>"
+    else:
+        path = Path(source)
+        data, label = _read_file(path), str(path)
+    for dotted, value in (overrides or {}).items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {dotted}: {p} is not a section")
+        node[leaf] = value
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, label)) from None
+
+
+def dump_config(cfg: RunConfig, path: str | Path) -> None:
+    """Write ``cfg`` as YAML (the form saved beside a run's checkpoints)."""
+    Path(path).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")

@@ -1,0 +1,148 @@
+"""The contracts every package speaks: :class:`Sample`, :class:`Score` and :class:`RewardSpec`.
+
+A reward plugin turns ``(Sample, completion)`` into a :class:`Score`. ``Score.value is None`` means *unscored*
+(the reward could not decide: the gold is broken, the plugin crashed or timed out) and is never silently 0:
+the trainer drops unscored samples from group baselines and the evaluator counts them apart.
+
+This module holds plain data only; it does not run rewards (see :mod:`harness.scoring`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["Sample", "Score", "RewardSpec", "Status", "STATUSES", "UNSCORED_STATUSES", "Completion"]
+
+Status = Literal[
+    "ok",  # the reward decided; value is the verdict
+    "pass",  # code: every test passed
+    "fail",  # code: some test failed (or the answer is wrong, where a reward wants to say so)
+    "no_answer",  # the completion commits to no final answer (value 0)
+    "parse_error",  # the completion's answer cannot be parsed (value 0)
+    "memory",  # code: the solution ran out of memory (value 0)
+    "timeout",  # the solution or the reward ran past its time limit
+    "gold_unparseable",  # the reference answer cannot be parsed: unscored
+    "error",  # the reward plugin raised or crashed: unscored
+    "bad_input",  # the input row is malformed: unscored
+    "sandbox_error",  # the sandbox could not run the code: unscored
+]
+STATUSES: tuple[str, ...] = get_args(Status)
+#: Statuses that always come with ``value=None``.
+UNSCORED_STATUSES: frozenset[str] = frozenset({"gold_unparseable", "error", "bad_input", "sandbox_error"})
+
+#: A completion is plain text, or a chat turn list whose last assistant message is the text scored.
+Completion = str
+
+
+class Sample(BaseModel):
+    """One dataset row: a prompt and what a reward needs to judge a completion for it.
+
+    ``answer`` is the gold answer for math-style rewards, ``tests`` the tests for code. Any other dataset column
+    is kept as an extra field and reaches plugins unchanged (``sample.entry_point``, ``sample.model_extra``).
+
+    >>> s = Sample(id=7, prompt="What is 2+2?", answer="4", source="gsm8k")
+    >>> s.id, s.answer, s.model_extra["source"]
+    ('7', '4', 'gsm8k')
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    id: str = ""
+    prompt: str | list[dict[str, Any]] = ""
+    answer: Any = None
+    tests: Any = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_to_str(cls, v: Any) -> Any:
+        if v is None:
+            return ""
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return str(v)
+        return v
+
+    @property
+    def columns(self) -> dict[str, Any]:
+        """Every field, extra columns included, as a plain dict."""
+        return self.model_dump()
+
+    @property
+    def prompt_text(self) -> str:
+        """The prompt as text: chat prompts are the concatenated message contents."""
+        if isinstance(self.prompt, str):
+            return self.prompt
+        return "\n".join(str(m.get("content", "")) for m in self.prompt)
+
+
+class Score(BaseModel):
+    """What one reward says about one completion.
+
+    Args:
+        value: the reward, or ``None`` for *unscored* (never a silent 0).
+        status: one of :data:`STATUSES`; the unscored ones (:data:`UNSCORED_STATUSES`) force ``value=None``.
+        answer: what the reward extracted from the completion (the final answer, the code), for logging.
+        info: anything else worth logging: parsed forms, the reason for the verdict, the isolation level.
+
+    >>> Score(value=1.0).status
+    'ok'
+    >>> Score.unscored("error", "plugin raised ZeroDivisionError").value is None
+    True
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float | None
+    status: Status = "ok"
+    answer: str | None = None
+    info: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            return float(v)
+        if isinstance(v, (int, float)) and not math.isfinite(float(v)):
+            return None  # NaN / inf cannot train anything: unscored
+        return v
+
+    @model_validator(mode="after")
+    def _unscored_statuses_have_no_value(self) -> Score:
+        if self.status in UNSCORED_STATUSES and self.value is not None:
+            raise ValueError(f"status {self.status!r} means unscored: value must be None, got {self.value!r}")
+        return self
+
+    @property
+    def scored(self) -> bool:
+        """True when the reward decided (``value is not None``)."""
+        return self.value is not None
+
+    @classmethod
+    def unscored(cls, status: Status, reason: str, **info: Any) -> Score:
+        """An unscored Score with ``info["reason"]`` set."""
+        return cls(value=None, status=status, info={"reason": reason, **info})
+
+
+class RewardSpec(BaseModel):
+    """A reward as a run uses it: the registered ``name``, its ``weight`` in the total, and plugin ``params``.
+
+    Weight 0 means *log only*: the reward is computed and reported but does not enter the total.
+
+    >>> RewardSpec(name="math", weight=1.0, params={"percent_optional": True}).name
+    'math'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    weight: float = 1.0
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("weight")
+    @classmethod
+    def _finite_weight(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("weight must be a finite number")
+        return v

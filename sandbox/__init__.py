@@ -1,0 +1,3 @@
+"""sandbox package."""
+
+__all__: list[str] = []
