@@ -1,0 +1,23 @@
+"""The one scoring path: every reward the trainer and the evaluator compute runs through here.
+
+:func:`score_batch` scores a batch and waits; :class:`ScoringSession` submits batches and collects them later, so
+scoring overlaps generation. Rewards run in warm worker processes with a hard wall-clock kill per call.
+"""
+
+from harness.scoring._pool import WorkerPool, default_pool, shutdown_default_pool
+from harness.scoring._result import BatchResult, percentile, reward_summary, weighted_total
+from harness.scoring._session import DEFAULT_TIMEOUT_S, PendingBatch, ScoringSession, score_batch
+
+__all__ = [
+    "score_batch",
+    "ScoringSession",
+    "PendingBatch",
+    "BatchResult",
+    "weighted_total",
+    "reward_summary",
+    "percentile",
+    "WorkerPool",
+    "default_pool",
+    "shutdown_default_pool",
+    "DEFAULT_TIMEOUT_S",
+]

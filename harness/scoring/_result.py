@@ -1,0 +1,111 @@
+"""Scores of a batch: per-reward Scores in input order, the weighted total, and a summary per reward.
+
+Pure data and arithmetic; nothing here runs a reward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from harness.types import RewardSpec, Score
+
+__all__ = ["BatchResult", "weighted_total", "percentile", "reward_summary"]
+
+
+def weighted_total(scores: Mapping[str, Score], specs: Sequence[RewardSpec]) -> float | None:
+    """NaN-aware weighted sum of one completion's scores.
+
+    Rewards with weight 0 are *log only* and never enter the total. Unscored components are left out of the
+    sum; when every weighted component is unscored the total is ``None`` (unscored), never 0.
+
+    >>> specs = [RewardSpec(name="a", weight=1.0), RewardSpec(name="b", weight=0.5), RewardSpec(name="c", weight=0)]
+    >>> weighted_total({"a": Score(value=1.0), "b": Score(value=None, status="error"), "c": Score(value=9.0)}, specs)
+    1.0
+    >>> weighted_total({"a": Score(value=None, status="timeout"), "b": Score(value=None, status="error")}, specs) is None
+    True
+    """
+    total, any_scored = 0.0, False
+    for spec in specs:
+        if spec.weight == 0:
+            continue
+        s = scores.get(spec.name)
+        if s is None or s.value is None:
+            continue
+        total += spec.weight * s.value
+        any_scored = True
+    return total if any_scored else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100) by linear interpolation; None for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def reward_summary(scores: Sequence[Score], latencies: Sequence[float] = ()) -> dict[str, Any]:
+    """Mean and std over scored values, counts per status, latency percentiles."""
+    vals = [s.value for s in scores if s.value is not None]
+    mean = sum(vals) / len(vals) if vals else None
+    std = math.sqrt(sum((v - mean) ** 2 for v in vals) / len(vals)) if vals else None
+    return {
+        "mean": mean,
+        "std": std,
+        "count": len(scores),
+        "scored": len(vals),
+        "statuses": dict(Counter(s.status for s in scores)),
+        "p50_s": percentile(latencies, 50),
+        "p99_s": percentile(latencies, 99),
+    }
+
+
+@dataclass
+class BatchResult:
+    """What :func:`harness.score_batch` returns.
+
+    Attributes:
+        specs: the reward specs, in order.
+        scores: per spec name, one Score per input completion, in input order.
+        latency_s: per spec name, wall seconds each call took (0 for cache hits).
+        cached: per spec name, how many results came from the cache.
+    """
+
+    specs: list[RewardSpec]
+    scores: dict[str, list[Score]]
+    latency_s: dict[str, list[float]] = field(default_factory=dict)
+    cached: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.scores.values()), []))
+
+    def values(self, name: str) -> list[float | None]:
+        """The values of reward ``name`` (None where unscored)."""
+        return [s.value for s in self.scores[name]]
+
+    @property
+    def totals(self) -> list[float | None]:
+        """The weighted total of each completion (see :func:`weighted_total`)."""
+        return [weighted_total({n: col[i] for n, col in self.scores.items()}, self.specs) for i in range(len(self))]
+
+    def row(self, i: int) -> dict[str, Score]:
+        """Every reward's Score for completion ``i``."""
+        return {n: col[i] for n, col in self.scores.items()}
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per reward: mean/std over scored, count, scored, statuses, p50_s, p99_s."""
+        return {n: reward_summary(col, self.latency_s.get(n, ())) for n, col in self.scores.items()}
+
+    def failures(self) -> dict[str, Counter]:
+        """Per reward, the unscored statuses and how often (only rewards with any)."""
+        out = {}
+        for n, col in self.scores.items():
+            c = Counter(s.status for s in col if s.value is None)
+            if c:
+                out[n] = c
+        return out

@@ -1,0 +1,297 @@
+"""The one scoring path: :func:`score_batch` and its streaming form :class:`ScoringSession`.
+
+Every reward the trainer and the evaluator compute passes through here, so both run the same plugin code with the
+same limits. A session validates its specs when it is built (an unknown reward or parameter fails then, not
+mid-run), answers repeated inputs from a result cache keyed by plugin, parameters and the inputs the plugin reads,
+and sends the rest to the worker pool (:mod:`harness.scoring._pool`), where each call has a hard wall-clock limit.
+``inline`` plugins run in this process on a thread, under the same limit (a stuck thread is abandoned).
+
+Failures are data: a plugin that raises, hangs or crashes yields ``Score(None, status)`` for that sample only,
+and one warning per batch says which plugin failed how often.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Mapping, Sequence
+
+from pydantic import ValidationError
+
+from harness.errors import ScoringError
+from harness.registry import RewardEntry, get_entry
+from harness.scoring._pool import Task, WorkerPool, default_pool
+from harness.scoring._result import BatchResult
+from harness.types import RewardSpec, Sample, Score
+
+__all__ = ["ScoringSession", "PendingBatch", "score_batch", "DEFAULT_TIMEOUT_S"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 30.0
+_UNCACHED = frozenset({"timeout", "error", "sandbox_error", "bad_input"})
+
+
+def _params_key(params: Mapping[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True, default=repr)
+
+
+class _Cache:
+    """A bounded LRU of score dicts, thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._d: OrderedDict[str, Score] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Score | None:
+        with self._lock:
+            s = self._d.get(key)
+            if s is not None:
+                self._d.move_to_end(key)
+            return s
+
+    def put(self, key: str, score: Score) -> None:
+        if self.size <= 0 or score.status in _UNCACHED:
+            return
+        with self._lock:
+            self._d[key] = score
+            self._d.move_to_end(key)
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+
+
+_SHARED_CACHE = _Cache(100_000)
+
+
+def _cache_key(entry: RewardEntry, pkey: str, sample: dict[str, Any], completion: str) -> str:
+    fields = entry.reads if entry.reads is not None else sorted(k for k in sample if k != "id")
+    payload = json.dumps([entry.name, pkey, completion, [sample.get(f) for f in fields]], default=repr, sort_keys=True)
+    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+
+
+def _to_sample(raw: Sample | Mapping[str, Any], index: int) -> Sample | str:
+    if isinstance(raw, Sample):
+        return raw
+    if not isinstance(raw, Mapping):
+        return f"sample {index}: expected a Sample or a mapping, got {type(raw).__name__}"
+    try:
+        return Sample.model_validate(dict(raw))
+    except ValidationError as e:
+        errs = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+        return f"sample {index}: {errs}"
+
+
+class PendingBatch:
+    """A submitted batch; :meth:`result` blocks until every score is in."""
+
+    def __init__(self, session: ScoringSession, n: int) -> None:
+        self.specs = session.specs
+        self._n_left = n * len(self.specs)
+        self._scores = {s.name: [None] * n for s in self.specs}
+        self._lat = {s.name: [0.0] * n for s in self.specs}
+        self.cached = {s.name: 0 for s in self.specs}
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._progress = None
+        self.submitted_at = time.monotonic()
+        if self._n_left == 0:
+            self._done.set()
+
+    def _set(self, name: str, i: int, score: Score, seconds: float) -> None:
+        with self._lock:
+            self._scores[name][i] = score
+            self._lat[name][i] = seconds
+            self._n_left -= 1
+            if self._progress is not None:
+                self._progress.update(1)
+            if self._n_left == 0:
+                self._done.set()
+
+    def done(self) -> bool:
+        """True when every score is in."""
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None) -> BatchResult:
+        """Wait for the batch and return its :class:`BatchResult`; warns once per failing plugin."""
+        if not self._done.wait(timeout):
+            raise TimeoutError("scoring batch not finished")
+        if self._progress is not None:
+            self._progress.close()
+            self._progress = None
+        res = BatchResult(specs=list(self.specs), scores=self._scores, latency_s=self._lat, cached=self.cached)  # type: ignore[arg-type]
+        for name, counts in res.failures().items():
+            if set(counts) - {"gold_unparseable", "bad_input"}:
+                detail = ", ".join(f"{n} {st}" for st, n in counts.most_common())
+                log.warning("reward %r left %d/%d samples unscored (%s)", name, sum(counts.values()), len(res), detail)
+        return res
+
+
+class ScoringSession:
+    """Score batches with fixed ``specs``; ``submit`` returns at once so scoring can overlap generation.
+
+    Args:
+        specs: the rewards to run, validated now (unknown names or parameters raise here).
+        timeout: hard wall-clock seconds per reward call (default 30).
+        workers: worker processes (default: one per core).
+        cache: True shares the process-wide result cache; an int gives a private cache of that many entries;
+            False or 0 turns caching off.
+        memory_limit_mb: address-space limit of each worker.
+        progress: show a progress bar per batch.
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[RewardSpec | Mapping[str, Any] | str],
+        *,
+        timeout: float | None = None,
+        workers: int | None = None,
+        cache: bool | int = True,
+        memory_limit_mb: int | None = 8192,
+        progress: bool = False,
+        pool: WorkerPool | None = None,
+    ) -> None:
+        self.specs = [self._spec(s) for s in specs]
+        names = [s.name for s in self.specs]
+        if len(set(names)) != len(names):
+            raise ScoringError(f"reward names must be unique in one session, got {names}")
+        self.entries = {s.name: get_entry(s.name) for s in self.specs}
+        for s in self.specs:
+            self.entries[s.name].check_params(s.params)
+        self._pkeys = {s.name: _params_key(s.params) for s in self.specs}
+        self.timeout = float(timeout or DEFAULT_TIMEOUT_S)
+        self._workers, self._mem = workers, memory_limit_mb
+        self._pool = pool
+        # cache=True shares one process-wide cache (keys hold the plugin and its parameters); an int is a private one
+        self._cache = _SHARED_CACHE if cache is True else _Cache(int(cache or 0))
+        self.progress = progress
+        self._inline: cf.ThreadPoolExecutor | None = None
+        self._inline_fns: dict[str, Any] = {}
+
+    @staticmethod
+    def _spec(s: RewardSpec | Mapping[str, Any] | str) -> RewardSpec:
+        if isinstance(s, RewardSpec):
+            return s
+        if isinstance(s, str):
+            return RewardSpec(name=s)
+        return RewardSpec.model_validate(dict(s))
+
+    @property
+    def pool(self) -> WorkerPool:
+        if self._pool is None:
+            self._pool = default_pool(self._workers, self._mem)
+        return self._pool
+
+    def submit(self, samples: Sequence[Sample | Mapping[str, Any]], completions: Sequence[str]) -> PendingBatch:
+        """Start scoring; one sample per completion (repeat a sample for each of its G completions)."""
+        if len(samples) != len(completions):
+            raise ScoringError(f"got {len(samples)} samples but {len(completions)} completions; pass one sample per completion")
+        pending = PendingBatch(self, len(completions))
+        if self.progress and len(completions):
+            from tqdm.auto import tqdm
+
+            pending._progress = tqdm(total=len(completions) * len(self.specs), desc="scoring", unit="call", leave=False)
+        tasks: list[Task] = []
+        for i, (raw, completion) in enumerate(zip(samples, completions)):
+            sample = _to_sample(raw, i)
+            bad = sample if isinstance(sample, str) else None
+            if bad is None and not isinstance(completion, str):
+                bad = f"sample {i}: completion must be a string, got {type(completion).__name__}"
+            if bad is not None:
+                for spec in self.specs:
+                    pending._set(spec.name, i, Score.unscored("bad_input", bad), 0.0)
+                continue
+            sdict = sample.model_dump()  # type: ignore[union-attr]
+            for spec in self.specs:
+                tasks.extend(self._task(pending, spec, i, sdict, completion))
+        if tasks:
+            self.pool.submit(tasks)
+        return pending
+
+    def _task(self, pending: PendingBatch, spec: RewardSpec, i: int, sdict: dict, completion: str) -> list[Task]:
+        entry, pkey = self.entries[spec.name], self._pkeys[spec.name]
+        key = _cache_key(entry, pkey, sdict, completion) if entry.cacheable else None
+        hit = self._cache.get(key) if key else None
+        if hit is not None:
+            pending.cached[spec.name] += 1
+            pending._set(spec.name, i, hit, 0.0)
+            return []
+
+        def done(task: Task, score: dict | None, seconds: float, failure: tuple[str, str] | None) -> None:
+            if score is None:
+                kind, reason = failure or ("crash", "unknown failure")
+                result = Score.unscored("timeout" if kind == "timeout" else "error", reason)  # type: ignore[arg-type]
+            else:
+                result = Score.model_construct(**score)
+                if key:
+                    self._cache.put(key, result)
+            pending._set(spec.name, i, result, seconds)
+
+        if entry.isolation == "inline":
+            self._run_inline(spec, entry, sdict, completion, done)
+            return []
+        return [Task(spec.name, entry.module, dict(spec.params), pkey, sdict, completion, self.timeout, done)]
+
+    def _run_inline(self, spec: RewardSpec, entry: RewardEntry, sdict: dict, completion: str, done: Any) -> None:
+        from harness.registry import RewardFn
+
+        if self._inline is None:
+            self._inline = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="grpo-harness-inline")
+        fn = self._inline_fns.get(spec.name)
+        if fn is None:
+            fn = self._inline_fns[spec.name] = RewardFn(entry, spec.params)
+        t0 = time.perf_counter()
+        task = Task(spec.name, entry.module, {}, "", sdict, completion, self.timeout, done)
+        fut = self._inline.submit(fn, sdict, completion)
+        try:
+            score = fut.result(timeout=self.timeout)
+        except cf.TimeoutError:
+            reason = f"reward {spec.name!r} ran past its {self.timeout:g} s limit (thread abandoned)"
+            done(task, None, time.perf_counter() - t0, ("timeout", reason))
+            return
+        done(task, score.model_dump(), time.perf_counter() - t0, None)
+
+    def score(self, samples: Sequence[Sample | Mapping[str, Any]], completions: Sequence[str]) -> BatchResult:
+        """Score a batch and wait for it."""
+        return self.submit(samples, completions).result()
+
+    def close(self) -> None:
+        """Release this session's own resources (the shared default pool stays warm for the next session)."""
+        if self._inline is not None:
+            self._inline.shutdown(wait=False, cancel_futures=True)
+            self._inline = None
+
+    def __enter__(self) -> ScoringSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def score_batch(
+    samples: Sequence[Sample | Mapping[str, Any]],
+    completions: Sequence[str],
+    specs: Sequence[RewardSpec | Mapping[str, Any] | str],
+    *,
+    timeout: float | None = None,
+    workers: int | None = None,
+    cache: bool | int = True,
+    progress: bool = False,
+) -> BatchResult:
+    """Score ``completions`` (one per sample) with every reward in ``specs``: the one place rewards run.
+
+    Each call runs in a warm worker process with a hard wall-clock limit (``timeout`` seconds, default 30),
+    enforced by killing and replacing the worker. A plugin that raises, hangs, exits or crashes yields
+    ``Score(None, status)`` for that sample only; the rest of the batch is scored, in input order.
+
+    >>> res = score_batch([{"id": "1"}], ["\\\\boxed{1}"], ["boxed_present"])
+    >>> res.values("boxed_present")
+    [1.0]
+    """
+    with ScoringSession(specs, timeout=timeout, workers=workers, cache=cache, progress=progress) as session:
+        return session.score(samples, completions)
