@@ -1,0 +1,22 @@
+"""Tracing of training rewards and held-out scores with OpenTelemetry (see ``docs/TRACING.md``).
+
+``RunTelemetry.start(run_dir, run_id, config)`` always writes ``run_dir/traces.jsonl`` (OTLP JSON) and also
+exports over OTLP when the ``OTEL_*`` variables or the config name an endpoint.
+"""
+
+from harness.telemetry._export import OtlpSettings, parse_headers, resolve_otlp
+from harness.telemetry._otlp_json import iter_spans
+from harness.telemetry._run import TRACES_FILE, EvalSpan, RunTelemetry, StepSpan
+from harness.telemetry._stats import RewardStats
+
+__all__ = [
+    "RunTelemetry",
+    "RewardStats",
+    "StepSpan",
+    "EvalSpan",
+    "TRACES_FILE",
+    "OtlpSettings",
+    "resolve_otlp",
+    "parse_headers",
+    "iter_spans",
+]

@@ -1,0 +1,147 @@
+"""The OTLP JSON encoding of spans, as stored one ``ExportTraceServiceRequest`` per line in ``traces.jsonl``.
+
+Encoding reuses the OpenTelemetry SDK's own protobuf encoder and then applies the OTLP/JSON rules of the
+specification (lowerCamelCase field names, trace and span ids as hex strings, enums as integers, 64-bit integers
+as decimal strings). Decoding turns a stored line back into a protobuf request so it can be replayed into any
+OTLP backend. :func:`iter_spans` flattens stored lines into plain dicts for reading. This module does not write
+files or send anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = ["spans_to_otlp_json", "otlp_json_to_request", "iter_spans", "read_requests", "any_value"]
+
+logger = logging.getLogger(__name__)
+
+_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+def _b64_to_hex(s: str) -> str:
+    return base64.b64decode(s).hex()
+
+
+def _hex_to_b64(s: str) -> str:
+    return base64.b64encode(bytes.fromhex(s)).decode("ascii")
+
+
+def _convert_ids(req: dict[str, Any], conv) -> None:
+    for rs in req.get("resourceSpans", ()):
+        for ss in rs.get("scopeSpans", ()):
+            for sp in ss.get("spans", ()):
+                for k in _ID_KEYS:
+                    if sp.get(k):
+                        sp[k] = conv(sp[k])
+                for link in sp.get("links", ()):
+                    for k in ("traceId", "spanId"):
+                        if link.get(k):
+                            link[k] = conv(link[k])
+
+
+def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """One ``ExportTraceServiceRequest`` in OTLP/JSON form for ``spans``."""
+    req = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    _convert_ids(req, _b64_to_hex)
+    return req
+
+
+def otlp_json_to_request(req: dict[str, Any]) -> ExportTraceServiceRequest:
+    """The protobuf request for one OTLP/JSON request dict (the inverse of :func:`spans_to_otlp_json`).
+
+    Raises:
+        ValueError: when ``req`` is not a valid OTLP/JSON trace request.
+    """
+    req = json.loads(json.dumps(req))  # deep copy; ids are rewritten in place
+    try:
+        _convert_ids(req, _hex_to_b64)
+        return json_format.ParseDict(req, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"not an OTLP/JSON ExportTraceServiceRequest: {e}") from None
+
+
+def any_value(v: dict[str, Any]) -> Any:
+    """The Python value of an OTLP/JSON ``AnyValue``."""
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "boolValue" in v:
+        return bool(v["boolValue"])
+    if "intValue" in v:
+        return int(v["intValue"])
+    if "doubleValue" in v:
+        return float(v["doubleValue"])
+    if "arrayValue" in v:
+        return [any_value(x) for x in v["arrayValue"].get("values", ())]
+    if "kvlistValue" in v:
+        return {kv["key"]: any_value(kv.get("value", {})) for kv in v["kvlistValue"].get("values", ())}
+    return None
+
+
+def _attrs(items: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
+    return {kv["key"]: any_value(kv.get("value", {})) for kv in items or ()}
+
+
+def read_requests(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line_number, request)`` for every line of an OTLP/JSON file store.
+
+    A line that is not JSON (for example one cut short by a crash) is skipped with a warning naming the line.
+    """
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                req = json.loads(line)
+            except json.JSONDecodeError as e:
+                logger.warning("%s:%d: skipped a line that is not JSON (%s)", path, n, e)
+                continue
+            if not isinstance(req, dict):
+                logger.warning("%s:%d: skipped a line that is not a JSON object", path, n)
+                continue
+            yield n, req
+
+
+def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Every span of a file store as a flat dict.
+
+    Keys: ``name``, ``trace_id``, ``span_id``, ``parent_span_id`` (None for a root), ``start_ns``, ``end_ns``,
+    ``attributes`` (resource attributes merged under the span's own), ``events`` (name, attributes) and
+    ``links`` (trace_id, span_id, attributes).
+    """
+    for _, req in read_requests(path):
+        for rs in req.get("resourceSpans", ()):
+            res = _attrs(rs.get("resource", {}).get("attributes"))
+            for ss in rs.get("scopeSpans", ()):
+                for sp in ss.get("spans", ()):
+                    yield {
+                        "name": sp.get("name", ""),
+                        "trace_id": sp.get("traceId", ""),
+                        "span_id": sp.get("spanId", ""),
+                        "parent_span_id": sp.get("parentSpanId") or None,
+                        "start_ns": int(sp.get("startTimeUnixNano", 0)),
+                        "end_ns": int(sp.get("endTimeUnixNano", 0)),
+                        "attributes": {**res, **_attrs(sp.get("attributes"))},
+                        "events": [
+                            {"name": e.get("name", ""), "attributes": _attrs(e.get("attributes"))}
+                            for e in sp.get("events", ())
+                        ],
+                        "links": [
+                            {
+                                "trace_id": ln.get("traceId", ""),
+                                "span_id": ln.get("spanId", ""),
+                                "attributes": _attrs(ln.get("attributes")),
+                            }
+                            for ln in sp.get("links", ())
+                        ],
+                    }

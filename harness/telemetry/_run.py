@@ -1,0 +1,377 @@
+"""The tracing API the trainer and the evaluator call: :class:`RunTelemetry` and its step and evaluation spans.
+
+Span tree (names and attributes are listed in ``docs/TRACING.md``)::
+
+    train.step                 CHAIN      one trace per training step
+      reward/<name>            EVALUATOR  mean, std, counts per status, zero-variance groups, latency
+    eval.checkpoint            CHAIN      one trace per evaluated checkpoint, linked to that step's train.step
+      eval.reward/<name>       EVALUATOR  held-out score beside the training mean, linked to reward/<name>
+
+Every span repeats ``harness.run.id``, ``harness.train.step`` and ``session.id`` (= run id), so backends that
+drop links can join by attribute. This module keeps its own :class:`TracerProvider` (it never installs a global
+one) and does not know about trainers, models or checkpoint files: the caller writes
+:meth:`RunTelemetry.checkpoint_context` wherever it keeps a checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import Link, SpanContext, TraceFlags
+
+from harness.cfg.telemetry import TelemetrySection
+from harness.telemetry._export import FileStoreProcessor, GuardedExporter, make_exporter, resolve_otlp
+from harness.telemetry._stats import RewardStats
+
+__all__ = ["RunTelemetry", "StepSpan", "EvalSpan", "TRACES_FILE", "CONTEXT_VERSION"]
+
+logger = logging.getLogger(__name__)
+
+TRACES_FILE = "traces.jsonl"
+CONTEXT_VERSION = 1
+_SCOPE = "harness.telemetry"
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f
+
+
+def _flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
+    out = {}
+    for k, v in metrics.items():
+        f = _num(v)
+        if f is None:
+            logger.debug("metric %s=%r is not a number; not recorded", k, v)
+            continue
+        out[f"{prefix}{k}"] = f
+    return out
+
+
+def _span_ids(span: trace.Span) -> dict[str, str] | None:
+    ctx = span.get_span_context()
+    if not ctx.is_valid:
+        return None
+    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
+
+
+def _link_to(ids: Mapping[str, Any] | None, attributes: dict[str, Any]) -> Link | None:
+    if not ids or not ids.get("trace_id") or not ids.get("span_id"):
+        return None
+    try:
+        ctx = SpanContext(
+            trace_id=int(ids["trace_id"], 16),
+            span_id=int(ids["span_id"], 16),
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+    except (TypeError, ValueError):
+        logger.warning("checkpoint context has malformed span ids %r; span not linked", dict(ids))
+        return None
+    return Link(ctx, attributes) if ctx.is_valid else None
+
+
+class StepSpan:
+    """The ``train.step`` span of one training step; returned by :meth:`RunTelemetry.train_step`."""
+
+    def __init__(self, tel: RunTelemetry, step: int, span: trace.Span) -> None:
+        self._tel = tel
+        self.step = step
+        self.span = span
+        self.rewards: dict[str, dict[str, Any]] = {}
+
+    def set_metrics(self, metrics: Mapping[str, float]) -> None:
+        """Record flat training metrics (loss, kl, ...) as ``harness.metric.<key>`` attributes."""
+        self.span.set_attributes(_flat_metrics("harness.metric.", metrics))
+
+    def record_reward(self, name: str, stats: RewardStats, samples: Sequence[tuple[str, Any]] | None = None) -> None:
+        """Add a ``reward/<name>`` child span with ``stats``.
+
+        Args:
+            name: the reward spec name.
+            stats: the batch summary of that reward.
+            samples: optional ``(sample_id, Score)`` pairs; up to ``sample_records`` of them (config, default 0 =
+                off) are recorded as ``gen_ai.evaluation.result`` events, drawn with a per-step seed.
+        """
+        attrs = self._tel._common(self.step, "EVALUATOR")
+        attrs.update(_reward_attributes(name, stats))
+        with self._tel._tracer.start_as_current_span(f"reward/{name}", attributes=attrs) as span:
+            for sid, score in self._tel._sample_records(self.step, name, samples):
+                span.add_event("gen_ai.evaluation.result", _sample_event(name, sid, score))
+        ids = _span_ids(span) or {}
+        self.rewards[name] = {**ids, "mean": stats.mean}
+
+
+class EvalSpan:
+    """The ``eval.checkpoint`` span of one evaluated checkpoint; returned by :meth:`RunTelemetry.eval_checkpoint`."""
+
+    def __init__(self, tel: RunTelemetry, step: int, span: trace.Span, ctx: Mapping[str, Any] | None) -> None:
+        self._tel = tel
+        self.step = step
+        self.span = span
+        self._ctx = ctx or {}
+
+    def set_metrics(self, metrics: Mapping[str, float]) -> None:
+        """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` attributes."""
+        self.span.set_attributes(_flat_metrics("harness.metric.", metrics))
+
+    def record_reward(self, name: str, heldout: float | None, metrics: Mapping[str, float] | None = None) -> None:
+        """Add an ``eval.reward/<name>`` child span with the held-out score beside the training mean.
+
+        The span links to the ``reward/<name>`` span of the checkpoint's step when the checkpoint context has it.
+
+        Args:
+            name: the reward spec name (the same name as in training).
+            heldout: the held-out score (None when nothing could be scored).
+            metrics: further flat metrics of this reward (``harness.metric.<key>``).
+        """
+        train = (self._ctx.get("rewards") or {}).get(name) or {}
+        train_mean = _num(train.get("train_mean"))
+        attrs = self._tel._common(self.step, "EVALUATOR")
+        attrs.update({"harness.reward.name": name, "gen_ai.evaluation.name": name})
+        if heldout is not None:
+            attrs["harness.reward.heldout"] = float(heldout)
+            attrs["gen_ai.evaluation.score.value"] = float(heldout)
+        if train_mean is not None:
+            attrs["harness.reward.train_mean"] = train_mean
+            if heldout is not None:
+                attrs["harness.reward.gap"] = train_mean - float(heldout)
+        attrs.update(_flat_metrics("harness.metric.", metrics or {}))
+        link = _link_to(train, {"harness.link.kind": "train_reward", "harness.reward.name": name,
+                                "harness.train.step": self.step})
+        attrs["harness.link.linked"] = link is not None
+        with self._tel._tracer.start_as_current_span(
+            f"eval.reward/{name}", attributes=attrs, links=[link] if link else None
+        ):
+            pass
+
+
+def _reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "harness.reward.name": name,
+        "gen_ai.evaluation.name": name,
+        "harness.reward.weight": stats.weight,
+        "harness.reward.count": stats.count,
+        "harness.reward.scored": stats.scored,
+        "harness.reward.unscored": stats.count - stats.scored,
+    }
+    optional = {
+        "harness.reward.mean": stats.mean,
+        "gen_ai.evaluation.score.value": stats.mean,
+        "harness.reward.std": stats.std,
+        "harness.reward.zero_variance_group_frac": stats.zero_variance_group_frac,
+        "harness.reward.latency_p50_s": stats.latency_p50_s,
+        "harness.reward.latency_p99_s": stats.latency_p99_s,
+    }
+    attrs.update({k: float(v) for k, v in optional.items() if v is not None})
+    for status, n in stats.statuses.items():
+        attrs[f"harness.reward.status.{status}"] = int(n)
+    return attrs
+
+
+def _sample_event(name: str, sample_id: str, score: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"gen_ai.evaluation.name": name, "harness.sample.id": str(sample_id)}
+    value = _num(getattr(score, "value", score))
+    if value is not None:
+        attrs["gen_ai.evaluation.score.value"] = value
+    status = getattr(score, "status", None)
+    if status is not None:
+        attrs["gen_ai.evaluation.score.label"] = str(status)
+    answer = getattr(score, "answer", None)
+    if answer is not None:
+        attrs["harness.sample.answer"] = str(answer)[:256]
+    return attrs
+
+
+class RunTelemetry:
+    """Tracing of one run: training steps, checkpoints and their held-out evaluations.
+
+    Create with :meth:`start`; call :meth:`shutdown` at the end (or use it as a context manager).
+    """
+
+    def __init__(self, run_dir: Path, run_id: str, section: TelemetrySection, provider: TracerProvider | None,
+                 file_store: FileStoreProcessor | None, exporter: GuardedExporter | None) -> None:
+        self.run_dir = run_dir
+        self.run_id = run_id
+        self.config = section
+        self._provider = provider
+        self._file_store = file_store
+        self.exporter = exporter
+        self._tracer = provider.get_tracer(_SCOPE) if provider is not None else trace.NoOpTracer()
+        self._steps: dict[int, dict[str, Any]] = {}
+        self._checkpoints: set[int] = set()
+        self._closed = False
+
+    @classmethod
+    def start(cls, run_dir: str | Path, run_id: str, config: TelemetrySection | None = None, *,
+              environ: Mapping[str, str] | None = None,
+              extra_processors: Sequence[SpanProcessor] = ()) -> RunTelemetry:
+        """Set up tracing for a run.
+
+        Args:
+            run_dir: the run directory; ``traces.jsonl`` is appended there.
+            run_id: the run id (``harness.run.id`` and ``session.id`` on every span).
+            config: the ``telemetry`` config section; default: all defaults.
+            environ: the environment to read ``OTEL_*`` from; default: ``os.environ``.
+            extra_processors: further span processors (tests use the SDK's in-memory exporter).
+
+        Never raises for an unreachable backend; the first failed export logs one warning.
+        """
+        section = config or TelemetrySection()
+        run_dir = Path(run_dir)
+        if not section.enabled:
+            return cls(run_dir, run_id, section, None, None, None)
+        env = os.environ if environ is None else environ
+        service = env.get("OTEL_SERVICE_NAME") or section.service_name
+        resource = Resource.create({
+            "service.name": service,
+            "harness.run.id": run_id,
+            "openinference.project.name": section.project_name or service,
+        })
+        provider = TracerProvider(resource=resource)
+        store = None
+        if section.file_store:
+            store = FileStoreProcessor(run_dir / TRACES_FILE)
+            provider.add_span_processor(store)
+        guarded = None
+        otlp = resolve_otlp(section, env)
+        if otlp is not None:
+            guarded = GuardedExporter(make_exporter(otlp), f"{otlp.endpoint} ({otlp.protocol})",
+                                      retry_after_s=section.retry_after_s)
+            provider.add_span_processor(BatchSpanProcessor(
+                guarded,
+                max_queue_size=section.max_queue_size,
+                max_export_batch_size=min(section.max_export_batch_size, section.max_queue_size),
+                schedule_delay_millis=section.schedule_delay_s * 1000,
+                export_timeout_millis=section.export_timeout_s * 1000,
+            ))
+            logger.info("tracing run %s to %s and %s", run_id, otlp.endpoint, run_dir / TRACES_FILE)
+        for p in extra_processors:
+            provider.add_span_processor(p)
+        return cls(run_dir, run_id, section, provider, store, guarded)
+
+    @property
+    def traces_path(self) -> Path:
+        """The run's OTLP-JSON file store."""
+        return self.run_dir / TRACES_FILE
+
+    def _common(self, step: int, kind: str) -> dict[str, Any]:
+        return {
+            "harness.run.id": self.run_id,
+            "session.id": self.run_id,
+            "harness.train.step": int(step),
+            "openinference.span.kind": kind,
+        }
+
+    def _sample_records(self, step: int, name: str, samples: Sequence[tuple[str, Any]] | None):
+        k = self.config.sample_records
+        if not samples or k <= 0:
+            return []
+        if len(samples) <= k:
+            return list(samples)
+        rng = random.Random(f"{self.run_id}/{step}/{name}")
+        return [samples[i] for i in sorted(rng.sample(range(len(samples)), k))]
+
+    @contextmanager
+    def train_step(self, step: int) -> Iterator[StepSpan]:
+        """A ``train.step`` span for the duration of the ``with`` block; yields a :class:`StepSpan`."""
+        attrs = self._common(step, "CHAIN")
+        with self._tracer.start_as_current_span("train.step", context=Context(), attributes=attrs) as span:
+            st = StepSpan(self, step, span)
+            try:
+                yield st
+            finally:
+                self._steps[int(step)] = {**(_span_ids(span) or {}), "rewards": dict(st.rewards)}
+
+    def checkpoint_context(self, step: int) -> dict[str, Any]:
+        """What a checkpoint saved at ``step`` must carry so its evaluation can link back (JSON-able).
+
+        Holds the ids of the ``train.step`` span of ``step`` (or of the latest traced step before it) and of its
+        reward spans, and per reward the mean training reward over the steps since the previous checkpoint.
+        """
+        step = int(step)
+        prev = max((c for c in self._checkpoints if c < step), default=None)
+        self._checkpoints.add(step)
+        traced = [s for s in self._steps if s <= step]
+        span_step = max(traced, default=None)
+        window = [s for s in traced if prev is None or s > prev]
+        rec = self._steps.get(span_step, {}) if span_step is not None else {}
+        names = sorted({n for s in window for n in self._steps[s]["rewards"]})
+        rewards: dict[str, dict[str, Any]] = {}
+        for name in names:
+            means = [self._steps[s]["rewards"][name].get("mean") for s in window
+                     if name in self._steps[s]["rewards"]]
+            means = [m for m in means if m is not None]
+            ids = rec.get("rewards", {}).get(name, {})
+            rewards[name] = {
+                "trace_id": ids.get("trace_id"),
+                "span_id": ids.get("span_id"),
+                "mean": ids.get("mean"),
+                "train_mean": sum(means) / len(means) if means else None,
+                "steps": len(means),
+            }
+        return {
+            "version": CONTEXT_VERSION,
+            "run_id": self.run_id,
+            "step": step,
+            "span_step": span_step,
+            "since_step": prev,
+            "trace_id": rec.get("trace_id"),
+            "span_id": rec.get("span_id"),
+            "rewards": rewards,
+        }
+
+    @contextmanager
+    def eval_checkpoint(self, step: int, checkpoint_ctx: Mapping[str, Any] | None = None) -> Iterator[EvalSpan]:
+        """An ``eval.checkpoint`` span linked to the checkpoint's ``train.step`` span; yields an :class:`EvalSpan`.
+
+        Args:
+            step: the checkpoint's training step.
+            checkpoint_ctx: what :meth:`checkpoint_context` returned for it (read from the checkpoint directory);
+                None: looked up in this process when the step was trained here, else the span is not linked.
+        """
+        ctx = checkpoint_ctx if checkpoint_ctx is not None else (
+            self.checkpoint_context(step) if int(step) in self._steps else None)
+        if ctx and ctx.get("run_id") not in (None, self.run_id):
+            logger.warning("checkpoint context is from run %s, not %s; evaluating anyway", ctx.get("run_id"), self.run_id)
+        attrs = self._common(step, "CHAIN")
+        attrs["harness.checkpoint.step"] = int(step)
+        link = _link_to(ctx, {"harness.link.kind": "train_step", "harness.train.step": int(step)})
+        attrs["harness.link.linked"] = link is not None
+        with self._tracer.start_as_current_span("eval.checkpoint", context=Context(), attributes=attrs,
+                                                links=[link] if link else None) as span:
+            yield EvalSpan(self, step, span, ctx)
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Write pending spans to the file store and hand queued ones to the OTLP exporter."""
+        if self._provider is None:
+            return True
+        return self._provider.force_flush(int(timeout_s * 1000))
+
+    def shutdown(self) -> None:
+        """Flush and close every destination; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._provider is not None:
+            self._provider.shutdown()
+
+    def __enter__(self) -> RunTelemetry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
