@@ -1,0 +1,49 @@
+# grpo-harness: `make demo` and `make test` each set up .venv on a fresh machine (Python >= 3.10 and pip), then run.
+#
+# Torch is installed first and pinned (TORCH_SPEC): an unpinned torch pulls a multi-GB CUDA build. Where no
+# NVIDIA GPU is present and the pinned version is not available locally, pass a CPU index, e.g.
+#   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+EXTRAS ?= train,dev,bench
+PYTEST_ARGS ?=
+
+.PHONY: demo test setup backends clean bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.torch-installed: | $(BIN)/python
+	@if $(BIN)/python -c "import torch" 2>/dev/null; then \
+	  echo "torch already installed: $$($(BIN)/python -c 'import torch; print(torch.__version__)')"; \
+	elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "NVIDIA GPU found: installing $(TORCH_SPEC) (CUDA build)"; \
+	  $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; \
+	else \
+	  echo "no CUDA GPU: installing $(TORCH_SPEC) (CPU build)"; \
+	  $(BIN)/python -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
+	fi
+	touch $@
+
+$(VENV)/.deps-installed: pyproject.toml $(VENV)/.torch-installed
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	touch $@
+
+setup: $(VENV)/.deps-installed
+
+demo: setup
+	$(BIN)/harness demo
+
+backends: setup
+	@if [ -x tests/backends/setup_backends.sh ]; then tests/backends/setup_backends.sh; fi
+
+test: setup backends
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .venv-* build *.egg-info .pytest_cache

@@ -1,0 +1,151 @@
+"""The `harness` command: score | rewards list | train | eval | report | traces | demo.
+
+Only this module configures logging. Subcommands owned by other packages (trainer, evals, telemetry, demo)
+register their own argparse parsers; they are imported when the command line is parsed, so ``harness score``
+never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import logging
+import sys
+from typing import Any, Callable
+
+import yaml
+
+from harness.errors import HarnessError
+from harness.types import RewardSpec
+
+__all__ = ["main", "build_parser", "parse_reward_args"]
+
+log = logging.getLogger("harness")
+
+# (module, function) pairs that add subcommands owned by other packages; a missing module is skipped.
+_PLUGGED_PARSERS: tuple[tuple[str, str], ...] = (
+    ("trainer.cli", "add_parser"),
+    ("evals.cli", "add_parser"),
+    ("harness.telemetry.cli", "add_report_parser"),
+    ("harness.telemetry.cli", "add_traces_parser"),
+    ("harness.demo", "add_parser"),
+)
+
+
+def parse_reward_args(rewards: list[str], params: list[str]) -> list[RewardSpec]:
+    """``["math", "format=0.2"]`` and ``["math.tolerance=1e-6"]`` into RewardSpecs (values parsed as YAML)."""
+    specs: dict[str, dict[str, Any]] = {}
+    for r in rewards:
+        name, _, w = r.partition("=")
+        name = name.strip()
+        if not name:
+            raise HarnessError(f"--reward {r!r}: expected NAME or NAME=WEIGHT")
+        try:
+            weight = float(w) if w else 1.0
+        except ValueError:
+            raise HarnessError(f"--reward {r!r}: weight {w!r} is not a number") from None
+        specs[name] = {"name": name, "weight": weight, "params": {}}
+    for p in params:
+        key, eq, value = p.partition("=")
+        name, dot, pkey = key.partition(".")
+        if not eq or not dot or not pkey:
+            raise HarnessError(f"--param {p!r}: expected NAME.KEY=VALUE")
+        if name not in specs:
+            raise HarnessError(f"--param {p!r}: reward {name!r} is not selected with --reward")
+        specs[name]["params"][pkey] = yaml.safe_load(value) if value.strip() else ""
+    return [RewardSpec.model_validate(s) for s in specs.values()]
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from harness.config import load_config
+    from harness.score_file import format_summary, score_file
+
+    specs = list(load_config(args.config).rewards) if args.config else []
+    cli_specs = parse_reward_args(args.reward or [], args.param or [])
+    by_name = {s.name: s for s in specs}
+    for s in cli_specs:  # --reward overrides or adds to the config's rewards
+        by_name[s.name] = s
+    specs = list(by_name.values())
+    if not specs:
+        print("harness score: no rewards selected; use --reward NAME or --config run.yaml", file=sys.stderr)
+        return 2
+    report = score_file(args.input, args.output, specs, workers=args.workers, timeout=args.timeout, resume=args.resume)
+    print(format_summary(report), file=sys.stderr)
+    if report.bad_rows:
+        for lineno, reason in report.bad_rows[:10]:
+            print(f"{args.input}: {reason}", file=sys.stderr)
+        if args.strict:
+            print(f"harness score: {len(report.bad_rows)} bad rows (--strict)", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _cmd_rewards_list(args: argparse.Namespace) -> int:
+    from harness.registry import list_rewards
+
+    for e in list_rewards():
+        params = ", ".join(str(p) for p in e.params) or "no parameters"
+        print(f"{e.name}\n    origin: {e.origin}\n    isolation: {e.isolation}\n    params: {params}")
+        if e.description:
+            print(f"    {e.description}")
+    return 0
+
+
+def _add_score_parser(sub: Any) -> None:
+    p = sub.add_parser("score", help="score a JSONL file of completions with registered rewards")
+    p.add_argument("--reward", action="append", metavar="NAME[=WEIGHT]", help="a reward to run (repeatable)")
+    p.add_argument("--param", action="append", metavar="NAME.KEY=VALUE", help="a reward parameter (repeatable)")
+    p.add_argument("--input", required=True, help="JSONL with a 'completion' field per row")
+    p.add_argument("--output", required=True, help="JSONL written row by row")
+    p.add_argument("--config", help="a run config whose 'rewards' section to use")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    p.add_argument("--timeout", type=float, default=None, help="wall-clock seconds per reward call (default 30)")
+    p.add_argument("--resume", action="store_true", help="skip ids already in the output")
+    p.add_argument("--strict", action="store_true", help="exit non-zero when any row is bad")
+    p.set_defaults(func=_cmd_score)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full `harness` argument parser, with every installed subcommand."""
+    parser = argparse.ArgumentParser(prog="harness", description="grpo-harness: rewards, GRPO training, held-out evaluation")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_score_parser(sub)
+    rw = sub.add_parser("rewards", help="inspect registered rewards")
+    rsub = rw.add_subparsers(dest="rewards_command", metavar="SUBCOMMAND")
+    rl = rsub.add_parser("list", help="every reward with its origin and parameters")
+    rl.set_defaults(func=_cmd_rewards_list)
+    for module, fn in _PLUGGED_PARSERS:
+        try:
+            add: Callable[[Any], None] = getattr(importlib.import_module(module), fn)
+        except (ModuleNotFoundError, AttributeError) as e:
+            if isinstance(e, ModuleNotFoundError) and e.name and not module.startswith(e.name):
+                raise
+            continue
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `harness` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        rc = func(args)
+    except HarnessError as e:
+        print(f"harness {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return int(rc or 0) if not inspect.isawaitable(rc) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
