@@ -1,0 +1,101 @@
+"""Pure parts of harness.telemetry: reward statistics, OTEL_* resolution, the OTLP JSON round trip."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link
+
+from harness.cfg.telemetry import TelemetrySection
+from harness.telemetry import RewardStats, parse_headers, resolve_otlp
+from harness.telemetry._otlp_json import otlp_json_to_request, spans_to_otlp_json
+from harness.telemetry._stats import mean_std, percentile, zero_variance_group_frac
+from harness.types import Score
+
+
+def test_mean_std_skips_unscored_and_nan():
+    m, s = mean_std([1.0, None, 3.0, float("nan")])
+    assert m == 2.0 and s == 1.0
+    assert mean_std([None]) == (None, None)
+
+
+def test_zero_variance_groups():
+    vals = [1, 1, 0, 1, None, None, 0.5, None]
+    # groups of 2: (1,1) flat, (0,1) not, (None,None) left out, (0.5,None) one scored -> flat
+    assert zero_variance_group_frac(vals, 2) == pytest.approx(2 / 3)
+    assert zero_variance_group_frac(vals, None) is None
+    assert zero_variance_group_frac([None, None], 2) is None
+
+
+def test_percentile_interpolates():
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+    assert percentile([5.0], 99) == 5.0
+    assert percentile([0, 10], 99) == pytest.approx(9.9)
+    assert percentile([], 50) is None
+
+
+class _Batch:  # the two attributes of harness.scoring.BatchResult that from_batch reads
+    def __init__(self, scores, latency_s):
+        self.scores, self.latency_s = scores, latency_s
+
+
+def test_reward_stats_from_batch_counts_statuses():
+    scores = [Score(value=1.0, status="pass"), Score(value=0.0, status="fail"),
+              Score.unscored("timeout", "slow"), Score(value=1.0, status="pass")]
+    st = RewardStats.from_batch(_Batch({"code": scores}, {"code": [0.1, 0.2, 5.0, 0.3]}), "code", group_size=2,
+                                weight=2.0)
+    assert st.mean == pytest.approx(2 / 3) and st.count == 4 and st.scored == 3
+    assert st.statuses == {"pass": 2, "fail": 1, "timeout": 1}
+    assert st.zero_variance_group_frac == pytest.approx(0.5)
+    assert st.latency_p50_s == pytest.approx(0.25) and st.latency_p99_s > 4.0 and st.weight == 2.0
+    with pytest.raises(KeyError, match="has no reward 'math'"):
+        RewardStats.from_batch(_Batch({"code": scores}, {}), "math")
+
+
+def test_resolve_otlp_precedence():
+    sec = TelemetrySection(otlp_endpoint="http://cfg:4318/v1/traces", otlp_headers={"A": "1"})
+    assert resolve_otlp(TelemetrySection(), {}) is None
+    s = resolve_otlp(sec, {})
+    assert s.endpoint == "http://cfg:4318/v1/traces" and s.protocol == "http/protobuf" and s.headers == {"A": "1"}
+    s = resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318/", "OTEL_EXPORTER_OTLP_HEADERS": "b=x%20y"})
+    assert s.endpoint == "http://env:4318/v1/traces" and s.headers == {"A": "1", "b": "x y"}
+    s = resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/x"})
+    assert s.endpoint == "http://t/x"
+    s = resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://g:4317"})
+    assert s.protocol == "grpc" and s.endpoint == "http://g:4317" and s.headers == {"a": "1"}
+    assert resolve_otlp(sec, {"OTEL_TRACES_EXPORTER": "none"}) is None
+    assert resolve_otlp(sec, {"OTEL_SDK_DISABLED": "true"}) is None
+    with pytest.raises(ValueError, match="OTEL_EXPORTER_OTLP_PROTOCOL"):
+        resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+    with pytest.raises(ValueError, match="OTEL_EXPORTER_OTLP_HEADERS"):
+        resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_HEADERS": "novalue"})
+    assert parse_headers("x-mlflow-experiment-id=3, k = v") == {"x-mlflow-experiment-id": "3", "k": "v"}
+
+
+def test_otlp_json_round_trip_keeps_ids_links_and_values():
+    mem = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(mem))
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("a", attributes={"f": 0.5, "i": 3, "s": "x", "b": True}) as a:
+        a.add_event("ev", {"k": 1})
+    with tracer.start_as_current_span("b", links=[Link(a.get_span_context(), {"why": "test"})]):
+        pass
+    spans = mem.get_finished_spans()
+    doc = spans_to_otlp_json(spans)
+    sp = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert sp[0]["traceId"] == format(spans[0].context.trace_id, "032x")
+    assert sp[1]["links"][0]["spanId"] == format(spans[0].context.span_id, "016x")
+    assert isinstance(sp[0]["kind"], int)
+    req = otlp_json_to_request(doc)
+    pb = req.resource_spans[0].scope_spans[0].spans
+    assert pb[0].span_id == spans[0].context.span_id.to_bytes(8, "big")
+    assert pb[1].links[0].trace_id == spans[0].context.trace_id.to_bytes(16, "big")
+    assert {kv.key: kv.value.double_value for kv in pb[0].attributes}["f"] == 0.5
+    with pytest.raises(ValueError, match="OTLP/JSON"):
+        otlp_json_to_request({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
+    assert not math.isnan(pb[0].start_time_unix_nano)
