@@ -1,0 +1,126 @@
+"""Transformers rollout backend: batched sampling with the policy model itself, on CPU or GPU.
+
+The decode loop is written out (prefill once, then one token per forward with the model's KV cache) instead of
+calling ``model.generate``: for the small models this backend serves, ``generate``'s per-token machinery costs more
+than the model. It supports temperature and top-p and stops when every row has emitted EOS. Weights are shared
+with the trainer, so :meth:`HFRollout.sync_weights` is a no-op.
+
+Not covered: beam search, repetition penalties, stop strings, speculative decoding.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any, Sequence
+
+import torch
+
+from trainer.rollout.base import RolloutBatch, SamplingConfig, left_pad, right_pad
+
+__all__ = ["HFRollout", "sample_next", "position_ids_from_mask"]
+
+log = logging.getLogger(__name__)
+
+
+def position_ids_from_mask(mask: torch.Tensor) -> torch.Tensor:
+    """(B, L) attention mask -> (B, L) positions counting real tokens only (left padding gets 0)."""
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def sample_next(logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> torch.Tensor:
+    """(B, V) last-position logits -> (B,) sampled token ids under temperature and top-p."""
+    probs = torch.softmax(logits.float() / sampling.temperature, dim=-1)
+    if sampling.top_p < 1.0:
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        keep = sorted_p.cumsum(-1) - sorted_p < sampling.top_p  # always keeps the most likely token
+        sorted_p = sorted_p * keep
+        probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+class HFRollout:
+    """Sample from a transformers causal LM with its own KV cache.
+
+    Args:
+        model: the policy (shared with the trainer).
+        tokenizer: its tokenizer; needs an EOS token.
+        max_prompt_length: prompts longer than this are cut from the left (their end is kept).
+        generator: the torch RNG used for sampling (the trainer saves its state in checkpoints).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_prompt_length: int, generator: torch.Generator | None = None):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_prompt_length = max_prompt_length
+        self.generator = generator
+        self.eos_id = tokenizer.eos_token_id
+        if self.eos_id is None:
+            raise ValueError("the tokenizer has no eos_token; set one so completions can end")
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        # transformers 5 renamed past_key_values to cache; older releases know only the old name
+        self._cache_kw = "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
+
+    def encode_prompts(self, prompts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each prompt, keeping the last ``max_prompt_length`` tokens."""
+        out = []
+        for p in prompts:
+            ids = self.tokenizer(p, add_special_tokens=False)["input_ids"]
+            out.append(list(ids)[-self.max_prompt_length:])
+        return out
+
+    def sync_weights(self) -> None:
+        """No-op: the rollout uses the training model's own weights."""
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> RolloutBatch:
+        """Sample ``n`` completions per prompt; rows are group-major."""
+        encoded = [ids for ids in self.encode_prompts(prompts) for _ in range(n)]
+        prompt_ids, prompt_mask = left_pad(encoded, self.pad_id)
+        rows = self._decode(prompt_ids, prompt_mask, sampling)
+        truncated = torch.tensor([len(r) >= sampling.max_new_tokens and r[-1] != self.eos_id for r in rows])
+        completion_ids, completion_mask = right_pad(rows, self.pad_id)
+        texts = self.tokenizer.batch_decode(
+            [r[:-1] if r and r[-1] == self.eos_id else r for r in rows], skip_special_tokens=True
+        )
+        return RolloutBatch(prompt_ids, prompt_mask, completion_ids, completion_mask, truncated, texts)
+
+    def _decode(self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, sampling: SamplingConfig) -> list[list[int]]:
+        was_training = self.model.training
+        self.model.eval()
+        device = next(self.model.parameters()).device
+        ids, attn = prompt_ids.to(device), prompt_mask.to(device)
+        pos = position_ids_from_mask(attn)
+        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
+        cache, logits = self._cache_of(out), out.logits[:, -1]
+        b = ids.shape[0]
+        done = torch.zeros(b, dtype=torch.bool, device=device)
+        tokens: list[torch.Tensor] = []
+        next_pos = pos[:, -1:] + 1
+        for t in range(sampling.max_new_tokens):
+            tok = sample_next(logits, sampling, self.generator if device.type == "cpu" else None)
+            tok = torch.where(done, torch.full_like(tok, self.pad_id), tok)
+            tokens.append(tok)
+            done = done | (tok == self.eos_id)
+            if bool(done.all()) or t == sampling.max_new_tokens - 1:
+                break
+            attn = torch.cat([attn, torch.ones((b, 1), dtype=attn.dtype, device=device)], dim=1)
+            out = self.model(
+                input_ids=tok[:, None], attention_mask=attn, position_ids=next_pos,
+                use_cache=True, **{self._cache_kw: cache},
+            )
+            cache, logits = self._cache_of(out), out.logits[:, -1]
+            next_pos = next_pos + 1
+        if was_training:
+            self.model.train()
+        steps = torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros((b, 0), dtype=torch.long)
+        return [_cut_at_eos(steps[i].tolist(), self.eos_id) for i in range(b)]
+
+
+    def _cache_of(self, out: Any) -> Any:
+        return getattr(out, "cache", None) if self._cache_kw == "cache" else out.past_key_values
+
+
+def _cut_at_eos(row: list[int], eos_id: int) -> list[int]:
+    return row[: row.index(eos_id) + 1] if eos_id in row else row

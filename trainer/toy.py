@@ -1,0 +1,79 @@
+"""A built-in toy verifiable task that trains in seconds on a CPU: write as many of one character as you can.
+
+Parts:
+    :func:`char_tokenizer`  a character-level ``PreTrainedTokenizerFast`` (saves and loads like any tokenizer).
+    :func:`tiny_model`      a random-init Qwen2-style causal LM (2 layers, hidden 64 by default, ~77k parameters).
+    :func:`toy_samples`     prompts of a few random letters; the task is the same for every prompt.
+    ``char_count``          the reward (registered in :mod:`trainer.toy_reward`): count of one character in
+                            the completion, divided by ``norm``.
+
+Select it in a run config with ``model.name_or_path: "toy:char"`` and ``data.train: "toy:64"`` (64 prompts).
+It is for tests, demos and benchmarks; it says nothing about language ability.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from harness.types import Sample
+from trainer.toy_reward import char_count  # noqa: F401  (registers the reward)
+
+__all__ = ["CHARS", "char_tokenizer", "tiny_model", "toy_samples", "is_toy_model", "is_toy_data"]
+
+#: The vocabulary: special tokens first, then these characters.
+CHARS = "abcdefghijklmnopqrstuvwxyz0123456789 .,:?!+-*=()\n"
+_SPECIAL = ["<pad>", "<eos>", "<unk>"]
+
+
+def is_toy_model(name: str) -> bool:
+    """True for ``toy:...`` model names."""
+    return name.startswith("toy:")
+
+
+def is_toy_data(source: str | None) -> bool:
+    """True for ``toy:N`` data sources."""
+    return bool(source) and str(source).startswith("toy:")
+
+
+def char_tokenizer() -> Any:
+    """A character-level tokenizer with ``<pad>``, ``<eos>`` and ``<unk>``; decode joins characters back."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(_SPECIAL + list(CHARS))}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", clean_up_tokenization_spaces=False
+    )
+
+
+def tiny_model(vocab_size: int, *, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0) -> Any:
+    """A random-init Qwen2-style causal LM (no download), float32, seeded."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(
+        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=512, tie_word_embeddings=True,
+        pad_token_id=0, eos_token_id=1, bos_token_id=None,
+    )
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        model = Qwen2ForCausalLM(cfg)
+    finally:
+        torch.random.set_rng_state(state)
+    return model
+
+
+def toy_samples(n: int, *, seed: int = 0, prompt_len: int = 4) -> list[Sample]:
+    """``n`` prompts of ``prompt_len`` random letters followed by ':'."""
+    rng = random.Random(seed)
+    letters = "bcdefghijklmnopqrstuvwxyz"
+    return [
+        Sample(id=f"toy-{i}", prompt="".join(rng.choice(letters) for _ in range(prompt_len)) + ":")
+        for i in range(n)
+    ]
