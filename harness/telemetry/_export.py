@@ -40,6 +40,7 @@ _EXPORTER_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
     "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
 )
+_QUEUE_LOGGER = "opentelemetry.sdk._shared_internal"
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,21 @@ def make_exporter(settings: OtlpSettings) -> SpanExporter:
 
 
 class _QuietWhileGuarded(logging.Filter):
-    """Drops the OTLP exporter's own per-batch error logs; :class:`GuardedExporter` reports failures once."""
+    """Drops the OTLP exporter's per-batch error logs and the batch queue's per-span "Queue full" warnings.
+
+    :class:`GuardedExporter` reports failures once instead, and counts the spans the full queue dropped.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queue_full = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == _QUEUE_LOGGER:
+            if str(record.msg).startswith("Queue full"):
+                self.queue_full += 1
+                return False
+            return True
         return record.levelno < logging.WARNING
 
 
@@ -148,7 +161,8 @@ class GuardedExporter(SpanExporter):
 
     After a failed export (an error result or an exception) batches are dropped without a network call for
     ``retry_after_s``; then one export is tried again. One warning is logged per run, and a line with the number
-    of spans not delivered is logged at shutdown.
+    of spans not delivered is logged at shutdown (info). It also silences the SDK's one-warning-per-span
+    "Queue full" message while it lives, counting those spans in :attr:`queue_full` instead.
     """
 
     def __init__(self, inner: SpanExporter, destination: str, *, retry_after_s: float = 30.0) -> None:
@@ -161,7 +175,7 @@ class GuardedExporter(SpanExporter):
         self.sent = 0
         self.dropped = 0
         self._filter = _QuietWhileGuarded()
-        for name in _EXPORTER_LOGGERS:
+        for name in (*_EXPORTER_LOGGERS, _QUEUE_LOGGER):
             logging.getLogger(name).addFilter(self._filter)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -194,10 +208,16 @@ class GuardedExporter(SpanExporter):
         try:
             self._inner.shutdown()
         finally:
-            for name in _EXPORTER_LOGGERS:
+            for name in (*_EXPORTER_LOGGERS, _QUEUE_LOGGER):
                 logging.getLogger(name).removeFilter(self._filter)
-            if self.dropped:
-                logger.info("OTLP export to %s: %d spans sent, %d not delivered", self._destination, self.sent, self.dropped)
+            if self.dropped or self.queue_full:
+                logger.info("OTLP export to %s: %d spans sent, %d not delivered, %d dropped by the full queue",
+                            self._destination, self.sent, self.dropped, self.queue_full)
+
+    @property
+    def queue_full(self) -> int:
+        """Spans the bounded queue dropped because the exporter could not keep up."""
+        return self._filter.queue_full
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self._inner.force_flush(timeout_millis)
