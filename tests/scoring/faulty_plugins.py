@@ -1,0 +1,53 @@
+"""Reward plugins that misbehave on purpose, for the scoring path's fault-injection tests.
+
+Each fault fires only for one trigger completion, so a batch mixes faulty and healthy samples.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+from harness import Score, reward
+
+__all__: list[str] = []
+
+
+@reward("test_faulty", reads=())
+def test_faulty(*, scale: float = 1.0):
+    """Value = scale * len(completion); completions named after a fault trigger it."""
+
+    def score(sample, completion: str) -> Score:
+        if completion == "raise":
+            raise ZeroDivisionError("plugin bug")
+        if completion == "loop":
+            while True:
+                pass
+        if completion == "sleep":
+            time.sleep(3600)
+        if completion == "exit":
+            os._exit(7)
+        if completion == "segfault":
+            ctypes.string_at(0)
+        if completion == "membomb":
+            hog = []
+            while True:
+                hog.append(bytearray(64 * 1024 * 1024))
+        if completion == "sysexit":
+            raise SystemExit(0)
+        if completion == "float":
+            return 0.25  # plain floats are accepted
+        return Score(value=scale * len(completion), answer=completion)
+
+    return score
+
+
+@reward("test_counter", cacheable=True, reads=())
+def test_counter():
+    """Value = the worker's pid parity; lets tests see whether a result came from the cache."""
+
+    def score(sample, completion: str) -> Score:
+        return Score(value=float(len(completion)), info={"pid": os.getpid(), "t": time.time()})
+
+    return score

@@ -1,0 +1,146 @@
+"""The reward registry: decorator, duplicates, parameter validation, entry points, the autoload kill switch.
+
+Entry points are real: each test writes a ``*.dist-info`` directory with an ``entry_points.txt`` onto ``sys.path``,
+which is exactly what pip leaves behind for an installed distribution, and the registry discovers it through
+``importlib.metadata``.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import Sample, Score, get_reward, reward
+from harness import registry as reg
+from harness.errors import DuplicateRewardError, RewardParameterError, UnknownRewardError
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch):
+    """A registry that has loaded nothing yet; the real one is restored afterwards."""
+    saved = (dict(reg._STATE.entries), reg._STATE.loaded)
+    for mod in [m for m in sys.modules if m == "rewards" or m.startswith("rewards.")]:
+        monkeypatch.delitem(sys.modules, mod)  # so the built-ins register again, into the fresh registry
+    reg._STATE.entries.clear()
+    reg._STATE.loaded = False
+    yield reg
+    reg._STATE.entries.clear()
+    reg._STATE.entries.update(saved[0])
+    reg._STATE.loaded = saved[1]
+
+
+def _fake_dist(tmp_path: Path, monkeypatch, name: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
+    for mod, src in modules.items():
+        (tmp_path / f"{mod}.py").write_text(textwrap.dedent(src))
+    info = tmp_path / f"{name.replace('-', '_')}-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.2.3\n")
+    eps = "[grpo_harness.rewards]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items())
+    (info / "entry_points.txt").write_text(eps)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for mod in modules:
+        sys.modules.pop(mod, None)
+
+
+def test_decorator_registers_and_get_reward_builds_with_params(fresh_registry) -> None:
+    @reward("t_exact")
+    def t_exact(*, ignore_case: bool = False):
+        def score(sample: Sample, completion: str) -> Score:
+            a, b = str(sample.answer), completion
+            if ignore_case:
+                a, b = a.lower(), b.lower()
+            return Score(value=float(a == b))
+
+        return score
+
+    assert get_reward("t_exact")({"answer": "Yes"}, "yes").value == 0.0
+    assert get_reward("t_exact", ignore_case=True)({"answer": "Yes"}, "yes").value == 1.0
+    entry = reg.get_entry("t_exact")
+    assert entry.origin == f"module {__name__}" and str(entry.params[0]) == "ignore_case: bool = False"
+
+
+def test_unknown_parameter_names_the_accepted_ones(fresh_registry) -> None:
+    with pytest.raises(RewardParameterError) as e:
+        get_reward("boxed_present", command="boxed")
+    assert "'command'" in str(e.value) and "accepted parameters: commands" in str(e.value)
+
+
+def test_missing_required_parameter_is_named(fresh_registry) -> None:
+    with pytest.raises(RewardParameterError, match="needs parameter.*'pattern'"):
+        get_reward("format_regex")
+
+
+def test_duplicate_name_fails_naming_both_origins(fresh_registry) -> None:
+    get_reward("boxed_present")  # loads the built-ins
+
+    with pytest.raises(DuplicateRewardError) as e:
+
+        @reward("boxed_present")
+        def mine():
+            return lambda s, c: 1.0
+
+    assert "built-in (rewards.format)" in str(e.value) and f"module {__name__}" in str(e.value)
+
+
+def test_unknown_reward_lists_registered_names(fresh_registry) -> None:
+    with pytest.raises(UnknownRewardError, match="unknown reward 'nope'.*boxed_present"):
+        get_reward("nope")
+
+
+def test_plugin_exception_becomes_unscored_error(fresh_registry) -> None:
+    @reward("t_broken")
+    def t_broken():
+        def score(sample, completion):
+            return 1 / 0
+
+        return score
+
+    s = get_reward("t_broken")({"id": "1"}, "x")
+    assert s.value is None and s.status == "error" and "ZeroDivisionError" in s.info["reason"]
+
+
+def test_entry_point_factory_is_found_with_its_distribution(fresh_registry, tmp_path, monkeypatch) -> None:
+    _fake_dist(
+        tmp_path, monkeypatch, "acme-rewards", {"acme_len": "acme_mod:make"},
+        {"acme_mod": "def make(*, k: int = 2):\n    return lambda s, c: float(len(c) * k)\n"},
+    )
+    entry = reg.get_entry("acme_len")
+    assert entry.origin.startswith("acme-rewards 1.2.3")
+    assert get_reward("acme_len", k=3)({}, "ab").value == 6.0
+
+
+def test_broken_entry_point_warns_by_name_and_others_still_load(fresh_registry, tmp_path, monkeypatch) -> None:
+    _fake_dist(
+        tmp_path, monkeypatch, "mixed-rewards",
+        {"good_one": "good_mod:make", "bad_one": "bad_mod:make"},
+        {"good_mod": "def make():\n    return lambda s, c: 1.0\n", "bad_mod": "import not_a_real_module_xyz\n"},
+    )
+    with pytest.warns(UserWarning, match="mixed-rewards 1.2.3 \\(entry point bad_one"):
+        names = [e.name for e in reg.list_rewards()]
+    assert "good_one" in names and "bad_one" not in names
+
+
+def test_entry_point_duplicate_of_a_builtin_fails(fresh_registry, tmp_path, monkeypatch) -> None:
+    _fake_dist(tmp_path, monkeypatch, "clash-rewards", {"boxed_present": "clash_mod:make"},
+               {"clash_mod": "def make():\n    return lambda s, c: 1.0\n"})
+    with pytest.raises(DuplicateRewardError, match="built-in.*clash-rewards 1.2.3"):
+        reg.list_rewards()
+
+
+def test_autoload_kill_switch_skips_entry_points(fresh_registry, tmp_path, monkeypatch) -> None:
+    _fake_dist(tmp_path, monkeypatch, "off-rewards", {"off_one": "off_mod:make"},
+               {"off_mod": "def make():\n    return lambda s, c: 1.0\n"})
+    monkeypatch.setenv("GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD", "1")
+    names = [e.name for e in reg.list_rewards()]
+    assert "off_one" not in names and "boxed_present" in names
+
+
+def test_loading_is_lazy() -> None:
+    import subprocess
+
+    code = "import harness, sys; print('rewards.format' in sys.modules, 'harness.scoring' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
