@@ -1,0 +1,181 @@
+"""Read a run's spans back: from the OTLP-JSON file store, from Phoenix's REST API or from MLflow's REST API.
+
+Every reader returns the same flat span dicts as :func:`harness.telemetry.iter_spans` (``name``, ``trace_id``,
+``span_id``, ``parent_span_id``, ``start_ns``, ``end_ns``, ``attributes``, ``events``, ``links``), so the report
+does not care where spans came from. Only the standard library's HTTP client is used: neither backend's Python
+package is needed. Phoenix stores no span links, so its spans come back with ``links == []``; the report joins
+by the ``harness.run.id`` / ``harness.train.step`` / ``harness.reward.name`` attributes instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.telemetry._otlp_json import iter_spans
+
+__all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
+
+logger = logging.getLogger(__name__)
+
+
+class SourceError(HarnessError):
+    """Spans cannot be read from where they were asked for (missing file, backend not answering)."""
+
+
+def load_file_store(path: str | Path, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Spans of a run directory (its ``traces.jsonl``) or of an OTLP-JSON file.
+
+    Raises:
+        SourceError: when the file does not exist.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "traces.jsonl"
+    if not p.is_file():
+        raise SourceError(f"{p}: no trace file store (expected OTLP JSON lines written by harness.telemetry)")
+    return _only_run(list(iter_spans(p)), run_id)
+
+
+def _only_run(spans: list[dict[str, Any]], run_id: str | None) -> list[dict[str, Any]]:
+    if run_id is None:
+        return spans
+    return [s for s in spans if s["attributes"].get("harness.run.id") == run_id]
+
+
+def _get_json(url: str, *, data: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+    body = json.dumps(data).encode() if data is not None else None
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json",
+                                                          "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.load(r)
+    except urllib.error.HTTPError as e:
+        detail = e.read()[:300].decode(errors="replace")
+        raise SourceError(f"{url}: HTTP {e.code}: {detail}") from None
+    except (urllib.error.URLError, OSError, json.JSONDecodeError) as e:
+        raise SourceError(f"{url}: {e}") from None
+
+
+def _iso_ns(s: str | None) -> int:
+    if not s:
+        return 0
+    return int(datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() * 1e9)
+
+
+def _phoenix_span(sp: dict[str, Any]) -> dict[str, Any]:
+    attrs = dict(sp.get("attributes") or {})
+    if sp.get("span_kind"):
+        attrs.setdefault("openinference.span.kind", sp["span_kind"])
+    ctx = sp.get("context") or {}
+    return {
+        "name": sp.get("name", ""),
+        "trace_id": ctx.get("trace_id", ""),
+        "span_id": ctx.get("span_id", ""),
+        "parent_span_id": sp.get("parent_id") or None,
+        "start_ns": _iso_ns(sp.get("start_time")),
+        "end_ns": _iso_ns(sp.get("end_time")),
+        "attributes": attrs,
+        "events": [{"name": e.get("name", ""), "attributes": e.get("attributes") or {}} for e in sp.get("events") or ()],
+        "links": [],
+    }
+
+
+def load_phoenix(url: str, *, project: str = "grpo-harness", run_id: str | None = None,
+                 timeout: float = 30.0, page_size: int = 1000) -> list[dict[str, Any]]:
+    """All spans of a Phoenix project (``GET /v1/projects/{project}/spans``, followed page by page).
+
+    Raises:
+        SourceError: when Phoenix does not answer or has no such project.
+    """
+    base = url.rstrip("/") + f"/v1/projects/{urllib.parse.quote(project, safe='')}/spans"
+    spans: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        q = {"limit": page_size, **({"cursor": cursor} if cursor else {})}
+        page = _get_json(f"{base}?{urllib.parse.urlencode(q)}", timeout=timeout)
+        spans.extend(_phoenix_span(sp) for sp in page.get("data") or ())
+        cursor = page.get("next_cursor")
+        if not cursor:
+            break
+    return _only_run(spans, run_id)
+
+
+def _b64_hex(s: str | None) -> str:
+    if not s:
+        return ""
+    try:
+        return base64.b64decode(s).hex()
+    except ValueError:
+        return s
+
+
+def _pb_value(v: dict[str, Any]) -> Any:
+    for key, conv in (("string_value", str), ("bool_value", bool), ("int_value", int), ("double_value", float)):
+        if key in v:
+            return conv(v[key])
+    if "array_value" in v:
+        return [_pb_value(x) for x in v["array_value"].get("values", ())]
+    return None
+
+
+def _pb_attrs(items: Any) -> dict[str, Any]:
+    return {kv["key"]: _pb_value(kv.get("value") or {}) for kv in items or ()}
+
+
+def _mlflow_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": sp.get("name", ""),
+        "trace_id": _b64_hex(sp.get("trace_id")),
+        "span_id": _b64_hex(sp.get("span_id")),
+        "parent_span_id": _b64_hex(sp.get("parent_span_id")) or None,
+        "start_ns": int(sp.get("start_time_unix_nano") or 0),
+        "end_ns": int(sp.get("end_time_unix_nano") or 0),
+        "attributes": {**resource, **_pb_attrs(sp.get("attributes"))},
+        "events": [{"name": e.get("name", ""), "attributes": _pb_attrs(e.get("attributes"))} for e in sp.get("events") or ()],
+        "links": [{"trace_id": _b64_hex(ln.get("trace_id")), "span_id": _b64_hex(ln.get("span_id")),
+                   "attributes": _pb_attrs(ln.get("attributes"))} for ln in sp.get("links") or ()],
+    }
+
+
+def load_mlflow(url: str, *, experiment_id: str = "0", run_id: str | None = None,
+                timeout: float = 30.0, batch: int = 50) -> list[dict[str, Any]]:
+    """All spans of the traces of an MLflow experiment (``traces/search`` then ``traces/batchGet``).
+
+    Raises:
+        SourceError: when MLflow does not answer or the experiment does not exist.
+    """
+    base = url.rstrip("/") + "/api/3.0/mlflow/traces"
+    ids: list[str] = []
+    token: str | None = None
+    while True:
+        body: dict[str, Any] = {"locations": [{"type": "MLFLOW_EXPERIMENT",
+                                               "mlflow_experiment": {"experiment_id": str(experiment_id)}}],
+                                "max_results": 500}
+        if token:
+            body["page_token"] = token
+        page = _get_json(base + "/search", data=body, timeout=timeout)
+        for t in page.get("traces") or ():
+            tags = t.get("tags") or {}
+            if run_id is None or tags.get("harness.run.id") in (None, run_id):
+                ids.append(t["trace_id"])
+        token = page.get("next_page_token")
+        if not token:
+            break
+    spans: list[dict[str, Any]] = []
+    for i in range(0, len(ids), batch):
+        q = urllib.parse.urlencode([("trace_ids", t) for t in ids[i : i + batch]])
+        got = _get_json(f"{base}/batchGet?{q}", timeout=timeout)
+        for tr in got.get("traces") or ():
+            tags = (tr.get("trace_info") or {}).get("tags") or {}
+            resource = {k: v for k, v in tags.items() if k in ("harness.run.id", "service.name")}
+            spans.extend(_mlflow_span(sp, resource) for sp in tr.get("spans") or ())
+    return _only_run(spans, run_id)
