@@ -1,0 +1,125 @@
+"""The ``harness report`` and ``harness traces push`` subcommands (wired into :mod:`harness.cli`).
+
+``harness report RUN_DIR`` reads the run's file store; ``--from phoenix URL`` or ``--from mlflow URL`` reads a
+backend instead. It prints the table, writes ``report.md`` and ``report.png`` (into ``--out``, else RUN_DIR, else
+the current directory) and, with ``--fail-on-alarm``, exits 1 when a divergence alarm fires.
+Logging is configured by :mod:`harness.cli`, not here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from harness.cfg.telemetry import AlarmSection
+from harness.errors import ConfigError, HarnessError
+
+__all__ = ["add_report_parser", "add_traces_parser", "cmd_report", "cmd_traces_push"]
+
+logger = logging.getLogger(__name__)
+
+
+def _alarm_config(args: argparse.Namespace) -> AlarmSection:
+    base = AlarmSection()
+    cfg_path = Path(args.config) if args.config else (Path(args.run_dir) / "config.yaml" if args.run_dir else None)
+    if cfg_path is not None and cfg_path.is_file():
+        from harness.config import load_config
+
+        try:
+            base = load_config(cfg_path).telemetry.alarm
+        except ConfigError as e:
+            if args.config:
+                raise
+            logger.warning("alarm thresholds: defaults used, %s does not load: %s", cfg_path, e)
+    overrides = {k: v for k, v in (("window", args.window), ("train_rise", args.train_rise),
+                                   ("heldout_min_rise", args.heldout_min_rise)) if v is not None}
+    try:
+        return AlarmSection.model_validate({**base.model_dump(), **overrides})
+    except ValueError as e:
+        raise HarnessError(f"alarm thresholds: {e}") from None
+
+
+def _load_spans(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
+    from harness.telemetry._sources import load_file_store, load_mlflow, load_phoenix
+
+    if args.source is None:
+        if not args.run_dir:
+            raise HarnessError("give RUN_DIR (its traces.jsonl is read) or --from phoenix|mlflow URL")
+        return load_file_store(args.run_dir, args.run_id), f"file store {Path(args.run_dir) / 'traces.jsonl'}"
+    backend, url = args.source
+    if backend == "phoenix":
+        return load_phoenix(url, project=args.project, run_id=args.run_id), f"Phoenix {url} project {args.project}"
+    if backend == "mlflow":
+        return (load_mlflow(url, experiment_id=args.experiment_id, run_id=args.run_id),
+                f"MLflow {url} experiment {args.experiment_id}")
+    raise HarnessError(f"--from: expected phoenix or mlflow, got {backend!r}")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Handler of ``harness report``."""
+    from harness.telemetry.report import build_report, format_table, write_report
+
+    alarm = _alarm_config(args)
+    spans, source = _load_spans(args)
+    report = build_report(spans, alarm, run_id=args.run_id, source=source)
+    out = Path(args.out or args.run_dir or ".")
+    md, png = write_report(report, out)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print(format_table(report))
+        print(f"wrote {md} and {png}")
+    return 1 if args.fail_on_alarm and report.alarms else 0
+
+
+def add_report_parser(sub: Any) -> None:
+    """Add ``harness report`` to an argparse subparsers object."""
+    p = sub.add_parser("report", help="training reward vs held-out score per checkpoint, with a divergence alarm")
+    p.add_argument("run_dir", nargs="?", help="run directory (reads its traces.jsonl; outputs go here)")
+    p.add_argument("--from", dest="source", nargs=2, metavar=("BACKEND", "URL"),
+                   help="read spans from a backend instead: phoenix URL or mlflow URL")
+    p.add_argument("--run-id", help="the run to report (default: the only or latest run found)")
+    p.add_argument("--project", default="grpo-harness", help="Phoenix project (default: grpo-harness)")
+    p.add_argument("--experiment-id", default="0", help="MLflow experiment id (default: 0)")
+    p.add_argument("--out", help="directory for report.md and report.png (default: RUN_DIR or .)")
+    p.add_argument("--config", help="run config whose telemetry.alarm thresholds to use (default: RUN_DIR/config.yaml)")
+    p.add_argument("--window", type=int, help="alarm window in checkpoints")
+    p.add_argument("--train-rise", type=float, help="training reward rise that counts as rising")
+    p.add_argument("--heldout-min-rise", type=float, help="held-out rise below which it counts as flat")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    p.add_argument("--fail-on-alarm", action="store_true", help="exit 1 when any divergence alarm fires")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_traces_push(args: argparse.Namespace) -> int:
+    """Handler of ``harness traces push``."""
+    from harness.telemetry._export import parse_headers
+    from harness.telemetry.push import push_file_store
+
+    headers: dict[str, str] = {}
+    for h in args.header or []:
+        try:
+            headers.update(parse_headers(h))
+        except ValueError as e:
+            raise HarnessError(f"--header: {e}") from None
+    res = push_file_store(args.run_dir, args.endpoint, protocol=args.protocol, headers=headers, timeout=args.timeout)
+    print(f"pushed {res.spans} spans in {res.requests} requests to {args.endpoint}")
+    return 0
+
+
+def add_traces_parser(sub: Any) -> None:
+    """Add ``harness traces push`` to an argparse subparsers object."""
+    p = sub.add_parser("traces", help="work with a run's trace file store")
+    tsub = p.add_subparsers(dest="traces_command", metavar="SUBCOMMAND")
+    push = tsub.add_parser("push", help="replay RUN_DIR/traces.jsonl into an OTLP backend")
+    push.add_argument("run_dir", help="run directory or traces.jsonl file")
+    push.add_argument("--endpoint", required=True,
+                      help="http/protobuf: full traces URL (http://host:4318/v1/traces); grpc: http://host:4317")
+    push.add_argument("--protocol", choices=("http/protobuf", "grpc"), default="http/protobuf")
+    push.add_argument("--header", action="append", metavar="KEY=VALUE",
+                      help="request header, e.g. x-mlflow-experiment-id=1 (repeatable)")
+    push.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    push.set_defaults(func=cmd_traces_push)
