@@ -1,0 +1,63 @@
+"""The contracts: Score's invariants, Sample's extra columns, RewardSpec validation, and the docstring examples."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import pytest
+from pydantic import ValidationError
+
+import harness.registry
+import harness.scoring._result
+import harness.scoring._session
+import harness.types
+from harness.types import STATUSES, UNSCORED_STATUSES, RewardSpec, Sample, Score
+
+
+@pytest.mark.parametrize("module", [harness.types, harness.registry, harness.scoring._result, harness.scoring._session])
+def test_docstring_examples(module) -> None:
+    res = doctest.testmod(module)
+    assert res.failed == 0 and res.attempted > 0
+
+
+def test_nan_and_inf_values_become_unscored() -> None:
+    assert Score(value=math.nan).value is None
+    assert Score(value=math.inf).value is None
+    assert Score(value=True).value == 1.0
+
+
+@pytest.mark.parametrize("status", sorted(UNSCORED_STATUSES))
+def test_unscored_statuses_refuse_a_value(status: str) -> None:
+    with pytest.raises(ValidationError, match="means unscored"):
+        Score(value=0.0, status=status)
+    assert Score(value=None, status=status).scored is False
+
+
+def test_status_set_is_closed() -> None:
+    with pytest.raises(ValidationError):
+        Score(value=1.0, status="great")
+    assert {"ok", "no_answer", "parse_error", "gold_unparseable", "timeout", "error", "bad_input", "sandbox_error"} <= set(STATUSES)
+
+
+def test_score_and_sample_are_frozen() -> None:
+    s = Score(value=1.0)
+    with pytest.raises(ValidationError):
+        s.value = 0.0  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        Sample(id="1").prompt = "x"  # type: ignore[misc]
+
+
+def test_sample_keeps_extra_columns_and_chat_prompts() -> None:
+    s = Sample(id=3, prompt=[{"role": "user", "content": "hi"}], entry_point="f", difficulty=2)
+    assert s.id == "3" and s.entry_point == "f" and s.columns["difficulty"] == 2  # type: ignore[attr-defined]
+    assert s.prompt_text == "hi"
+
+
+def test_reward_spec_rejects_unknown_fields_and_non_finite_weights() -> None:
+    with pytest.raises(ValidationError):
+        RewardSpec(name="math", wieght=2)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="finite"):
+        RewardSpec(name="math", weight=math.nan)
+    with pytest.raises(ValidationError):
+        RewardSpec(name="")
