@@ -8,17 +8,21 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from harness.errors import ScoringError
-from harness.registry import get_entry
+from harness.registry import get_reward
 from harness.types import RewardSpec
 
 __all__ = ["completion_text", "normalize_specs", "plain"]
 
 
 def normalize_specs(specs: Sequence[RewardSpec | Mapping[str, Any] | str]) -> list[RewardSpec]:
-    """RewardSpecs from specs, dicts or names; unknown rewards and parameters fail here, at load.
+    """RewardSpecs from specs, dicts or names, each built once so bad names *and values* fail here, at load.
+
+    The scoring path builds process-isolated rewards inside its workers, where a bad parameter value (a regex
+    that does not compile) would only show up as an error on every sample; building each factory once here
+    makes a misconfigured trainer fail before its first step.
 
     Raises:
-        UnknownRewardError, RewardParameterError: a name or parameter the registry does not know.
+        UnknownRewardError, RewardParameterError: a name, parameter or parameter value the reward rejects.
         ScoringError: two specs share a name.
     """
     out = []
@@ -29,7 +33,7 @@ def normalize_specs(specs: Sequence[RewardSpec | Mapping[str, Any] | str]) -> li
             spec = RewardSpec(name=s)
         else:
             spec = RewardSpec.model_validate(dict(s))
-        get_entry(spec.name).check_params(spec.params)
+        get_reward(spec.name, **spec.params)
         out.append(spec)
     names = [s.name for s in out]
     if len(set(names)) != len(names):

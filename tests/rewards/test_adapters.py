@@ -81,6 +81,8 @@ def test_specs_are_validated_when_the_adapter_is_built() -> None:
         as_trl_reward_funcs([{"name": "tag_count", "params": {"tagz": ["a"]}}])
     with pytest.raises(RewardParameterError, match="pattern"):
         as_verl_compute_score("format_regex")
+    with pytest.raises(RewardParameterError, match="does not compile"):  # a bad value, not only a bad name
+        as_trl_reward_funcs([{"name": "format_regex", "params": {"pattern": "(unclosed"}}])
     assert trl_reward_weights([{"name": "boxed_present", "weight": 0.0}, "tag_count"]) == [0.0, 1.0]
 
 
