@@ -1,0 +1,136 @@
+"""Rollout collection: prompts -> G completions each -> the one scoring path, with DAPO dynamic sampling.
+
+Without dynamic sampling the batch is generated once and its scoring is *submitted* (not awaited), so the reward
+workers run while the update does its first forward pass. With dynamic sampling (DAPO 2503.14476, section 3.2)
+groups whose scored rewards are all equal are dropped and more prompts are sampled, at most
+``max_resample_rounds`` times; when the batch still is not full a warning says so and the step trains on the
+groups it has. Reward statistics are taken over the first round, an unbiased sample of the current policy.
+
+This module does not compute advantages or losses.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from harness.scoring import BatchResult, PendingBatch, ScoringSession
+from harness.types import Sample
+from trainer.advantages import zero_variance_groups
+from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
+
+__all__ = ["Collected", "collect", "totals_tensor", "select_result"]
+
+log = logging.getLogger(__name__)
+
+
+def totals_tensor(result: BatchResult) -> torch.Tensor:
+    """(N,) weighted total reward per completion, NaN where unscored."""
+    return torch.tensor([math.nan if v is None else float(v) for v in result.totals], dtype=torch.float32)
+
+
+def select_result(results: list[BatchResult], rows: list[tuple[int, int]]) -> BatchResult:
+    """A BatchResult of the given (result index, row) pairs, in that order."""
+    first = results[0]
+    names = list(first.scores)
+    return BatchResult(
+        specs=list(first.specs),
+        scores={n: [results[r].scores[n][i] for r, i in rows] for n in names},
+        latency_s={n: [results[r].latency_s.get(n, [0.0] * len(results[r]))[i] for r, i in rows] for n in names},
+        cached={n: sum(res.cached.get(n, 0) for res in results) for n in names},
+    )
+
+
+@dataclass
+class Collected:
+    """One step's rollouts; :meth:`result` waits for scoring when it is still running."""
+
+    batch: RolloutBatch
+    samples: list[Sample]  # one per completion
+    first_round: BatchResult | None = None
+    pending: PendingBatch | None = None
+    final: BatchResult | None = None
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def result(self) -> BatchResult:
+        """The scores of ``batch`` rows (blocks on the scoring workers the first time, when needed)."""
+        if self.final is None:
+            assert self.pending is not None
+            self.final = self.pending.result()
+        return self.final
+
+    def reward_result(self) -> BatchResult:
+        """The scores reward statistics are computed on (the first round's)."""
+        return self.first_round if self.first_round is not None else self.result()
+
+
+def _generate(rollout: Rollout, prompts: list[Sample], render: Callable[[Sample], str], g: int,
+              sampling: SamplingConfig) -> tuple[RolloutBatch, list[Sample]]:
+    batch = rollout.generate([render(s) for s in prompts], g, sampling)
+    return batch, [s for s in prompts for _ in range(g)]
+
+
+def collect(
+    take: Callable[[int], list[Sample]],
+    rollout: Rollout,
+    session: ScoringSession,
+    render: Callable[[Sample], str],
+    *,
+    num_prompts: int,
+    group_size: int,
+    sampling: SamplingConfig,
+    pad_id: int,
+    dynamic_sampling: bool = False,
+    max_rounds: int = 3,
+) -> Collected:
+    """Generate and score one step's groups (see the module docstring)."""
+    t0 = time.perf_counter()
+    batch, samples = _generate(rollout, take(num_prompts), render, group_size, sampling)
+    gen_s = time.perf_counter() - t0
+    if not dynamic_sampling:
+        t1 = time.perf_counter()
+        pending = session.submit(samples, batch.texts)
+        return Collected(batch, samples, pending=pending, stats={
+            "timing/generate_s": gen_s, "timing/score_submit_s": time.perf_counter() - t1})
+    batches, sample_lists, results, kept = [batch], [samples], [], []
+    score_s, rounds, generated = 0.0, 0, num_prompts
+    while True:
+        t1 = time.perf_counter()
+        results.append(session.score(sample_lists[-1], batches[-1].texts))
+        score_s += time.perf_counter() - t1
+        zero = zero_variance_groups(totals_tensor(results[-1]), group_size)
+        kept += [(len(results) - 1, int(gi)) for gi in (~zero).nonzero().flatten()]
+        missing = num_prompts - len(kept)
+        if missing <= 0 or rounds >= max_rounds:
+            break
+        rounds += 1
+        keep_rate = max(len(kept) / generated, 0.25)
+        n_more = min(4 * missing, math.ceil(missing / keep_rate))
+        t2 = time.perf_counter()
+        b, s = _generate(rollout, take(n_more), render, group_size, sampling)
+        gen_s += time.perf_counter() - t2
+        batches.append(b), sample_lists.append(s)
+        generated += n_more
+    if len(kept) < num_prompts:
+        log.warning("dynamic sampling filled %d of %d groups after %d extra rounds (%d groups generated); "
+                    "training on the groups it has", len(kept), num_prompts, rounds, generated)
+    kept = kept[:num_prompts] if kept else [(0, gi) for gi in range(num_prompts)]
+    rows = [(r, gi * group_size + j) for r, gi in kept for j in range(group_size)]
+    per_round = [[] for _ in batches]
+    for r, i in rows:
+        per_round[r].append(i)
+    parts = [batches[r].select(torch.tensor(ix, dtype=torch.long)) for r, ix in enumerate(per_round) if ix]
+    out = Collected(
+        RolloutBatch.concat(parts, pad_id),
+        [sample_lists[r][i] for r, ix in enumerate(per_round) for i in ix],
+        first_round=results[0],
+        stats={"timing/generate_s": gen_s, "timing/score_wait_s_sampling": score_s, "dynamic/rounds": float(rounds),
+               "dynamic/generated_groups": float(generated), "dynamic/kept_groups": float(len(kept))},
+    )
+    out.final = select_result(results, sorted(rows, key=lambda x: (x[0], x[1])))
+    return out

@@ -1,0 +1,110 @@
+"""Multi-process data parallelism on torch.distributed, launched by ``torchrun`` or ``accelerate launch``.
+
+Each rank samples and scores its own whole prompt groups (a group is never split across ranks), computes the
+loss with normalizers summed over all ranks, and gradients are then *summed* with one all-reduce per step, so
+the update equals the single-process update on the union of the ranks' batches. Parameters are broadcast from
+rank 0 at start so every rank begins from identical weights.
+
+Not covered: tensor/pipeline parallelism, ZeRO sharding, FSDP (a model must fit on one device).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "sync_gradients", "broadcast_parameters", "barrier", "all_gather_object"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """Where this process sits: its rank, the world size and its device."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: str = "cpu"
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+
+def init_distributed(prefer_cuda: bool = True) -> DistInfo:
+    """Join the process group named by the ``torchrun`` environment (RANK, WORLD_SIZE...), if any.
+
+    Uses NCCL when CUDA is available and ``prefer_cuda``, else gloo. A single process without those variables
+    gets a :class:`DistInfo` of world size 1 and no process group.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = prefer_cuda and torch.cuda.is_available()
+    device = f"cuda:{local_rank}" if cuda else "cpu"
+    if cuda:
+        torch.cuda.set_device(local_rank)
+    if world <= 1:
+        return DistInfo(0, 1, 0, device)
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if cuda else "gloo")
+    return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank, device)
+
+
+def all_reduce_sum(values: list[float], info: DistInfo) -> list[float]:
+    """Sum a few floats over ranks (returned unchanged on one process)."""
+    if not info.enabled:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64, device=info.device if info.device != "cpu" else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t.tolist()
+
+
+def sync_gradients(params: Iterable[torch.nn.Parameter], info: DistInfo) -> None:
+    """Sum every trainable parameter's gradient over ranks, in one flat all-reduce."""
+    if not info.enabled:
+        return
+    params = [p for p in params if p.requires_grad]
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.grad.copy_(flat[offset: offset + n].view_as(p.grad))
+        offset += n
+
+
+def broadcast_parameters(model: torch.nn.Module, info: DistInfo) -> None:
+    """Copy rank 0's parameters and buffers to every rank."""
+    if not info.enabled:
+        return
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            dist.broadcast(t.data, src=0)
+
+
+def barrier(info: DistInfo) -> None:
+    """Wait for every rank (no-op on one process)."""
+    if info.enabled:
+        dist.barrier()
+
+
+def all_gather_object(obj: Any, info: DistInfo) -> list[Any]:
+    """Every rank's ``obj``, in rank order."""
+    if not info.enabled:
+        return [obj]
+    out: list[Any] = [None] * info.world_size
+    dist.all_gather_object(out, obj)
+    return out

@@ -1,0 +1,277 @@
+"""The GRPO training loop, top to bottom: prompts -> rollout -> scoring -> advantages -> update -> checkpoint.
+
+One step (:func:`_step`) samples ``prompts_per_step`` groups of G completions (split over ranks), submits them to
+the one scoring path (:class:`harness.scoring.ScoringSession`), starts the update's first forward pass while the
+rewards run, turns the weighted total rewards into group-relative advantages (unscored samples excluded), and
+takes ``mu`` optimizer steps. Then it records metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with
+a ``reward/<name>`` child per reward), checks the monitors, and saves a checkpoint every ``save_steps``.
+
+What it leaves out on purpose: a critic, reward models on the GPU, asynchronous off-policy generation (the batch
+of step N+1 is sampled by the weights after step N), and callbacks beyond one ``on_step`` hook.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from harness.config import RunConfig, dump_config
+from harness.data import render_prompt
+from harness.scoring import ScoringSession
+from harness.telemetry import RewardStats, RunTelemetry
+from trainer import checkpoint as ckpt_io
+from trainer.advantages import group_advantages
+from trainer.collect import Collected, collect, totals_tensor
+from trainer.dist import DistInfo, all_gather_object, barrier, broadcast_parameters, init_distributed
+from trainer.losses import LossConfig
+from trainer.monitors import MetricsWriter, Monitors
+from trainer.rollout.base import SamplingConfig
+from trainer.setup import PromptStream, load_policy, load_reference, load_train_samples, make_optimizer, validate
+from trainer.update import UpdateInputs, policy_update
+
+__all__ = ["TrainResult", "train"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns.
+
+    Attributes:
+        run_dir: ``<output_dir>/<run_id>``.
+        run_id: the run id (generated when the config has none).
+        steps: the last step completed.
+        metrics: the per-step metrics of this process's steps (also in ``metrics.jsonl``).
+        last_checkpoint: the newest checkpoint directory, if any.
+        warnings: every monitor warning raised.
+    """
+
+    run_dir: Path
+    run_id: str
+    steps: int
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    last_checkpoint: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Ctx:
+    config: RunConfig
+    t: Any  # the resolved TrainerSection
+    info: DistInfo
+    model: Any
+    tokenizer: Any
+    ref: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    stream: PromptStream
+    rollout: Any
+    session: ScoringSession
+    loss_cfg: LossConfig
+    sampling: SamplingConfig
+    bf16: bool
+    rollout_generator: torch.Generator
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator) -> Any:
+    if t.backend == "vllm":
+        from trainer.rollout.vllm import VLLMRollout
+
+        return VLLMRollout(model, tok, max_prompt_length=t.max_prompt_length,
+                           max_completion_length=t.max_completion_length, gpu_memory_utilization=t.vllm_gpu_memory_utilization)
+    from trainer.rollout.hf import HFRollout
+
+    return HFRollout(model, tok, max_prompt_length=t.max_prompt_length, generator=generator)
+
+
+def _inputs_fn(col: Collected, t: Any) -> Callable[[], UpdateInputs]:
+    def get() -> UpdateInputs:
+        ga = group_advantages(totals_tensor(col.result()), t.num_generations, scale=t.scale_rewards)
+        mask = col.batch.completion_mask.float() * ga.trainable[:, None].float()
+        if t.mask_truncated:
+            mask = mask * (~col.batch.truncated)[:, None].float()
+        return UpdateInputs(ga.advantages.float(), mask)
+
+    return get
+
+
+def _reward_metrics(col: Collected, config: RunConfig, g: int) -> dict[str, Any]:
+    res = col.reward_result()
+    totals = totals_tensor(res)
+    scored = totals[~torch.isnan(totals)]
+    m: dict[str, Any] = {
+        "reward/total/mean": float(scored.mean()) if scored.numel() else None,
+        "reward/total/std": float(scored.std()) if scored.numel() > 1 else None,
+        "reward/total/scored_frac": scored.numel() / max(totals.numel(), 1),
+        "frac_reward_zero_std": float(group_advantages(totals, g, scale="none").zero_variance.float().mean()),
+    }
+    for spec in config.rewards:
+        s = res.summary()[spec.name]
+        m[f"reward/{spec.name}/mean"] = s["mean"]
+        m[f"reward/{spec.name}/std"] = s["std"]
+        m[f"reward/{spec.name}/unscored_frac"] = 1.0 - s["scored"] / max(s["count"], 1)
+        bad = {k: v for k, v in s["statuses"].items() if k not in ("ok", "pass", "fail", "no_answer", "parse_error")}
+        if bad:
+            m[f"reward/{spec.name}/statuses"] = ", ".join(f"{v} {k}" for k, v in sorted(bad.items()))
+    return m
+
+
+def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], Collected]:
+    t, t0 = c.t, time.perf_counter()
+    col = collect(
+        c.stream.take, c.rollout, c.session,
+        lambda s: render_prompt(s.prompt, c.tokenizer, chat_template=c.config.data.chat_template,
+                                system_prompt=c.config.data.system_prompt),
+        num_prompts=t.prompts_per_step // c.info.world_size, group_size=t.num_generations, sampling=c.sampling,
+        pad_id=c.rollout.pad_id, dynamic_sampling=bool(t.dynamic_sampling), max_rounds=t.max_resample_rounds,
+    )
+    t1 = time.perf_counter()
+    upd = policy_update(
+        c.model, c.optimizer, c.scheduler, col.batch, _inputs_fn(col, t), c.loss_cfg, temperature=t.temperature,
+        mu=t.mu, micro_batch_size=t.micro_batch_size, max_grad_norm=t.max_grad_norm, ref_model=c.ref,
+        dist=c.info, bf16=c.bf16,
+    )
+    c.rollout.sync_weights()
+    step_s = time.perf_counter() - t0
+    lengths = col.batch.completion_lengths.float()
+    tokens = float(col.batch.prompt_mask.sum() + col.batch.completion_mask.sum())
+    m = {"step": step, **_reward_metrics(col, c.config, t.num_generations), **upd, **col.stats,
+         "completions/mean_length": float(lengths.mean()), "completions/max_length": float(lengths.max()),
+         "completions/clipped_ratio": float(col.batch.truncated.float().mean()),
+         "timing/update_s": time.perf_counter() - t1, "timing/step_s": step_s, "tokens_per_s": tokens / step_s}
+    return m, col
+
+
+def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
+    t = config.trainer.resolved()
+    info = init_distributed()
+    validate(config, t, info.world_size)
+    session = ScoringSession(config.rewards, timeout=t.score_timeout, workers=t.score_workers)  # checks reward names
+    samples = load_train_samples(config)
+    run_dir = Path(config.run.output_dir) / str(config.run.id)
+    ckpt = ckpt_io.latest_checkpoint(run_dir) if resume else None
+    if resume and ckpt is None:
+        log.warning("--resume: no complete checkpoint under %s; starting from step 0", run_dir)
+    _seed_everything(config.run.seed + info.rank)
+    model, tok = load_policy(config, t, info.device, source=ckpt)
+    broadcast_parameters(model, info)
+    ref = load_reference(config, t, info.device)
+    optimizer, scheduler = make_optimizer(model, t)
+    stream = PromptStream(samples, config.run.seed, info.rank, info.world_size)
+    generator = torch.Generator().manual_seed(config.run.seed * 7919 + info.rank)
+    start = 0
+    if ckpt is not None:
+        state = ckpt_io.load_trainer_state(ckpt)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        mine = state["ranks"][info.rank] if info.rank < len(state["ranks"]) else state["ranks"][0]
+        stream.load_state(mine["data"])
+        ckpt_io.set_rng_state(mine["rng"], generator)
+        start = int(state["step"])
+        log.info("resuming %s from step %d", ckpt, start)
+    loss_cfg = LossConfig(t.loss, float(t.epsilon), float(t.epsilon_high), t.cispo_cap, t.beta, t.max_completion_length)
+    bf16 = t.bf16 if t.bf16 is not None else info.device.startswith("cuda")
+    ctx = _Ctx(config, t, info, model, tok, ref, optimizer, scheduler, stream, _make_rollout(t, model, tok, generator),
+               session, loss_cfg, SamplingConfig(t.max_completion_length, t.temperature, t.top_p), bf16, generator)
+    return ctx, run_dir, start
+
+
+def _save(c: _Ctx, run_dir: Path, step: int, tel: RunTelemetry | None) -> Path | None:
+    states = all_gather_object({"rng": ckpt_io.rng_state(c.rollout_generator), "data": c.stream.state()}, c.info)
+    path = None
+    if c.info.is_main:
+        ctx = tel.checkpoint_context(step) if tel is not None else {}
+        path = ckpt_io.save_checkpoint(run_dir, step, model=c.model, tokenizer=c.tokenizer, optimizer=c.optimizer,
+                                       scheduler=c.scheduler, rank_states=states, config=c.config, telemetry_ctx=ctx)
+    barrier(c.info)
+    return path
+
+
+def train(
+    config: RunConfig,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    on_step: Callable[[int, dict[str, Any]], None] | None = None,
+) -> TrainResult:
+    """Train the configured policy with GRPO; see the module docstring for one step.
+
+    Args:
+        config: the whole run (``trainer`` section: :class:`harness.cfg.trainer.TrainerSection`).
+        resume: continue from the newest complete checkpoint of ``runs/<run.id>`` (needs ``run.id``).
+        progress: show a console progress bar (rank 0).
+        on_step: called with ``(step, metrics)`` after each step (and its checkpoint).
+
+    Raises:
+        ConfigError: before any model loads, for settings that cannot work.
+    """
+    if config.run.id is None:
+        if resume:
+            from harness.errors import ConfigError
+
+            raise ConfigError("run.id: --resume needs the id of the run to continue")
+        config = config.model_copy(update={"run": config.run.model_copy(
+            update={"id": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")})})
+    c, run_dir, start = _setup(config, resume)
+    result = TrainResult(run_dir, str(config.run.id), start)
+    tel = None
+    if c.info.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        dump_config(config, run_dir / "config.yaml")
+        tel = RunTelemetry.start(run_dir, str(config.run.id), config.telemetry)
+    writer = MetricsWriter(run_dir / "metrics.jsonl", resume_from_step=start if resume else None) if c.info.is_main else None
+    monitors = Monitors(c.t.monitors, [s.name for s in config.rewards])
+    bar = None
+    if progress and c.info.is_main:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=c.t.max_steps, initial=start, desc="train", unit="step")
+    try:
+        for step in range(start + 1, c.t.max_steps + 1):
+            if tel is not None:
+                with tel.train_step(step) as st:
+                    m, col = _step(c, step)
+                    st.set_metrics({k: v for k, v in m.items() if isinstance(v, (int, float)) and v is not None})
+                    for spec in config.rewards:
+                        st.record_reward(spec.name, RewardStats.from_batch(col.reward_result(), spec.name, c.t.num_generations))
+            else:
+                m, _ = _step(c, step)
+            result.warnings += monitors.update(step, m)
+            if writer is not None:
+                writer.write(m)
+            result.metrics.append(m)
+            result.steps = step
+            if (c.t.save_steps and step % c.t.save_steps == 0) or step == c.t.max_steps:
+                result.last_checkpoint = _save(c, run_dir, step, tel) or result.last_checkpoint
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(reward=_fmt(m["reward/total/mean"]), kl=_fmt(m["kl"]), len=_fmt(m["completions/mean_length"]),
+                                s=_fmt(m["timing/step_s"]))
+            if on_step is not None:
+                on_step(step, m)
+    finally:
+        if bar is not None:
+            bar.close()
+        c.session.close()
+        if tel is not None:
+            tel.shutdown()
+    return result
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3g}"
