@@ -1,0 +1,371 @@
+"""Value equivalence of a parsed answer against a parsed gold (gold first; the relation is not symmetric).
+
+Rules, cheapest first:
+
+* Exact rationals compare exactly; a decimal is the rational it writes, so ``0.33`` is not ``1/3`` and
+  ``3.14159`` is not pi. Closed forms without free symbols compare numerically at 50 digits with a relative bound
+  of 1e-30 (a proxy for exact identity: two different closed forms of contest size do not agree to 30 digits);
+  ``tolerance`` (relative) loosens this only when the gold itself is a decimal, i.e. possibly rounded.
+* Expressions with variables compare at deterministic random rational points.
+* ``x = 3`` equals ``3``; equations are equal when their difference forms are proportional (same solution set).
+* Intervals, inequalities and unions compare as sets of reals; ``(a, b)`` is a tuple or an open interval,
+  whichever the gold is.
+* Bare lists and sets compare unordered, tuples ordered; ``\\pm`` expands to both signs.
+* Percent and degree markers are tried both ways (``25%`` = ``25`` = ``0.25``; ``30°`` = ``pi/6``).
+
+Every numeric step is bounded by the guards of :mod:`rewards.math.values` and a deadline checked between steps
+(cooperative; the scoring path's process kill is the hard limit). This module does not parse.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from dataclasses import dataclass
+
+import sympy as sp
+
+from rewards.math.values import (
+    DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, IvlUnion, Rel, Seq, Text, Value,
+)
+
+__all__ = ["Options", "equivalent", "OutOfTime"]
+
+_EXACT_REL = sp.Float("1e-30", 60)
+_MAX_OPS = 400
+_MAX_ITEMS = 64
+
+
+class OutOfTime(TimeoutError):
+    """The cooperative per-pair deadline passed."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Comparison settings; ``gold_inexact`` is set when the gold is a (possibly rounded) decimal."""
+
+    percent_optional: bool = True
+    tolerance: float = 1e-9
+    deadline: float = float("inf")
+    gold_inexact: bool = False
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise OutOfTime("comparison ran past its time limit")
+
+
+def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
+    """Whether ``ans`` states the same value as ``gold``, and a short reason."""
+    if isinstance(gold, Huge) or isinstance(ans, Huge):
+        same = isinstance(gold, Huge) and isinstance(ans, Huge) and gold.src == ans.src
+        return same, "same unevaluated huge value" if same else "value too large to evaluate"
+    if isinstance(gold, Text) or isinstance(ans, Text):
+        return _text_equal(gold, ans)
+    if isinstance(gold, Based) or isinstance(ans, Based):
+        return _based_equal(gold, ans)
+    if isinstance(gold, Rel) and isinstance(ans, Rel) and gold.ops == ans.ops == ("=",):
+        return _rel_equal(gold, ans, opt)
+    gset, aset = _as_intervals(gold, ans), _as_intervals(ans, gold)
+    if gset is not None and aset is not None:
+        return _intervals_equal(gset, aset, opt), "compared as sets of reals"
+    gs, as_ = _expand(gold), _expand(ans)
+    if len(gs) > 1 or len(as_) > 1 or (isinstance(gold, Seq) and isinstance(ans, Seq)):
+        return _seq_equal(gold, ans, gs, as_, opt)
+    g, a = gs[0], as_[0]
+    gset, aset = _as_intervals(g, a), _as_intervals(a, g)
+    if gset is not None or aset is not None:
+        if gset is None or aset is None:
+            return False, "a set of reals against a value"
+        return _intervals_equal(gset, aset, opt), "compared as sets of reals"
+    if isinstance(g, Rel) or isinstance(a, Rel):
+        return _rel_equal(g, a, opt)
+    if isinstance(g, Expr) and isinstance(a, Expr):
+        ok = expr_equal(g.e, a.e, opt)
+        return ok, "equal values" if ok else "different values"
+    return False, f"{type(a).__name__} answer against {type(g).__name__} gold"
+
+
+# -- text and bases ----------------------------------------------------------------------------------------
+def _text_equal(g: Value, a: Value) -> tuple[bool, str]:
+    empty = Seq("set", ())
+    if isinstance(g, Text) and isinstance(a, Text):
+        return g.s == a.s, "text answers compared after normalization"
+    if isinstance(g, Text) and g.s == "nosolution" and a == empty or isinstance(a, Text) and a.s == "nosolution" and g == empty:
+        return True, "no solution = empty set"
+    return False, "text against math"
+
+
+def _based_equal(g: Value, a: Value) -> tuple[bool, str]:
+    if isinstance(g, Based) and isinstance(a, Based):
+        return g.value == a.value and g.value is not None, "numerals with bases compared by value"
+    if isinstance(g, Based) and isinstance(a, Expr) and isinstance(a.e, sp.Integer):
+        return str(a.e) == g.digits, "digits compared in the gold's base"
+    if isinstance(a, Based) and isinstance(g, Expr) and isinstance(g.e, sp.Integer):
+        return a.value == int(g.e), "numeral with a base compared by value"
+    return False, "numeral with a base against another kind of value"
+
+
+# -- sequences ---------------------------------------------------------------------------------------------
+def _unassign(v: Value) -> Value:
+    if isinstance(v, Rel) and v.ops == ("=",):
+        lhs, rhs = v.terms
+        if isinstance(lhs, sp.Symbol) and isinstance(rhs, sp.Basic) and lhs not in rhs.free_symbols:
+            return Expr(rhs)
+        if isinstance(rhs, sp.Symbol) and isinstance(lhs, sp.Basic) and rhs not in lhs.free_symbols:
+            return Expr(lhs)
+    return v
+
+
+def _expand(v: Value) -> list[Value]:
+    """Items of a list/set, with ``\\pm`` expanded and assignments ``x = 3`` reduced to their values."""
+    if isinstance(v, Seq) and v.kind != "tuple":
+        items: list[Value] = []
+        for it in v.items[:_MAX_ITEMS]:
+            items.extend(_expand(it))
+        return items
+    if isinstance(v, Rel) and v.ops == ("=",) and any(isinstance(t, sp.Basic) and t.has(PM) for t in v.terms):
+        return [_unassign(Rel(tuple(t.subs(PM, s) for t in v.terms), v.ops)) for s in (1, -1)]  # type: ignore[union-attr]
+    v = _unassign(v)
+    if isinstance(v, Expr) and not isinstance(v.e, sp.MatrixBase) and v.e.has(PM):
+        return list(dict.fromkeys(Expr(v.e.subs(PM, s)) for s in (1, -1)))
+    return [v]
+
+
+def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: Options) -> tuple[bool, str]:
+    if isinstance(gold, Seq) and gold.kind == "tuple":
+        a_items = _ordered_items(ans)
+        if a_items is None or len(a_items) != len(gold.items):
+            return False, "tuple of a different length"
+        ok = all(equivalent(g, a, opt)[0] for g, a in zip(gold.items, a_items))
+        return ok, "tuples compared in order"
+    if isinstance(ans, Seq) and ans.kind == "tuple" and len(gs) == 1:
+        return equivalent(gs[0], ans, opt) if not isinstance(gs[0], Seq) else (False, "tuple against a list")
+    gs, as_ = _dedupe(gs, opt), _dedupe(as_, opt)
+    if len(gs) != len(as_):
+        return False, f"{len(as_)} distinct answers for {len(gs)} gold values (subset, superset or hedging)"
+    free = list(as_)
+    for g in gs:
+        for i, a in enumerate(free):
+            if equivalent(g, a, opt)[0]:
+                free.pop(i)
+                break
+        else:
+            return False, "answer set differs from the gold set"
+    return True, "compared as unordered sets"
+
+
+def _ordered_items(v: Value) -> list[Value] | None:
+    if isinstance(v, Seq):
+        items = list(v.items)
+        if all(isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in items):
+            items = sorted(items, key=lambda r: str(r.terms[0]))  # type: ignore[union-attr]
+        return [_unassign(i) for i in items]
+    if isinstance(v, Expr) and isinstance(v.e, sp.MatrixBase) and 1 in v.e.shape:
+        return [Expr(x) for x in v.e]
+    if isinstance(v, Ivl):
+        return [Expr(v.lo), Expr(v.hi)] if not (v.lo_closed or v.hi_closed) else None
+    return None
+
+
+def _dedupe(items: list[Value], opt: Options) -> list[Value]:
+    out: list[Value] = []
+    for it in items:
+        if not any(equivalent(o, it, opt)[0] for o in out):
+            out.append(it)
+    return out
+
+
+# -- intervals and inequalities ----------------------------------------------------------------------------
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def _as_intervals(v: Value, other: Value) -> list[Ivl] | None:
+    if isinstance(v, Ivl):
+        return [v]
+    if isinstance(v, IvlUnion):
+        return list(v.parts)
+    if isinstance(v, Seq) and v.kind == "tuple" and len(v.items) == 2 and isinstance(other, (Ivl, IvlUnion, Rel)):
+        if isinstance(other, Rel) and not set(other.ops) & set(_FLIP):
+            return None
+        lo, hi = v.items
+        if isinstance(lo, Expr) and isinstance(hi, Expr):
+            return [Ivl(lo.e, hi.e, False, False)]
+    if isinstance(v, Rel):
+        return _rel_intervals(v)
+    if isinstance(v, Seq) and v.kind == "list" and any(isinstance(i, (Ivl, IvlUnion, Rel)) for i in v.items):
+        parts: list[Ivl] = []
+        for it in v.items:
+            sub = _as_intervals(it, other)
+            if sub is None:
+                return None
+            parts.extend(sub)
+        return parts
+    return None
+
+
+def _rel_intervals(r: Rel) -> list[Ivl] | None:
+    if r.ops == ("in",) and isinstance(r.terms[1], (Ivl, IvlUnion)):
+        return _as_intervals(r.terms[1], r)
+    if not r.ops or not all(o in _FLIP for o in r.ops) or len(r.ops) > 2:
+        return None
+    syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]
+    if len(syms) != 1 or any(not isinstance(t, sp.Basic) for t in r.terms):
+        return None
+    k = syms[0]
+    lo, hi, lc, hc = -sp.oo, sp.oo, False, False
+    for i, op in enumerate(r.ops):
+        left, right = r.terms[i], r.terms[i + 1]
+        if i + 1 == k:
+            bound, op = left, _FLIP[op]  # "bound op x" -> "x flip(op) bound"
+        elif i == k:
+            bound = right
+        else:
+            return None
+        if op in ("<", "<="):
+            hi, hc = bound, op == "<="
+        else:
+            lo, lc = bound, op == ">="
+    return [Ivl(lo, hi, lc, hc)]  # type: ignore[arg-type]
+
+
+def _intervals_equal(gs: list[Ivl], as_: list[Ivl], opt: Options) -> bool:
+    if len(gs) != len(as_):
+        return False
+    key = lambda v: float(sp.N(v.lo)) if v.lo.is_number else 0.0  # noqa: E731
+    try:
+        gs, as_ = sorted(gs, key=key), sorted(as_, key=key)
+    except (TypeError, ValueError):
+        pass
+    for g, a in zip(gs, as_):
+        if not (_end_equal(g.lo, a.lo, opt) and _end_equal(g.hi, a.hi, opt)):
+            return False
+        if (g.lo.is_finite is not False and g.lo_closed != a.lo_closed) or (
+            g.hi.is_finite is not False and g.hi_closed != a.hi_closed
+        ):
+            return False
+    return True
+
+
+def _end_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
+    if g.is_infinite or a.is_infinite:
+        return g == a
+    return expr_equal(g, a, opt)
+
+
+# -- relations ---------------------------------------------------------------------------------------------
+def _rel_equal(g: Value, a: Value, opt: Options) -> tuple[bool, str]:
+    if not (isinstance(g, Rel) and isinstance(a, Rel)):
+        return False, "an equation against a value"
+    if g.ops != a.ops or len(g.terms) != 2 or not all(isinstance(t, sp.Basic) for t in g.terms + a.terms):
+        return False, "different relations"
+    if g.ops == ("=",):
+        dg = g.terms[0] - g.terms[1]  # type: ignore[operator]
+        da = a.terms[0] - a.terms[1]  # type: ignore[operator]
+        ok = _proportional(dg, da, opt)
+        return ok, "equations with the same solution set" if ok else "equations with different solution sets"
+    ok = all(expr_equal(x, y, opt) for x, y in zip(g.terms, a.terms))  # type: ignore[arg-type]
+    return ok, "relations compared side by side"
+
+
+def _proportional(dg: sp.Basic, da: sp.Basic, opt: Options) -> bool:
+    syms = sorted(dg.free_symbols | da.free_symbols, key=str)
+    if dg.free_symbols != da.free_symbols or not syms:
+        return expr_equal(dg, da, opt)
+    ratio = None
+    for point in _points(syms, 5):
+        opt.check_time()
+        x, y = _num(dg.subs(point)), _num(da.subs(point))
+        if x is None or y is None:
+            continue
+        if abs(y) < 1e-40:
+            if abs(x) > 1e-40:
+                return False
+            continue
+        r = x / y
+        if ratio is None:
+            ratio = r
+        elif abs(r - ratio) > 1e-20 * max(abs(ratio), 1e-30):
+            return False
+    return ratio is not None and abs(ratio) > 1e-40
+
+
+# -- expressions -------------------------------------------------------------------------------------------
+def expr_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
+    """Value equality of two sympy expressions (matrices included), trying the percent/degree readings."""
+    if g == a:
+        return True
+    markers = (g.free_symbols | a.free_symbols) & MARKERS if hasattr(g, "free_symbols") else set()
+    if not markers:
+        return _plain_equal(g, a, opt)
+    pct = [sp.Integer(1), sp.Rational(1, 100)] if opt.percent_optional else [sp.Rational(1, 100)]
+    deg = [sp.Integer(1), sp.pi / 180]
+    for p, d in itertools.product(pct if PCT in markers else [1], deg if DEG in markers else [1]):
+        sub = {PCT: p, DEG: d, PM: 1}
+        if _plain_equal(g.subs(sub), a.subs(sub), opt):
+            return True
+    return False
+
+
+def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
+    if g == a:
+        return True
+    gm, am = isinstance(g, sp.MatrixBase), isinstance(a, sp.MatrixBase)
+    if gm or am:
+        if not (gm and am) or g.shape != a.shape:
+            return False
+        return all(_plain_equal(x, y, opt) for x, y in zip(g, a))
+    if isinstance(g, sp.Rational) and isinstance(a, sp.Rational):
+        return False
+    if g.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or a.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
+        return False
+    if sp.count_ops(g, visual=False) > _MAX_OPS or sp.count_ops(a, visual=False) > _MAX_OPS:
+        return False
+    opt.check_time()
+    syms = g.free_symbols | a.free_symbols
+    if not syms:
+        return _close(_num(g), _num(a), opt)
+    if g.free_symbols != a.free_symbols:
+        return False
+    checked = 0
+    for point in _points(sorted(syms, key=str), 4):
+        opt.check_time()
+        x, y = _num(g.subs(point)), _num(a.subs(point))
+        if x is None or y is None:
+            continue
+        if not _close(x, y, opt):
+            return False
+        checked += 1
+    return checked >= 2
+
+
+def _points(syms: list[sp.Symbol], n: int) -> list[dict[sp.Symbol, sp.Rational]]:
+    rng = random.Random(1234567)
+    return [{s: sp.Rational(rng.randint(11, 97), rng.randint(7, 31)) for s in syms} for _ in range(n)]
+
+
+def _num(x: sp.Basic) -> sp.Basic | None:
+    """``x`` as a 50-digit complex number, or None when it is not a finite number."""
+    try:
+        v = sp.N(x, 50)
+        if not v.is_number:
+            return None
+        re_, im = v.as_real_imag()
+        re_, im = sp.Float(re_, 50), sp.Float(im, 50)
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError, AttributeError):
+        return None
+    if not (re_.is_finite and im.is_finite):
+        return None
+    return re_ + sp.I * im if im != 0 else re_
+
+
+def _close(x: object, y: object, opt: Options) -> bool:
+    if x is None or y is None:
+        return False
+    diff = abs(x - y)  # type: ignore[operator]
+    scale = max(abs(x), abs(y))  # type: ignore[arg-type]
+    if scale < sp.Float("1e-45"):
+        return True
+    rel = diff / scale
+    bound = max(_EXACT_REL, sp.Float(opt.tolerance)) if opt.gold_inexact else _EXACT_REL
+    return bool(rel <= bound)

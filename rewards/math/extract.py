@@ -1,0 +1,183 @@
+r"""Final-answer extraction from a completion.
+
+The final answer is, in order: the last ``\boxed{}`` / ``\fbox{}`` outside ``<think>`` reasoning; else the last
+explicitly anchored statement ("The answer is", "Final Answer:", "Answer:", "The correct option is", GSM8K
+``####``); else a bold final line; else the whole completion when it is a single short line that is only an
+answer. Reasoning inside ``<think>...</think>`` never counts; an unclosed ``<think>`` means no answer yet. Several
+*different* boxed answers are reported as hedged (the caller decides: wrong for a single-valued gold).
+
+With ``strict=False`` a completion without any of those falls back to its last ``= value`` or last number, which
+is what lenient graders do; the default is strict, so prose that merely mentions the gold scores nothing.
+
+This module does not normalize or parse the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Extraction", "extract_answer", "MAX_COMPLETION_CHARS"]
+
+#: Only the tail of a longer completion is searched (the final answer is at the end).
+MAX_COMPLETION_CHARS = 200_000
+
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*")
+_ANCHOR = re.compile(
+    r"final\s+answer\s*(?:is|:|=)?|"
+    r"(?:the\s+)?(?:correct\s+|right\s+)?(?:answer|option|choice)\s+(?:is|would\s+be|will\s+be)\s*:?|"
+    r"\banswer\s*[:：]|####",
+    re.IGNORECASE,
+)
+_TAIL_NOISE = re.compile(r"\s*(?:I\s+hope\s+it\s+is\s+correct\.?|\(?final\)?\.?)\s*$", re.IGNORECASE)
+_MATH_WORDS = {"sqrt", "frac", "dfrac", "pi", "infty", "text", "boxed", "cdot", "times", "left", "right", "none",
+               "undefined", "exp", "log", "sin", "cos", "tan", "and", "begin", "end", "pmatrix", "mathrm"}
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What :func:`extract_answer` found.
+
+    Attributes:
+        answer: the final answer text, or None when the completion commits to none.
+        source: ``boxed``, ``anchor``, ``bold``, ``bare``, ``fallback`` or ``none``.
+        hedged: True when several different boxed answers were given (``answer`` then lists them all).
+        reason: why no answer was found, when ``answer`` is None.
+    """
+
+    answer: str | None
+    source: str
+    hedged: bool = False
+    reason: str = ""
+
+
+def _boxed_contents(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _BOX.finditer(text):
+        i = m.end()
+        if i < len(text) and text[i] == "{":
+            depth, j = 0, i
+            while j < len(text):
+                c = text[j]
+                if c == "{" and text[j - 1] != "\\":
+                    depth += 1
+                elif c == "}" and text[j - 1] != "\\":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            if depth == 0:
+                out.append(text[i + 1 : j].strip())
+        else:
+            tok = re.match(r"[^\s$]+", text[i:])
+            if tok:
+                out.append(tok.group(0))
+    return out
+
+
+def _strip_think(text: str) -> str | None:
+    low = text.lower()
+    end = low.rfind("</think>")
+    if end >= 0:
+        return text[end + len("</think>") :]
+    if "<think>" in low:
+        return None
+    return text
+
+
+def _delimited(s: str) -> str:
+    for open_, close in (("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")):
+        if s.startswith(open_):
+            end = s.find(close, len(open_))
+            if end > 0:
+                return s[len(open_) : end]
+    return s
+
+
+def _statement(rest: str) -> str:
+    rest = rest.lstrip(" \t:*=")
+    rest = re.sub(r"^(?:is\b|:)\s*", "", rest).lstrip(" \t*:")
+    if rest.startswith("\n") or not rest.strip():
+        lines = [ln for ln in rest.split("\n") if ln.strip()]
+        rest = lines[0] if lines else ""
+    rest = rest.strip().lstrip("*").strip()
+    if rest.startswith(("$", "\\[", "\\(")):
+        return _delimited(rest).strip()
+    line = rest.split("\n", 1)[0]
+    line = _TAIL_NOISE.sub("", line)
+    m = re.search(r"\.(?=\s|$)|[!?](?=\s|$)", line)
+    if m:
+        line = line[: m.start()]
+    return line.replace("**", "").strip().strip("$").strip()
+
+
+def _bold_final_line(text: str) -> str | None:
+    lines = [ln.strip() for ln in text.strip().split("\n") if ln.strip()]
+    if not lines:
+        return None
+    m = re.search(r"\*\*(.{1,200}?)\*\*", lines[-1])
+    if not m:
+        return None
+    inner = re.sub(r"^[^:]{0,30}:\s*", "", m.group(1)).strip()
+    return _delimited(inner).strip().rstrip(".") or None
+
+
+def _is_bare(text: str) -> bool:
+    t = text.strip()
+    if not t or "\n" in t or len(t) > 120:
+        return False
+    words = [w for w in re.findall(r"[A-Za-z]{3,}", t) if w.lower() not in _MATH_WORDS]
+    return len(words) <= 3
+
+
+def _fallback(text: str) -> str | None:
+    tail = text.strip().split("\n")[-1]
+    eq = re.findall(r"=\s*([^=\n,;]+?)\s*(?:[.,;]?\s*$)", tail)
+    if eq:
+        return eq[-1]
+    nums = re.findall(r"-?\d[\d,]*(?:\.\d+)?", text[-2000:])
+    return nums[-1] if nums else None
+
+
+def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
+    """Find the final answer a completion commits to.
+
+    Args:
+        completion: the model's text.
+        strict: when False, fall back to the last ``= value`` or number if nothing is anchored.
+
+    >>> extract_answer("so $x=2$, hence \\boxed{\\frac{1}{2}}").answer
+    '\\\\frac{1}{2}'
+    >>> extract_answer("The area is 12 or maybe 13.").source
+    'none'
+    """
+    text = completion[-MAX_COMPLETION_CHARS:]
+    text = _strip_think(text)
+    if text is None:
+        return Extraction(None, "none", reason="reasoning never closed (unterminated <think>)")
+    boxes = [b for b in _boxed_contents(text) if b]
+    if boxes:
+        distinct = list(dict.fromkeys(re.sub(r"\s+|\$", "", b) for b in boxes))
+        if len(distinct) > 1:
+            seen: dict[str, str] = {}
+            for b in boxes:
+                seen.setdefault(re.sub(r"\s+|\$", "", b), b)
+            return Extraction(", ".join(seen.values()), "boxed", hedged=True)
+        return Extraction(boxes[-1], "boxed")
+    if _BOX.search(text):
+        return Extraction(None, "none", reason="empty \\boxed{}")
+    anchors = list(_ANCHOR.finditer(text))
+    if anchors:
+        ans = _statement(text[anchors[-1].end() :])
+        if ans:
+            return Extraction(ans, "anchor")
+    bold = _bold_final_line(text)
+    if bold:
+        return Extraction(bold, "bold")
+    if _is_bare(text):
+        return Extraction(_delimited(text.strip()).strip().rstrip(".").strip("$").strip(), "bare")
+    if not strict:
+        fb = _fallback(text)
+        if fb:
+            return Extraction(fb.strip(), "fallback")
+    return Extraction(None, "none", reason="no boxed answer or anchored final statement")

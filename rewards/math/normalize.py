@@ -1,0 +1,184 @@
+r"""String normalization of an extracted answer before it is parsed.
+
+What it does, in order: caps the length; maps unicode math (``−`` ``×`` ``≤`` ``π`` ``√`` ``°``) to LaTeX; drops
+math delimiters, spacing and sizing commands (``$``, ``\(``, ``\left``, ``\,``); turns ``^\circ`` into ``°`` and
+``\%`` into ``%``; drops currency; reads ``\text{...}`` as a unit (after a value), a connective ("or") or plain
+words; drops thousands separators (``1,000`` and ``1{,}000``); rewrites repeating decimals
+(``0.\overline{36}`` -> ``(4/11)``) and numerals with a base subscript (``1011_2`` -> ``\based{1011}{2}``); strips
+trailing unit words (``12 cm``, ``5 square feet``) but never single letters, so ``3ab`` stays a product.
+
+It also recognises text answers (words, yes/no, "no solution") and multiple-choice letters. It does not parse
+math (see :mod:`rewards.math.parse`).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from rewards.math.values import Text
+
+__all__ = ["clean", "as_text", "choice_letter", "NormalizeError", "MAX_ANSWER_CHARS", "text_key"]
+
+MAX_ANSWER_CHARS = 2000
+
+
+class NormalizeError(ValueError):
+    """The answer cannot be normalized (too long, too deeply nested)."""
+
+
+_UNICODE = {
+    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u2010": "-", "\u2011": "-", "\u00d7": r"\times ",
+    "\u22c5": r"\cdot ", "\u00b7": r"\cdot ", "\u00f7": r"\div ", "\u2264": r"\le ", "\u2265": r"\ge ",
+    "\u2260": r"\ne ", "\u221e": r"\infty ", "\u03c0": r"\pi ", "\u221a": r"\sqrt", "\u00ba": "°",
+    "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2032": "'", "\u222a": r"\cup ", "\u2208": r"\in ",
+    "\u2205": r"\emptyset ", "\uff0c": ",", "\u00bd": "(1/2)", "\u00bc": "(1/4)", "\u00be": "(3/4)",
+    "\u00b2": "^2", "\u00b3": "^3", "\u2217": "*", "\u00b1": r"\pm ", "\u2213": r"\mp ",
+}
+_DROP = re.compile(
+    r"\\(?:displaystyle|textstyle|left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|limits|"
+    r"quad|qquad|mathrm\{\s*\}|!|,|;|:|>| )|~|\\\(|\\\)|\\\[|\\\]|\$"
+)
+_UNITS = (
+    "cm|mm|km|m|kg|mg|g|ml|mL|L|ft|in|yd|mi|mph|kph|kmh|hr|hrs|h|min|mins|s|sec|secs|lb|lbs|oz|cal|kcal|"
+    "sq|units?|dollars?|cents?|usd|m/s|km/h|km/hr|ft/s|m\\^?2|cm\\^?2|cm\\^?3|m\\^?3|rs|inr|eur|euros?|pounds?"
+)
+_UNIT_RE = re.compile(rf"^(?:{_UNITS})$", re.IGNORECASE)
+_ATTACHED_UNIT = re.compile(r"(?<=\d)(?:cm|mm|km|kg|mg|ml|mL|ft|yd|mph|hrs?|mins?|secs?|lbs?|oz)(?:\^?\{?[23]\}?)?\b")
+_MATH_WORDS = {
+    "sqrt", "cbrt", "exp", "log", "ln", "sin", "cos", "tan", "sec", "csc", "cot", "arcsin", "arccos", "arctan",
+    "sinh", "cosh", "tanh", "pi", "oo", "inf", "infinity", "infty", "abs", "or", "and", "i", "e",
+}
+_TRAILING_WORDS = re.compile(r"(?<=[\d})%°.])\s+((?:[A-Za-z]+\.?(?:/[A-Za-z]+)?(?:\^\{?\d\}?)?\s*)+)$")
+_TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mbox|mathrm|mathit|mathsf|texttt|emph)\s*\{([^{}]*)\}(\s*\^\s*\{?\d\}?)?")
+_THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
+_REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
+_BASE = re.compile(r"(?<![A-Za-z\\\d])([0-9][0-9A-Za-z]*|[A-F][0-9A-F]*)_\{?\(?(\d{1,2})\)?\}?")
+_CONNECTIVES = {"or": " or ", "and": " and ", ",": ","}
+_NOSOL = {"nosolution", "nosolutions", "norealsolution", "norealsolutions", "none", "emptyset", "nosuchvalue",
+          "thereisnosolution", "therearenosolutions", "novalue", "nointeger", "noreal", "nosuch"}
+_UNDEF = {"undefined", "dne", "doesnotexist", "notdefined", "doesntexist"}
+
+
+def clean(s: str) -> str:
+    """Normalize a raw answer string for the parser (see the module docstring).
+
+    Raises:
+        NormalizeError: when the answer is longer than :data:`MAX_ANSWER_CHARS`.
+    """
+    s = s.strip()
+    if len(s) > MAX_ANSWER_CHARS:
+        raise NormalizeError(f"answer longer than {MAX_ANSWER_CHARS} characters ({len(s)})")
+    for k, v in _UNICODE.items():
+        if k in s:
+            s = s.replace(k, v)
+    s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
+    s = _DROP.sub("", s)
+    s = s.replace("\x00", r"\\ ")
+    s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
+    s = re.sub(r"\\%|\\percent", "%", s)
+    s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)
+    s = re.sub(r"\\[dtc]frac", r"\\frac", s)
+    s = s.replace("{,}", "").replace(r"\cdot10", r"\cdot 10")
+    s = _text_commands(s)
+    s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
+    s = _REPEATING.sub(_repeating, s)
+    s = _BASE.sub(_base, s)
+    s = _ATTACHED_UNIT.sub("", s)
+    s = re.sub(r"\s*(?:degrees?|percent)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
+    s = _strip_trailing_units(s)
+    s = s.strip().rstrip(".").strip()
+    return s
+
+
+def _text_commands(s: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        word = inner.strip().lower()
+        if word in _CONNECTIVES:
+            return _CONNECTIVES[word]
+        before = s[: m.start()].rstrip()
+        if before and re.search(r"[\d}%)]$", before) and re.fullmatch(r"[A-Za-z .$/^0-9]*", inner):
+            return ""  # a unit after a value: \text{ cm}, \text{ square feet}, \text{ cm}^2
+        tail = m.group(2) or ""
+        if len(inner.strip()) == 1 and inner.strip().isalpha():
+            return inner.strip() + tail
+        return " " + inner + " " + tail
+
+    prev = None
+    while prev != s:  # nested \text{\textbf{...}}
+        prev = s
+        s = _TEXT_CMD.sub(repl, s)
+    return s
+
+
+def _strip_trailing_units(s: str) -> str:
+    m = _TRAILING_WORDS.search(s)
+    if not m:
+        return s
+    words = re.findall(r"[A-Za-z]+(?:/[A-Za-z]+)?", m.group(1))
+    if all(_is_unit_word(w) for w in words):
+        return s[: m.start()]
+    return s
+
+
+def _is_unit_word(w: str) -> bool:
+    low = w.lower()
+    if low in _MATH_WORDS or low in ("or", "and"):
+        return False
+    return bool(_UNIT_RE.match(w)) or (len(w) >= 3 and w.isalpha())
+
+
+def _repeating(m: re.Match[str]) -> str:
+    whole, fixed, rep = m.group(1) or "0", m.group(2), m.group(3)
+    value = Fraction(int(whole)) + (Fraction(int(fixed), 10 ** len(fixed)) if fixed else 0)
+    value += Fraction(int(rep), (10 ** len(rep) - 1) * 10 ** len(fixed))
+    return f"({value.numerator}/{value.denominator})"
+
+
+def _base(m: re.Match[str]) -> str:
+    digits, base = m.group(1), int(m.group(2))
+    if not 2 <= base <= 36:
+        return m.group(0)
+    try:
+        int(digits, base)
+    except ValueError:
+        return m.group(0)
+    return rf"\based{{{digits}}}{{{base}}}"
+
+
+def text_key(s: str) -> str:
+    """Lower-case letters and digits only: the key text answers compare on."""
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def choice_letter(s: str) -> str | None:
+    """The multiple-choice letter an answer commits to (``(C)``, ``C)``, ``C. 12``, ``option C``), if any."""
+    t = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", s).strip().strip("*$ ")
+    t = re.sub(r"^(?:the\s+)?(?:correct\s+)?(?:answer|option|choice)\s*(?:is\s*)?[:\s]\s*", "", t, flags=re.I)
+    m = re.match(r"^\(?\s*([A-J])\s*\)?(?:$|[\s.:,)]+)", t)
+    if m:
+        return m.group(1)
+    return None
+
+
+def as_text(s: str) -> Text | None:
+    """The answer as text, when it is words rather than math (``Monday``, "no solution", ``(C)``).
+
+    Returns None when the string looks like math. ``s`` is the output of :func:`clean`.
+    """
+    letter = re.fullmatch(r"\(?\s*([A-J])\s*\)?", s.strip())
+    if letter:
+        return Text(letter.group(1).lower(), choice=True)
+    key = text_key(s)
+    if key in _NOSOL or key in ("emptyset", "varnothing"):
+        return Text("nosolution")
+    if key in _UNDEF:
+        return Text("undefined")
+    words = re.findall(r"[A-Za-z]+", s)
+    if not words or re.search(r"[\d\\^_=<>+*/|]", s):
+        return None
+    long_words = [w for w in words if len(w) >= 2 and w.lower() not in _MATH_WORDS]
+    if not long_words:
+        return None
+    return Text(key)

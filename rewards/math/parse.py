@@ -1,0 +1,512 @@
+"""Recursive-descent parser from answer tokens to :mod:`rewards.math.values`.
+
+One grammar serves LaTeX (``\\frac{1}{2}``, ``\\sqrt[3]{x}``, ``\\begin{pmatrix}``) and plain text (``sqrt(2)/2``,
+``pi/2``, ``exp(16)``, ``2^10``). Precedence, loosest first: separators (``,`` ``;`` "or" "and" ``\\cup``),
+relations (``= < \\le \\in`` ...), ``+ - \\pm``, ``* / \\cdot`` and implicit products, unary signs, powers, then
+postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric ``\\frac`` is a mixed number (MATH
+convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
+
+Every step is bounded: a nesting cap, a literal-length cap, and the guarded power/factorial of
+:mod:`rewards.math.values`. This module does not normalize raw LaTeX (see :mod:`rewards.math.normalize`) and does
+not compare.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import sympy as sp
+
+from rewards.math.lexer import Token, tokenize
+from rewards.math.values import (
+    DEG, PCT, PM, Based, Expr, Ivl, IvlUnion, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
+)
+
+__all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS"]
+
+MAX_DEPTH = 40
+MAX_LITERAL_DIGITS = 1000
+
+_FUNCS: dict[str, Callable[..., sp.Basic]] = {
+    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "sec": sp.sec, "csc": sp.csc, "cot": sp.cot,
+    "arcsin": sp.asin, "arccos": sp.acos, "arctan": sp.atan, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan,
+    "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "exp": sp.exp, "ln": sp.log, "log": sp.log,
+    "lg": lambda x: sp.log(x, 10), "abs": sp.Abs, "sgn": sp.sign, "sqrt": sp.sqrt,
+    "cbrt": lambda x: sp.real_root(x, 3), "arg": sp.arg,
+}
+_TRIG = {"sin", "cos", "tan", "sec", "csc", "cot"}
+_CONSTS = {"pi": sp.pi, "oo": sp.oo, "inf": sp.oo, "infinity": sp.oo, "infty": sp.oo, "e": sp.E, "i": sp.I}
+_GREEK = {
+    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
+    "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega",
+    "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
+}
+_RELOPS = {"=": "=", "<": "<", ">": ">", "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=",
+           "geqslant": ">=", "ne": "!=", "neq": "!=", "in": "in", "approx": "=", "equiv": "="}
+_MUL_CMDS = {"cdot", "times", "ast"}
+_FRACS = {"frac", "dfrac", "tfrac", "cfrac"}
+_ATOM_CMDS = _FRACS | {"sqrt", "pi", "infty", "infinity", "binom", "dbinom", "tbinom", "lfloor", "lceil", "begin",
+                       "mathrm", "operatorname", "mathbf", "based"} | _GREEK | set(_FUNCS)
+
+
+class ParseError(ValueError):
+    """The text is not an answer this grammar understands (the message says where and what)."""
+
+
+def parse_value(text: str) -> Value:
+    """Parse a normalized answer string into a value.
+
+    Raises:
+        ParseError: when the answer is malformed, too deep or too long (message names the problem).
+        HugeValue: when the answer is too large to evaluate (the caller keeps its source text).
+    """
+    try:
+        toks = tokenize(text)
+    except ValueError as e:
+        raise ParseError(str(e)) from None
+    p = _Parser(toks)
+    v = p.parse_list(closers=())
+    if p.peek().kind != "end":
+        raise ParseError(f"unexpected {p.peek().text!r} after the answer")
+    return v
+
+
+def _is_sym(x: object) -> bool:
+    return isinstance(x, sp.Basic)
+
+
+class _Parser:
+    def __init__(self, toks: list[Token]) -> None:
+        self.toks = toks
+        self.pos = 0
+        self.depth = 0
+        self.abs_depth = 0
+
+    # -- token helpers -------------------------------------------------------------------------------------
+    def peek(self, k: int = 0) -> Token:
+        return self.toks[min(self.pos + k, len(self.toks) - 1)]
+
+    def next(self) -> Token:
+        t = self.peek()
+        self.pos = min(self.pos + 1, len(self.toks) - 1)
+        return t
+
+    def expect_op(self, op: str) -> None:
+        t = self.next()
+        if not t.is_op(op):
+            raise ParseError(f"expected {op!r}, got {t.text or 'end of answer'!r}")
+
+    def _enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ParseError(f"nesting deeper than {MAX_DEPTH}")
+
+    # -- lists, relations ----------------------------------------------------------------------------------
+    def parse_list(self, closers: tuple[str, ...]) -> Value:
+        items = [self.parse_rel()]
+        union = False
+        while True:
+            t = self.peek()
+            if t.is_op(",", ";") or (t.kind == "name" and t.text in ("or", "and")):
+                self.next()
+            elif t.is_cmd("cup"):
+                self.next()
+                union = True
+            else:
+                break
+            if self.peek().kind == "end" or (self.peek().kind == "op" and self.peek().text in closers):
+                break  # a trailing separator
+            items.append(self.parse_rel())
+        if len(items) == 1:
+            return items[0]
+        if union:
+            return self._union(items)
+        return Seq("list", tuple(self._as_value(i) for i in items))
+
+    def _union(self, items: list[object]) -> IvlUnion:
+        parts: list[Ivl] = []
+        for it in items:
+            if isinstance(it, Ivl):
+                parts.append(it)
+            elif isinstance(it, IvlUnion):
+                parts.extend(it.parts)
+            elif isinstance(it, Seq) and it.kind == "tuple" and len(it.items) == 2:
+                a, b = (x.e if isinstance(x, Expr) else x for x in it.items)
+                parts.append(Ivl(a, b, False, False))
+            elif isinstance(it, Seq) and it.kind == "set" and all(isinstance(x, Expr) for x in it.items):
+                parts.extend(Ivl(x.e, x.e, True, True) for x in it.items)  # type: ignore[union-attr]
+            else:
+                raise ParseError("\\cup joins something that is not an interval")
+        return IvlUnion(tuple(parts))
+
+    @staticmethod
+    def _as_value(x: object) -> Value:
+        return Expr(x) if _is_sym(x) else x  # type: ignore[return-value]
+
+    def parse_rel(self) -> Value:
+        first = self.parse_add()
+        terms: list[object] = [first]
+        ops: list[str] = []
+        while True:
+            op = self._relop()
+            if op is None:
+                break
+            terms.append(self.parse_add())
+            ops.append(op)
+        if not ops:
+            return self._as_value(first)
+        return Rel(tuple(terms), tuple(ops))
+
+    def _relop(self) -> str | None:
+        t = self.peek()
+        if t.kind == "op" and t.text in "=<>":
+            self.next()
+            if t.text in "<>" and self.peek().is_op("="):
+                self.next()
+                return t.text + "="
+            return t.text
+        if t.is_op("!") and self.peek(1).is_op("="):
+            self.pos += 2
+            return "!="
+        if t.kind == "cmd" and t.text in _RELOPS:
+            self.next()
+            return _RELOPS[t.text]
+        return None
+
+    # -- arithmetic ----------------------------------------------------------------------------------------
+    def parse_add(self) -> object:
+        left = self.parse_mul()
+        while True:
+            t = self.peek()
+            if t.is_op("+", "-") or t.is_cmd("pm", "mp"):
+                self.next()
+                right = self.parse_mul()
+                self._need_scalar(left, right)
+                if t.text == "+":
+                    left = left + right  # type: ignore[operator]
+                elif t.text == "-":
+                    left = left - right  # type: ignore[operator]
+                else:
+                    left = left + (PM if t.text == "pm" else -PM) * right  # type: ignore[operator]
+            else:
+                return left
+
+    def _need_scalar(self, *xs: object) -> None:
+        for x in xs:
+            if not _is_sym(x):
+                raise ParseError("arithmetic on an interval, tuple or set")
+
+    def parse_mul(self) -> object:
+        start = self.pos
+        left = self.parse_unary()
+        int_literal = self._only(start, lambda t: t.kind == "num" and t.text.isdigit() or t.is_op("-"))
+        while True:
+            t = self.peek()
+            if t.is_op("*") or t.is_cmd(*_MUL_CMDS):
+                self.next()
+                right = self.parse_unary()
+                self._need_scalar(left, right)
+                left = left * right  # type: ignore[operator]
+            elif t.is_op("/") or t.is_cmd("div"):
+                self.next()
+                right = self.parse_unary()
+                self._need_scalar(left, right)
+                left = left / right  # type: ignore[operator]
+            elif self._starts_atom(t):
+                at = self.pos
+                right = self.parse_power()
+                self._need_scalar(left, right)
+                if int_literal and t.is_cmd(*_FRACS) and self._only(at, _frac_token) and right.is_Rational:
+                    left = left - right if left.is_negative else left + right  # type: ignore[operator]
+                else:
+                    left = left * right  # type: ignore[operator]
+                int_literal = False
+            else:
+                return left
+
+    def _only(self, start: int, pred: Callable[[Token], bool]) -> bool:
+        return self.pos > start and all(pred(t) for t in self.toks[start : self.pos])
+
+    def _starts_atom(self, t: Token) -> bool:
+        if t.kind == "num":
+            return True
+        if t.kind == "name":
+            return t.text not in ("or", "and")
+        if t.kind == "cmd":
+            return t.text in _ATOM_CMDS or t.text == "{"
+        if t.kind == "op":
+            return t.text in ("(", "{") or (t.text == "|" and self.abs_depth == 0)
+        return False
+
+    def parse_unary(self) -> object:
+        t = self.peek()
+        if t.is_op("-", "+") or t.is_cmd("pm", "mp"):
+            self.next()
+            self._enter()
+            v = self.parse_unary()
+            self.depth -= 1
+            self._need_scalar(v)
+            if t.text == "-":
+                return -v  # type: ignore[operator]
+            if t.text == "+":
+                return v
+            return (PM if t.text == "pm" else -PM) * v  # type: ignore[operator]
+        return self.parse_power()
+
+    def parse_power(self) -> object:
+        base = self.parse_atom()
+        base = self._postfix(base)
+        if self.peek().is_op("^"):
+            self.next()
+            self._enter()
+            exp = self._group_or_unary()
+            self.depth -= 1
+            self._need_scalar(base, exp)
+            base = self._postfix(safe_pow(base, exp))  # type: ignore[arg-type]
+        return base
+
+    def _group_or_unary(self) -> object:
+        if self.peek().is_op("{"):
+            return self._group()
+        return self.parse_unary()
+
+    def _postfix(self, v: object) -> object:
+        while True:
+            t = self.peek()
+            if t.is_op("!") and not self.peek(1).is_op("="):
+                self.next()
+                self._need_scalar(v)
+                v = safe_factorial(v)  # type: ignore[arg-type]
+            elif t.is_op("%"):
+                self.next()
+                self._need_scalar(v)
+                v = v * PCT  # type: ignore[operator]
+            elif t.is_op("°"):
+                self.next()
+                self._need_scalar(v)
+                v = v * DEG  # type: ignore[operator]
+            elif t.is_op("'"):
+                self.next()
+            else:
+                return v
+
+    # -- atoms ---------------------------------------------------------------------------------------------
+    def parse_atom(self) -> object:
+        self._enter()
+        try:
+            return self._atom()
+        finally:
+            self.depth -= 1
+
+    def _atom(self) -> object:
+        t = self.next()
+        if t.kind == "num":
+            return self._number(t.text)
+        if t.kind == "name":
+            return self._name(t.text)
+        if t.kind == "cmd":
+            return self._command(t.text)
+        if t.is_op("(", "["):
+            return self._bracket(t.text)
+        if t.is_op("{"):
+            self.pos -= 1
+            return self._group()
+        if t.is_op("|"):
+            self.abs_depth += 1
+            inner = self.parse_add()
+            self.abs_depth -= 1
+            self.expect_op("|")
+            self._need_scalar(inner)
+            return sp.Abs(inner)
+        raise ParseError(f"unexpected {t.text or 'end of answer'!r}")
+
+    def _number(self, text: str) -> sp.Basic:
+        if len(text) > MAX_LITERAL_DIGITS:
+            raise ParseError(f"number literal longer than {MAX_LITERAL_DIGITS} digits")
+        mant, _, ex = text.lower().partition("e")
+        whole, _, frac = mant.partition(".")
+        val = sp.Rational(int(whole or "0") * 10 ** len(frac) + int(frac or "0"), 10 ** len(frac))
+        if ex:
+            e = int(ex)
+            if abs(e) > 400:
+                raise ParseError("scientific exponent out of range")
+            val = val * sp.Rational(10) ** e
+        if self.peek().is_op("_") and self.peek(1).kind in ("num", "op"):
+            raise ParseError("subscript on a number")  # bases are rewritten by normalize as \based
+        return val
+
+    def _name(self, name: str) -> object:
+        if name in _FUNCS:
+            return self._apply(name)
+        if name in _CONSTS:
+            return _CONSTS[name]
+        if name in ("or", "and"):
+            raise ParseError(f"unexpected {name!r}")
+        return self._symbol(name)
+
+    def _symbol(self, name: str) -> sp.Symbol:
+        if self.peek().is_op("_"):
+            self.next()
+            sub = self._raw_arg()
+            return sp.Symbol(f"{name}_{sub}")
+        return sp.Symbol(name)
+
+    def _raw_arg(self) -> str:
+        t = self.next()
+        if t.is_op("{"):
+            parts = []
+            while not self.peek().is_op("}"):
+                if self.peek().kind == "end":
+                    raise ParseError("unclosed '{'")
+                parts.append(self.next().text)
+            self.next()
+            return "".join(parts)
+        if t.kind == "num" and len(t.text) > 1:
+            self._split_num(t)
+            return t.text[0]
+        return t.text
+
+    def _split_num(self, t: Token) -> None:
+        """Leave the digits after the first in the stream (LaTeX ``\\frac12`` takes one character)."""
+        self.toks.insert(self.pos, Token("num", t.text[1:]))
+
+    def _arg(self, single: bool = False) -> object:
+        """A command argument: a ``{group}``, else (LaTeX) one character when ``single``, else a power."""
+        t = self.peek()
+        if t.is_op("{"):
+            return self._group()
+        if single and t.kind == "num" and len(t.text) > 1 and t.text.isdigit():
+            self.next()
+            self._split_num(t)
+            return sp.Integer(int(t.text[0]))
+        if t.is_op("("):
+            return self.parse_atom()
+        return self.parse_power()
+
+    def _group(self) -> object:
+        self.expect_op("{")
+        self._enter()
+        v = self.parse_list(closers=("}",))
+        self.depth -= 1
+        self.expect_op("}")
+        return v.e if isinstance(v, Expr) else v
+
+    def _apply(self, name: str) -> sp.Basic:
+        power = None
+        if name in _TRIG | {"log", "ln"} and self.peek().is_op("^"):
+            self.next()
+            power = self._group_or_unary()
+        base = None
+        if name == "log" and self.peek().is_op("_"):
+            self.next()
+            base = self._arg()
+        if name == "sqrt" and self.peek().is_op("["):
+            self.next()
+            n = self.parse_add()
+            self.expect_op("]")
+            arg = self._arg(single=True)
+            self._need_scalar(n, arg)
+            return sp.root(arg, n)  # type: ignore[arg-type]
+        arg = self._arg(single=name == "sqrt")
+        self._need_scalar(arg) if base is None else self._need_scalar(arg, base)
+        if name in _TRIG and isinstance(arg, sp.Basic) and DEG in arg.free_symbols:
+            arg = arg.subs(DEG, sp.pi / 180)
+        out = sp.log(arg, base) if base is not None else _FUNCS[name](arg)
+        return safe_pow(out, power) if power is not None else out  # type: ignore[arg-type]
+
+    def _command(self, name: str) -> object:
+        if name in _FRACS:
+            num = self._arg(single=True)
+            den = self._arg(single=True)
+            self._need_scalar(num, den)
+            return num / den  # type: ignore[operator]
+        if name in _FUNCS or name in ("pi", "infty", "infinity"):
+            return self._name(name)
+        if name in _GREEK:
+            return self._symbol(name)
+        if name in ("binom", "dbinom", "tbinom"):
+            n, k = self._arg(single=True), self._arg(single=True)
+            self._need_scalar(n, k)
+            return safe_binomial(n, k)  # type: ignore[arg-type]
+        if name in ("lfloor", "lceil"):
+            inner = self.parse_add()
+            closer = self.next()
+            if not closer.is_cmd("rfloor", "rceil"):
+                raise ParseError(f"unclosed \\{name}")
+            self._need_scalar(inner)
+            return sp.floor(inner) if name == "lfloor" else sp.ceiling(inner)
+        if name in ("mathrm", "operatorname", "mathbf", "boldsymbol"):
+            return self._arg()
+        if name == "{":
+            v = self.parse_list(closers=("}",))
+            if not self.next().is_cmd("}"):
+                raise ParseError("unclosed '\\{'")
+            items = v.items if isinstance(v, Seq) else (v,)
+            return Seq("set", tuple(items))
+        if name in ("emptyset", "varnothing"):
+            return Seq("set", ())
+        if name == "begin":
+            return self._matrix()
+        if name == "based":
+            digits, base = self._raw_arg(), self._raw_arg()
+            return Based(digits.upper(), int(base))
+        if name == "mathbb" and self._raw_arg() == "R":
+            return Ivl(-sp.oo, sp.oo, False, False)
+        raise ParseError(f"unsupported command \\{name}")
+
+    def _bracket(self, opener: str) -> object:
+        self._enter()
+        v = self.parse_list(closers=(")", "]"))
+        self.depth -= 1
+        closer = self.next()
+        if not closer.is_op(")", "]"):
+            raise ParseError(f"unclosed {opener!r}")
+        items = v.items if isinstance(v, Seq) and v.kind == "list" else None
+        if items is None:
+            if opener == "(" and closer.text == ")":
+                return v.e if isinstance(v, Expr) else v
+            if opener == "[" and closer.text == "]" and isinstance(v, Expr):
+                return v.e
+            raise ParseError(f"{opener}...{closer.text} around a single value")
+        ends = [i.e if isinstance(i, Expr) else None for i in items]
+        mixed = opener + closer.text in ("(]", "[)")
+        inf = any(e is not None and e.has(sp.oo) for e in ends)
+        if len(items) == 2 and None not in ends and (mixed or inf or opener + closer.text == "[]"):
+            return Ivl(ends[0], ends[1], opener == "[", closer.text == "]")
+        return Seq("tuple", items)
+
+    def _matrix(self) -> sp.Basic:
+        env = self._raw_arg()
+        if env.rstrip("*") not in ("pmatrix", "bmatrix", "matrix", "Bmatrix", "vmatrix", "array"):
+            raise ParseError(f"unsupported environment {env!r}")
+        if env == "array" and self.peek().is_op("{"):
+            self._raw_arg()
+        rows: list[list[object]] = [[]]
+        while True:
+            if self.peek().is_cmd("end"):
+                self.next()
+                self._raw_arg()
+                break
+            if self.peek().kind == "end":
+                raise ParseError(f"unclosed environment {env!r}")
+            rows[-1].append(self.parse_add())
+            t = self.next()
+            if t.is_op("&"):
+                continue
+            if t.is_cmd("\\"):
+                rows.append([])
+                continue
+            if t.is_cmd("end"):
+                self._raw_arg()
+                break
+            raise ParseError(f"unexpected {t.text!r} in a matrix")
+        rows = [r for r in rows if r]
+        if not rows or len({len(r) for r in rows}) != 1:
+            raise ParseError("matrix rows of different lengths")
+        self._need_scalar(*(c for r in rows for c in r))
+        m = sp.ImmutableMatrix(rows)
+        return m.det() if env == "vmatrix" else m
+
+
+def _frac_token(t: Token) -> bool:
+    return (t.kind == "num" and t.text.isdigit()) or t.is_op("{", "}") or t.is_cmd(*_FRACS)

@@ -1,0 +1,153 @@
+r"""The ``math`` reward: does a completion's final answer equal the gold answer in value?
+
+Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be parsed is
+``Score(None, "gold_unparseable")``, never 0), extract the completion's final answer
+(:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). Statuses:
+``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
+read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
+forms, where the answer came from and the reason for the verdict.
+
+>>> from harness import get_reward
+>>> fn = get_reward("math")
+>>> fn({"answer": "\\frac{1}{2}"}, "Halving gives \\boxed{0.5}.").value
+1.0
+>>> fn({"answer": "3"}, "It could be 3, I am not sure.").status
+'no_answer'
+
+Thread-safe and free of ``signal.alarm``: the time limit is a deadline checked between steps, and the expensive
+steps are bounded by structure (size caps, guarded powers); the scoring path's process kill is the hard backstop.
+This module does not decide isolation or caching across processes (the scoring path does).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from typing import Any, Callable
+
+from harness.registry import reward
+from harness.types import Sample, Score
+from rewards.math.compare import Options, OutOfTime, equivalent
+from rewards.math.extract import extract_answer
+from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
+from rewards.math.parse import ParseError, parse_value
+from rewards.math.values import Huge, HugeValue, Seq, Text, Value, show
+
+__all__ = ["math_reward", "parse_answer", "verify"]
+
+
+@functools.lru_cache(maxsize=8192)
+def parse_answer(text: str) -> Value:
+    """Normalize and parse one answer string (cached; values are immutable).
+
+    Raises:
+        ParseError: the text is not a readable answer (the message says why).
+    """
+    try:
+        cleaned = clean(text)
+    except NormalizeError as e:
+        raise ParseError(str(e)) from None
+    if not cleaned:
+        raise ParseError("empty answer")
+    t = as_text(cleaned)
+    if t is not None:
+        return t
+    try:
+        return parse_value(cleaned)
+    except HugeValue:
+        return Huge(re.sub(r"\s+", "", cleaned))
+    except RecursionError:
+        raise ParseError("answer nested too deeply") from None
+    except (TypeError, ValueError, ArithmeticError, AttributeError) as e:
+        if isinstance(e, ParseError):
+            raise
+        raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
+
+
+def _gold_text(gold: Any) -> str:
+    text = str(gold).strip()
+    if "\\boxed" in text or "####" in text:
+        found = extract_answer(text).answer
+        if found:
+            return found
+    return text
+
+
+def _is_multi(v: Value) -> bool:
+    return isinstance(v, Seq) and v.kind != "tuple" and len(v.items) > 1
+
+
+def verify(
+    gold: Any,
+    completion: str,
+    *,
+    strict: bool = True,
+    percent_optional: bool = True,
+    tolerance: float = 1e-9,
+    time_limit: float = 2.0,
+) -> Score:
+    """Score one completion against one gold answer (gold first). See the module docstring for the statuses."""
+    deadline = time.monotonic() + max(0.05, time_limit * 0.8)
+    gold_s = _gold_text(gold)
+    try:
+        g = parse_answer(gold_s)
+    except ParseError as e:
+        return Score.unscored("gold_unparseable", f"gold {gold_s[:200]!r} cannot be parsed: {e}", gold=gold_s[:500])
+    info: dict[str, Any] = {"gold": gold_s[:500], "gold_parsed": show(g)}
+    ex = extract_answer(completion, strict=strict)
+    info.update(extracted=ex.answer[:500] if ex.answer else None, source=ex.source)
+    if ex.answer is None:
+        return Score(value=0.0, status="no_answer", info={**info, "reason": ex.reason})
+    if ex.hedged and not _is_multi(g):
+        return Score(value=0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": "hedged: several different boxed answers"})
+    try:
+        a = _parse_for(g, ex.answer)
+    except ParseError as e:
+        return Score(value=0.0, status="parse_error", answer=ex.answer[:500], info={**info, "reason": f"answer cannot be parsed: {e}"})
+    info["answer_parsed"] = show(a)
+    opt = Options(percent_optional=percent_optional, tolerance=tolerance, deadline=deadline,
+                  gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)))
+    try:
+        same, reason = equivalent(g, a, opt)
+    except OutOfTime:
+        return Score(value=0.0, status="timeout", answer=ex.answer[:500], info={**info, "reason": "comparison ran past the time limit"})
+    except RecursionError:
+        same, reason = False, "comparison nested too deeply"
+    return Score(value=1.0 if same else 0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
+
+
+def _parse_for(gold: Value, answer: str) -> Value:
+    if isinstance(gold, Text) and gold.choice:
+        letter = choice_letter(answer)
+        if letter is not None:
+            return Text(letter.lower(), choice=True)
+    return parse_answer(answer)
+
+
+@reward("math", reads=("answer",))
+def math_reward(
+    *,
+    strict: bool = True,
+    percent_optional: bool = True,
+    tolerance: float = 1e-9,
+    time_limit: float = 2.0,
+) -> Callable[[Sample, str], Score]:
+    """Value equivalence of the final answer with ``sample.answer`` (sympy; LaTeX and plain text).
+
+    Args:
+        strict: only boxed or explicitly anchored answers count; False also takes the last ``= value`` or number.
+        percent_optional: ``25`` = ``25\\%`` (and ``0.25`` = ``25\\%``); False reads ``%`` strictly as 1/100.
+        tolerance: relative tolerance, used only when the gold is a decimal (possibly rounded).
+        time_limit: seconds per pair for the cooperative deadline (the scoring path kills at its own limit).
+    """
+    if tolerance < 0 or time_limit <= 0:
+        raise ValueError("math reward: tolerance must be >= 0 and time_limit > 0")
+
+    def score(sample: Sample, completion: str) -> Score:
+        if sample.answer is None:
+            return Score.unscored("gold_unparseable", "sample has no 'answer' field")
+        return verify(sample.answer, completion, strict=strict, percent_optional=percent_optional,
+                      tolerance=tolerance, time_limit=time_limit)
+
+    return score

@@ -1,0 +1,207 @@
+"""Parsed answer values and the guarded arithmetic the parser builds them with.
+
+An answer is one of a few shapes: an expression (:class:`Expr`, a sympy object, possibly a matrix), a relation
+chain (``x = 3``, ``2 \\le x < 5``), a sequence (an unordered list, a tuple, a set), an interval or a union of
+intervals, a number in another base, a piece of text, or :class:`Huge` (a value too large to evaluate, kept as its
+normalized source text). Markers ride inside sympy expressions as reserved symbols: ``PCT`` for a percent sign,
+``DEG`` for a degree sign and ``PM`` for a ``\\pm`` sign; :mod:`rewards.math.compare` substitutes them.
+
+The guards here are what keep every pair cheap: integer powers, factorials and binomials are evaluated only when
+their result stays under :data:`MAX_BITS`; otherwise :class:`HugeValue` is raised and the whole answer becomes
+:class:`Huge`. This module does not parse or compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import sympy as sp
+
+__all__ = [
+    "Expr", "Rel", "Seq", "Ivl", "IvlUnion", "Based", "Text", "Huge", "Value", "HugeValue",
+    "PCT", "DEG", "PM", "MARKERS", "MAX_BITS", "safe_pow", "safe_factorial", "safe_binomial", "show",
+]
+
+#: Largest integer (in bits) the parser will materialize from a power, factorial or binomial.
+MAX_BITS = 60_000
+#: Largest integer exponent applied to a non-trivial base.
+MAX_EXPONENT = 20_000
+MAX_FACTORIAL = 3_000
+
+PCT = sp.Symbol("_pct_")
+DEG = sp.Symbol("_deg_")
+PM = sp.Symbol("_pm_")
+MARKERS = frozenset({PCT, DEG, PM})
+
+
+class HugeValue(ArithmeticError):
+    """A value would be too large to evaluate (a tower of powers, a giant factorial)."""
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A scalar expression or a matrix (a sympy ``ImmutableMatrix``)."""
+
+    e: sp.Basic
+
+
+@dataclass(frozen=True)
+class Rel:
+    """A relation chain ``terms[0] ops[0] terms[1] ...``; ops among ``= < > <= >= != in``."""
+
+    terms: tuple[object, ...]
+    ops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Seq:
+    """Several answers: ``kind`` is ``list`` (bare commas, "or"), ``tuple`` (parenthesized), or ``set``."""
+
+    kind: str
+    items: tuple["Value", ...]
+
+
+@dataclass(frozen=True)
+class Ivl:
+    """An interval with sympy endpoints (``-oo``/``oo`` allowed)."""
+
+    lo: sp.Basic
+    hi: sp.Basic
+    lo_closed: bool
+    hi_closed: bool
+
+
+@dataclass(frozen=True)
+class IvlUnion:
+    """A union of intervals (and isolated points as degenerate closed intervals)."""
+
+    parts: tuple[Ivl, ...]
+
+
+@dataclass(frozen=True)
+class Based:
+    """A numeral with an explicit base subscript, e.g. ``1011_2``."""
+
+    digits: str
+    base: int
+
+    @property
+    def value(self) -> int | None:
+        try:
+            return int(self.digits, self.base)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text answer after normalization (lower case, no punctuation): ``monday``, ``c`` for a choice letter."""
+
+    s: str
+    choice: bool = False
+
+
+@dataclass(frozen=True)
+class Huge:
+    """A value too large to evaluate; compared by its normalized source only."""
+
+    src: str
+
+
+Value = Union[Expr, Rel, Seq, Ivl, IvlUnion, Based, Text, Huge]
+
+
+def _int_bits(x: sp.Basic) -> int | None:
+    if isinstance(x, sp.Rational):
+        return max(int(x.p).bit_length(), int(x.q).bit_length())
+    return None
+
+
+def safe_pow(base: sp.Basic, exp: sp.Basic) -> sp.Basic:
+    """``base ** exp`` unless the result would be huge (then :class:`HugeValue`)."""
+    if isinstance(base, sp.MatrixBase):
+        if isinstance(exp, sp.Integer) and abs(int(exp)) <= 16:
+            return base**exp
+        raise HugeValue("matrix power with a large or symbolic exponent")
+    if isinstance(exp, sp.MatrixBase):
+        raise HugeValue("matrix exponent")
+    trivial = base in (sp.S.Zero, sp.S.One, sp.S.NegativeOne, sp.I, -sp.I)
+    if isinstance(exp, sp.Rational) and not trivial:
+        if abs(int(exp.p)) > MAX_EXPONENT:
+            raise HugeValue(f"exponent {exp} too large")
+        bits = _int_bits(base)
+        if bits is not None and bits * abs(int(exp.p)) > MAX_BITS * max(1, int(exp.q)):
+            raise HugeValue("power too large to evaluate")
+        if bits is None and base.is_number and abs(int(exp.p)) > 400:
+            raise HugeValue("power of an irrational number with a large exponent")
+    elif not isinstance(exp, sp.Rational) and exp.is_number and not trivial:
+        est = _magnitude(exp)
+        if est is None or est > 1e4:
+            raise HugeValue("exponent too large to evaluate")
+    return sp.Pow(base, exp)
+
+
+def _magnitude(x: sp.Basic) -> float | None:
+    try:
+        v = complex(sp.N(x, 15))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return abs(v)
+
+
+def safe_factorial(n: sp.Basic) -> sp.Basic:
+    """``n!`` for integers up to :data:`MAX_FACTORIAL`; symbolic factorials stay symbolic."""
+    if isinstance(n, sp.Integer):
+        if n < 0:
+            return sp.zoo
+        if n > MAX_FACTORIAL:
+            raise HugeValue(f"factorial of {n} too large")
+        return sp.factorial(n)
+    if n.is_number:
+        raise HugeValue("factorial of a non-integer")
+    return sp.factorial(n)
+
+
+def safe_binomial(n: sp.Basic, k: sp.Basic) -> sp.Basic:
+    """``C(n, k)`` with the same size guard as :func:`safe_factorial`."""
+    if isinstance(n, sp.Integer) and n > MAX_FACTORIAL * 4:
+        raise HugeValue("binomial too large")
+    return sp.binomial(n, k)
+
+
+def show(v: Value | None) -> str | None:
+    """A short printable form of a parsed value for ``Score.info``."""
+    if v is None:
+        return None
+    if isinstance(v, Expr):
+        return _sstr(v.e)
+    if isinstance(v, Rel):
+        parts = [show(t) if not isinstance(t, sp.Basic) else _sstr(t) for t in v.terms]
+        out = str(parts[0])
+        for op, p in zip(v.ops, parts[1:]):
+            out += f" {op} {p}"
+        return _short(out)
+    if isinstance(v, Seq):
+        inner = ", ".join(str(show(i)) for i in v.items)
+        return _short({"tuple": f"({inner})", "set": f"{{{inner}}}"}.get(v.kind, f"[{inner}]"))
+    if isinstance(v, Ivl):
+        return _short(f"{'[' if v.lo_closed else '('}{v.lo}, {v.hi}{']' if v.hi_closed else ')'}")
+    if isinstance(v, IvlUnion):
+        return _short(" U ".join(str(show(p)) for p in v.parts))
+    if isinstance(v, Based):
+        return f"{v.digits}_{v.base}"
+    if isinstance(v, Text):
+        return f"text:{v.s}" if not v.choice else f"choice:{v.s}"
+    return _short(f"huge:{v.src}")
+
+
+def _sstr(e: object) -> str:
+    try:
+        return _short(sp.sstr(e))
+    except ValueError:  # an integer too long to print
+        return "<very long number>"
+
+
+def _short(s: str, n: int = 300) -> str:
+    return s if len(s) <= n else s[: n - 3] + "..."
