@@ -1,0 +1,121 @@
+"""Integration: a run traced into a real MLflow server; its eval spans are queried back and their links followed.
+
+MLflow keeps span links, so every ``eval.reward/<name>`` span must link to the ``reward/<name>`` span of the same
+step, both through our REST reader and through MLflow's own client (``mlflow.search_traces`` in ``.venv-mlflow``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from harness.cfg.telemetry import TelemetrySection
+from harness.cli import main as harness_main
+from harness.telemetry import RunTelemetry
+from harness.telemetry._sources import load_file_store, load_mlflow
+from harness.telemetry.report import build_report
+from tel_backends import backend_python
+from tel_runs import expected_span_count, synthetic_run
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+_CLIENT = r"""
+import json, sys
+import mlflow
+mlflow.set_tracking_uri(sys.argv[1])
+out = []
+for t in mlflow.search_traces(locations=[sys.argv[2]], return_type="list"):
+    for s in t.data.spans:
+        out.append({"name": s.name, "span_id": s.span_id, "step": s.attributes.get("harness.train.step"),
+                    "run": s.attributes.get("harness.run.id"), "links": [l.span_id for l in s.links]})
+print(json.dumps(out))
+"""
+
+
+def _experiment(url: str, name: str) -> str:
+    req = urllib.request.Request(url + "/api/2.0/mlflow/experiments/create", data=json.dumps({"name": name}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)["experiment_id"]
+
+
+def _wait_spans(url: str, exp: str, n: int, run_id: str) -> list[dict]:
+    deadline = time.monotonic() + 60
+    while True:
+        spans = load_mlflow(url, experiment_id=exp, run_id=run_id)
+        if len(spans) >= n or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.5)
+
+
+def _check_links(spans: list[dict]) -> None:
+    by_id = {s["span_id"]: s for s in spans}
+    evals = [s for s in spans if s["name"].startswith("eval.reward/")]
+    assert len(evals) == 8
+    for ev in evals:
+        (link,) = ev["links"]
+        target = by_id[link["span_id"]]
+        assert target["name"] == "reward/" + ev["attributes"]["harness.reward.name"]
+        assert target["attributes"]["harness.train.step"] == ev["attributes"]["harness.train.step"]
+        assert link["attributes"]["harness.link.kind"] == "train_reward"
+        assert ev["attributes"]["harness.reward.train_mean"] == pytest.approx(
+            ev["attributes"]["harness.reward.heldout"] + ev["attributes"]["harness.reward.gap"])
+    for ck in (s for s in spans if s["name"] == "eval.checkpoint"):
+        assert by_id[ck["links"][0]["span_id"]]["name"] == "train.step"
+
+
+def test_mlflow_keeps_links_from_eval_to_training_spans(mlflow_server, tmp_path):
+    url = mlflow_server.url
+    exp = _experiment(url, "links")
+    cfg = TelemetrySection(otlp_endpoint=url + "/v1/traces", otlp_headers={"x-mlflow-experiment-id": exp},
+                           schedule_delay_s=0.2)
+    tel = RunTelemetry.start(tmp_path, "mlflow-run", cfg, environ={})
+    synthetic_run(tel)
+    tel.shutdown()
+    assert tel.exporter.sent == expected_span_count() and tel.exporter.dropped == 0
+
+    spans = _wait_spans(url, exp, expected_span_count(), "mlflow-run")
+    assert len(spans) == expected_span_count(), mlflow_server.log_tail()
+    _check_links(spans)
+
+    # the same rows as the file store's report
+    from_backend = build_report(spans, run_id="mlflow-run")
+    from_file = build_report(load_file_store(tmp_path))
+    assert [(r.step, r.reward, r.link) for r in from_backend.rows] == [(r.step, r.reward, "resolved") for r in from_file.rows]
+    assert [r.train_mean for r in from_backend.rows] == pytest.approx([r.train_mean for r in from_file.rows])
+    assert [(r.step, r.reward) for r in from_backend.alarms] == [(12, "math")]
+
+    # MLflow's own client follows the links too
+    proc = subprocess.run([str(backend_python("mlflow")), "-c", _CLIENT, url, exp], capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = {s["span_id"]: s for s in json.loads(proc.stdout.strip().splitlines()[-1])}
+    evals = [s for s in got.values() if s["name"].startswith("eval.reward/")]
+    assert len(evals) == 8
+    for ev in evals:
+        target = got[ev["links"][0]]
+        assert target["name"] == "reward/" + ev["name"].split("/", 1)[1] and target["step"] == ev["step"]
+
+
+def test_push_file_store_into_mlflow_and_report_from_it(mlflow_server, tmp_path, capsys):
+    url = mlflow_server.url
+    exp = _experiment(url, "pushed")
+    tel = RunTelemetry.start(tmp_path, "pushed-run", TelemetrySection(), environ={})  # file store only
+    synthetic_run(tel)
+    tel.shutdown()
+    rc = harness_main(["traces", "push", str(tmp_path), "--endpoint", url + "/v1/traces",
+                       "--header", f"x-mlflow-experiment-id={exp}"])
+    assert rc == 0
+    assert f"pushed {expected_span_count()} spans" in capsys.readouterr().out
+    spans = _wait_spans(url, exp, expected_span_count(), "pushed-run")
+    assert {s["span_id"] for s in spans} == {s["span_id"] for s in load_file_store(tmp_path)}
+    _check_links(spans)
+    out = tmp_path / "from-mlflow"
+    assert harness_main(["report", "--from", "mlflow", url, "--experiment-id", exp, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "pushed-run" in text and "ALARM math @ step 12" in text
+    assert (out / "report.png").stat().st_size > 5000
