@@ -60,6 +60,7 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     if isinstance(gold, Huge) or isinstance(ans, Huge):
         same = isinstance(gold, Huge) and isinstance(ans, Huge) and gold.src == ans.src
         return same, "same unevaluated huge value" if same else "value too large to evaluate"
+    gold, ans = _vector_as_tuple(gold, ans), _vector_as_tuple(ans, gold)
     if isinstance(gold, Text) or isinstance(ans, Text):
         return _text_equal(gold, ans)
     if isinstance(gold, Based) or isinstance(ans, Based):
@@ -84,6 +85,12 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
         ok = expr_equal(g.e, a.e, opt)
         return ok, "equal values" if ok else "different values"
     return False, f"{type(a).__name__} answer against {type(g).__name__} gold"
+
+
+def _vector_as_tuple(v: Value, other: Value) -> Value:
+    if isinstance(v, Expr) and isinstance(v.e, sp.MatrixBase) and 1 in v.e.shape and isinstance(other, Seq):
+        return Seq("tuple", tuple(Expr(x) for x in v.e))
+    return v
 
 
 # -- text and bases ----------------------------------------------------------------------------------------
@@ -186,7 +193,7 @@ def _as_intervals(v: Value, other: Value) -> list[Ivl] | None:
     if isinstance(v, IvlUnion):
         return list(v.parts)
     if isinstance(v, Seq) and v.kind == "tuple" and len(v.items) == 2 and isinstance(other, (Ivl, IvlUnion, Rel)):
-        if isinstance(other, Rel) and not set(other.ops) & set(_FLIP):
+        if isinstance(other, Rel) and not set(other.ops) & {*_FLIP, "in"}:
             return None
         lo, hi = v.items
         if isinstance(lo, Expr) and isinstance(hi, Expr):
@@ -205,8 +212,8 @@ def _as_intervals(v: Value, other: Value) -> list[Ivl] | None:
 
 
 def _rel_intervals(r: Rel) -> list[Ivl] | None:
-    if r.ops == ("in",) and isinstance(r.terms[1], (Ivl, IvlUnion)):
-        return _as_intervals(r.terms[1], r)
+    if r.ops == ("in",) and isinstance(r.terms[1], (Ivl, IvlUnion, Seq)):
+        return _as_intervals(r.terms[1], Ivl(sp.S.Zero, sp.S.One, False, False))
     if not r.ops or not all(o in _FLIP for o in r.ops) or len(r.ops) > 2:
         return None
     syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]

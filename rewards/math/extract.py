@@ -89,6 +89,8 @@ def _delimited(s: str) -> str:
     for open_, close in (("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")):
         if s.startswith(open_):
             end = s.find(close, len(open_))
+            while end > 0 and open_ == "$" and s[end - 1] == "\\":
+                end = s.find(close, end + 1)  # an escaped \$ is currency, not a delimiter
             if end > 0:
                 return s[len(open_) : end]
     return s
@@ -108,7 +110,8 @@ def _statement(rest: str) -> str:
     m = re.search(r"\.(?=\s|$)|[!?](?=\s|$)", line)
     if m:
         line = line[: m.start()]
-    return line.replace("**", "").strip().strip("$").strip()
+    line = re.sub(r"(?<![\w)}])\*\*|\*\*(?![\w({-])", "", line)  # bold markup, not a ** power
+    return line.strip().strip("$").strip()
 
 
 def _bold_final_line(text: str) -> str | None:

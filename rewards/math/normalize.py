@@ -72,12 +72,13 @@ def clean(s: str) -> str:
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)
+    s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)
+    s = re.sub(r"(?<=[\w)}])\*\*(?=[\w({-])", "^", s)
     s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
     s = re.sub(r"\\%|\\percent", "%", s)
-    s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
     s = s.replace("{,}", "").replace(r"\cdot10", r"\cdot 10")
     s = _text_commands(s)
