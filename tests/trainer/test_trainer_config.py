@@ -1,0 +1,77 @@
+"""The trainer section: per-loss paper defaults and the checks that fail before any model is loaded."""
+
+import pytest
+
+from harness.config import load_config
+from harness.errors import ConfigError
+from trainer.setup import check_lengths, validate
+
+
+def _cfg(**trainer):
+    return load_config({"model": {"name_or_path": "toy:char"}, "data": {"train": "toy:8"},
+                        "rewards": {"char_count": 1.0}, "trainer": trainer})
+
+
+def test_dr_grpo_gets_both_of_its_settings():
+    t = _cfg(loss="dr_grpo").trainer.resolved()
+    assert t.scale_rewards == "none"
+    assert _cfg(loss="grpo").trainer.resolved().scale_rewards == "group"
+
+
+def test_dapo_defaults_follow_the_paper_and_can_be_overridden():
+    t = _cfg(loss="dapo").trainer.resolved()
+    assert (t.epsilon, t.epsilon_high, t.dynamic_sampling, t.mask_truncated) == (0.2, 0.28, True, True)
+    t2 = _cfg(loss="dapo", mask_truncated=False, epsilon_high=0.3).trainer.resolved()
+    assert (t2.mask_truncated, t2.epsilon_high) == (False, 0.3)
+
+
+def test_symmetric_clip_follows_a_custom_epsilon_and_cispo_has_its_own_cap():
+    assert _cfg(epsilon=0.1).trainer.resolved().epsilon_high == 0.1
+    t = _cfg(loss="cispo").trainer.resolved()
+    assert t.cispo_cap == 5.0 and t.epsilon_high == 0.2
+
+
+def test_gspo_uses_its_small_clip_range():
+    t = _cfg(loss="gspo").trainer.resolved()
+    assert (t.epsilon, t.epsilon_high) == (3e-4, 4e-4)
+
+
+@pytest.mark.parametrize(
+    "trainer, match",
+    [
+        ({"num_generations": 1}, "trainer.num_generations"),
+        ({"prompts_per_step": 2, "num_generations": 4, "micro_batch_size": 3}, "pick a divisor of 8"),
+        ({"warmup_steps": 20, "max_steps": 10}, "warmup_steps"),
+        ({"loss": "ppo"}, "trainer.loss"),
+        ({"epsilon": 1.5}, "below 1"),
+    ],
+)
+def test_bad_settings_fail_at_load_naming_the_field(trainer, match):
+    with pytest.raises(ConfigError, match=match):
+        _cfg(**trainer)
+
+
+def test_groups_must_split_evenly_over_ranks():
+    cfg = _cfg(prompts_per_step=3)
+    with pytest.raises(ConfigError, match="multiple of 2"):
+        validate(cfg, cfg.trainer.resolved(), world_size=2)
+    validate(cfg, cfg.trainer.resolved(), world_size=1)
+
+
+def test_rank_micro_batch_and_missing_sections():
+    cfg = _cfg(prompts_per_step=4, num_generations=4, micro_batch_size=16)
+    with pytest.raises(ConfigError, match="micro_batch_size=16"):
+        validate(cfg, cfg.trainer.resolved(), world_size=2)  # 8 completions per rank
+    no_rewards = load_config({"model": {"name_or_path": "toy:char"}, "data": {"train": "toy:8"}})
+    with pytest.raises(ConfigError, match="rewards"):
+        validate(no_rewards, no_rewards.trainer.resolved(), 1)
+    log_only = load_config({"model": {"name_or_path": "x"}, "data": {"train": "toy:8"}, "rewards": {"char_count": 0.0}})
+    with pytest.raises(ConfigError, match="weight"):
+        validate(log_only, log_only.trainer.resolved(), 1)
+
+
+def test_impossible_lengths_name_both_fields():
+    t = _cfg(max_prompt_length=400, max_completion_length=200).trainer
+    with pytest.raises(ConfigError, match="max_prompt_length \\+ trainer.max_completion_length"):
+        check_lengths(t, 512)
+    check_lengths(t, 1024)

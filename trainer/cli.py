@@ -1,0 +1,85 @@
+"""``harness train --config run.yaml [--resume] [--set trainer.lr=1e-5 ...]``.
+
+``add_parser`` plugs the command into the ``harness`` CLI; :func:`main` runs it standalone, which is the form to
+give a launcher for data parallelism::
+
+    torchrun --nproc_per_node 2 -m trainer.cli --config run.yaml
+
+This module parses arguments and prints a summary; the work is :func:`trainer.loop.train`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+import yaml
+
+from harness.errors import ConfigError, HarnessError
+
+__all__ = ["add_parser", "parse_sets", "run_train", "main"]
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    """``["trainer.lr=1e-5", "trainer.loss=dapo"]`` -> ``{"trainer.lr": 1e-05, ...}`` (values parsed as YAML)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: expected SECTION.FIELD=VALUE, e.g. trainer.lr=1e-5")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = raw
+        out[key.strip()] = value
+    return out
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, help="run config, YAML or TOML")
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of run.id")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, e.g. --set trainer.lr=1e-5 (repeatable)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_train)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``train`` subcommand to the ``harness`` parser."""
+    _configure(subparsers.add_parser("train", help="GRPO-train a model on a run config"))
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """Handler of ``harness train``: load the config (with overrides), train, print where the run went."""
+    from harness.config import load_config
+    from trainer.loop import train
+
+    overrides = parse_sets(args.sets)
+    config = load_config(args.config, overrides=overrides)
+    result = train(config, resume=args.resume, progress=not args.no_progress)
+    last = result.metrics[-1] if result.metrics else {}
+    mean = last.get("reward/total/mean")
+    print(f"run {result.run_id}: {result.steps} steps in {result.run_dir}; last reward mean "
+          f"{'-' if mean is None else f'{mean:.4g}'}; checkpoint {result.last_checkpoint}")
+    if result.warnings:
+        print(f"{len(result.warnings)} monitor warning(s); see the log above", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point (``python -m trainer.cli`` / ``torchrun -m trainer.cli``)."""
+    parser = argparse.ArgumentParser(prog="harness train", description="GRPO-train a model on a run config")
+    _configure(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return run_train(args)
+    except HarnessError as e:
+        print(f"harness train: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
