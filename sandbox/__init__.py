@@ -1,3 +1,35 @@
-"""sandbox package."""
+"""Isolated execution of untrusted code: a warm server forks one sandboxed process per execution.
 
-__all__: list[str] = []
+Each execution gets its own groups (memory, pids, kill-all), rlimits, an unprivileged uid, no-new-privs,
+Landlock, a seccomp denylist, private mounts and no network, a scrubbed environment and only its own pipes.
+Tests run in a separate judge process, so the verdict never depends on anything the solution's process says
+about itself. See ``docs/SECURITY.md`` for what is covered and what is not.
+
+>>> from sandbox import get_sandbox
+>>> get_sandbox().run_program("print(input()[::-1])", stdin="abc\\n").stdout
+b'cba\\n'
+"""
+
+from sandbox.service import (
+    LEVELS,
+    IsolationReport,
+    Limits,
+    ProgramResult,
+    Sandbox,
+    SandboxError,
+    TestsResult,
+    get_sandbox,
+    isolation_level,
+)
+
+__all__ = [
+    "LEVELS",
+    "IsolationReport",
+    "Limits",
+    "ProgramResult",
+    "Sandbox",
+    "SandboxError",
+    "TestsResult",
+    "get_sandbox",
+    "isolation_level",
+]

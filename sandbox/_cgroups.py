@@ -1,0 +1,243 @@
+"""Per-execution control groups: a memory limit, a process-count limit and a kill that reaches every descendant.
+
+Works with the cgroup v1 ``memory`` and ``pids`` hierarchies, the v2 unified hierarchy, or a mix (the hybrid
+layout). A job's group is created under the cgroup this process lives in, so limits nest inside whatever the
+machine already imposes. ``kill`` uses v2 ``cgroup.kill`` when there is one and otherwise signals every pid
+listed until the group is empty.
+
+This module does not decide limits or statuses; it reports the raw facts (oom kills, pids refused).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["CgroupRoots", "JobCgroup", "detect_roots"]
+
+_MOUNT = Path("/sys/fs/cgroup")
+
+
+def _own_paths() -> dict[str, str]:
+    """Controller -> this process's path, from ``/proc/self/cgroup``."""
+    out: dict[str, str] = {}
+    try:
+        text = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, ctrls, path = parts
+        if ctrls == "":
+            out["unified"] = path
+        for c in ctrls.split(","):
+            if c:
+                out[c] = path
+    return out
+
+
+@dataclass(frozen=True)
+class CgroupRoots:
+    """Where this process may create job groups, per facility (None when that facility is missing)."""
+
+    memory: Path | None = None  # v1 memory controller
+    pids: Path | None = None  # v1 pids controller
+    unified: Path | None = None  # v2 group: kill and, when controllers are enabled, memory.max / pids.max
+    v2_memory: bool = False
+    v2_pids: bool = False
+
+    @property
+    def has_memory(self) -> bool:
+        return self.memory is not None or self.v2_memory
+
+    @property
+    def has_pids(self) -> bool:
+        return self.pids is not None or self.v2_pids
+
+    @property
+    def has_kill(self) -> bool:
+        return self.unified is not None or self.memory is not None or self.pids is not None
+
+
+def _probe(base: Path) -> Path | None:
+    """``base`` when a child group can be created there (and removed again), else None."""
+    probe = base / f"grpo-sbx-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+        return base
+    except OSError:
+        return None
+
+
+def detect_roots() -> CgroupRoots:
+    """Find writable cgroup locations for job groups under this process's own groups."""
+    own = _own_paths()
+    roots: dict[str, Path | None] = {"memory": None, "pids": None, "unified": None}
+    for ctrl in ("memory", "pids"):
+        d = _MOUNT / ctrl
+        if ctrl in own and (d / "cgroup.procs").exists():
+            roots[ctrl] = _probe(d / own[ctrl].lstrip("/"))
+    v2_mem = v2_pids = False
+    for cand in (_MOUNT / "unified", _MOUNT):
+        if "unified" in own and (cand / "cgroup.controllers").exists():
+            base = cand / own["unified"].lstrip("/")
+            if (base / "cgroup.kill").exists() or (cand / "cgroup.procs").exists():
+                roots["unified"] = _probe(base)
+                if roots["unified"] is not None:
+                    try:
+                        enabled = (base / "cgroup.subtree_control").read_text().split()
+                    except OSError:
+                        enabled = []
+                    v2_mem, v2_pids = "memory" in enabled, "pids" in enabled
+                break
+    return CgroupRoots(roots["memory"], roots["pids"], roots["unified"], v2_mem, v2_pids)
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+@dataclass
+class JobCgroup:
+    """The groups of one sandboxed process tree. Create with :meth:`create`, then ``join`` from the child."""
+
+    dirs: list[Path] = field(default_factory=list)
+    memory_dir: Path | None = None
+    pids_dir: Path | None = None
+    unified_dir: Path | None = None
+
+    @classmethod
+    def create(cls, roots: CgroupRoots, name: str, memory_bytes: int, max_pids: int) -> JobCgroup:
+        """Make the groups and set their limits.
+
+        Raises:
+            OSError: when a group cannot be made or a limit cannot be written.
+        """
+        cg = cls()
+        if roots.memory is not None:
+            cg.memory_dir = roots.memory / name
+            cg._mk(cg.memory_dir)
+            _write(cg.memory_dir / "memory.limit_in_bytes", str(memory_bytes))
+            try:  # without swap accounting this file is missing: then swap is simply not limited
+                _write(cg.memory_dir / "memory.memsw.limit_in_bytes", str(memory_bytes))
+            except OSError:
+                pass
+        if roots.pids is not None:
+            cg.pids_dir = roots.pids / name
+            cg._mk(cg.pids_dir)
+            _write(cg.pids_dir / "pids.max", str(max_pids))
+        if roots.unified is not None:
+            cg.unified_dir = roots.unified / name
+            cg._mk(cg.unified_dir)
+            if roots.v2_memory:
+                _write(cg.unified_dir / "memory.max", str(memory_bytes))
+                _write(cg.unified_dir / "memory.swap.max", "0")
+            if roots.v2_pids:
+                _write(cg.unified_dir / "pids.max", str(max_pids))
+        return cg
+
+    def _mk(self, d: Path) -> None:
+        try:
+            d.mkdir()
+        except FileExistsError:
+            pass
+        self.dirs.append(d)
+
+    def join(self, pid: int = 0) -> None:
+        """Move ``pid`` (0 = the caller) into every group."""
+        for d in self.dirs:
+            _write(d / "cgroup.procs", str(pid))
+
+    def pids(self) -> set[int]:
+        """Every pid still in the groups."""
+        out: set[int] = set()
+        for d in self.dirs:
+            try:
+                out.update(int(x) for x in (d / "cgroup.procs").read_text().split())
+            except (OSError, ValueError):
+                pass
+        return out
+
+    def kill(self) -> None:
+        """SIGKILL every process in the groups (v2 ``cgroup.kill``, else each listed pid)."""
+        if self.unified_dir is not None:
+            try:
+                _write(self.unified_dir / "cgroup.kill", "1")
+            except OSError:
+                pass
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def oom_killed(self) -> bool:
+        """True when the memory limit killed a process (or refused memory) in this group."""
+        if self.memory_dir is not None:
+            try:
+                text = (self.memory_dir / "memory.oom_control").read_text()
+                fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
+                if int(fields.get("oom_kill", "0")) > 0:
+                    return True
+            except (OSError, ValueError):
+                pass
+        if self.unified_dir is not None:
+            try:
+                text = (self.unified_dir / "memory.events").read_text()
+                fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
+                return int(fields.get("oom_kill", "0")) > 0 or int(fields.get("max", "0")) > 0
+            except (OSError, ValueError):
+                pass
+        return False
+
+    def pids_refused(self) -> bool:
+        """True when the process-count limit refused a fork."""
+        for d in (self.pids_dir, self.unified_dir):
+            if d is None:
+                continue
+            try:
+                text = (d / "pids.events").read_text()
+                if int(text.split()[-1]) > 0:
+                    return True
+            except (OSError, ValueError, IndexError):
+                pass
+        return False
+
+    def destroy(self, reap: Callable[[], object] | None = None, timeout: float = 10.0) -> bool:
+        """Kill everything, wait until the groups are empty and remove them; True when all were removed.
+
+        Args:
+            reap: called between kill rounds so the caller can ``waitpid`` its own children (zombies stay
+                listed in a group until reaped).
+            timeout: how long to keep trying.
+        """
+        deadline = time.monotonic() + timeout
+        pending = list(reversed(self.dirs))
+        delay = 0.0005
+        while True:
+            self.kill()
+            if reap is not None:
+                reap()
+            still = []
+            for d in pending:
+                try:
+                    d.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError as e:
+                    if e.errno in (errno.EBUSY, errno.ENOTEMPTY):
+                        still.append(d)
+            pending = still
+            if not pending or time.monotonic() > deadline:
+                return not pending
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)

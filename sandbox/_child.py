@@ -1,0 +1,171 @@
+"""Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
+
+Order matters and is fixed here: new session; join the job's groups; put the host's pipes on fds 0-6 and close
+every other fd; private mount namespace with a fresh size-limited tmpfs on ``/tmp`` (the working directory) and
+``/dev/shm``; rlimits; drop to the slot's unprivileged uid and gid with no supplementary groups; no-new-privs;
+Landlock (read-only runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and
+signals scoped); seccomp denylist; scrubbed environment. Only then is "setup ok" written to the host on fd 4,
+which is closed before the first line of untrusted code runs.
+
+Each step that the machine lacks is skipped only when the server's probe said it is missing; a step that was
+probed as available and then fails aborts the child with a sandbox error (never silently weaker).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import os
+import resource
+import signal
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from sandbox import _judge, _solution, _sys, _wire
+
+__all__ = ["ChildSpec", "run_child", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
+
+FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
+SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8", "MALLOC_ARENA_MAX": "2"}
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """Everything a child needs to set itself up; built by the server from the host's request."""
+
+    role: str  # "program" | "solution" | "judge"
+    uid: int | None  # None: keep the current uid (no root to drop from)
+    cgroup_dirs: tuple[str, ...]
+    mounts: bool
+    landlock_abi: int
+    seccomp: bool
+    read_only: tuple[str, ...]
+    limits: dict[str, int]
+
+
+def _place_fds(fds: list[int]) -> None:
+    """Make ``fds`` become 0..n-1 (only 0-2 inheritable by the solution's own children); close all others."""
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
+    for target, fd in enumerate(moved):
+        os.dup2(fd, target, inheritable=target < 3)
+    os.closerange(len(fds), 1 << 20)
+
+
+def _mount_private_tmp(spec: ChildSpec) -> None:
+    _sys.unshare(_sys.CLONE_NEWNS)
+    uid = spec.uid if spec.uid is not None else os.getuid()
+    gid = spec.uid if spec.uid is not None else os.getgid()
+    flags = _sys.MS_NOSUID | _sys.MS_NODEV
+    size = spec.limits["disk_bytes"]
+    _sys.mount("tmpfs", "/tmp", "tmpfs", flags, f"size={size},nr_inodes=4096,mode=0700,uid={uid},gid={gid}")
+    if os.path.isdir("/dev/shm"):
+        _sys.mount("tmpfs", "/dev/shm", "tmpfs", flags, f"size={min(size, 64 << 20)},nr_inodes=1024,mode=1777")
+
+
+def _rlimits(limits: dict[str, int]) -> None:
+    def lower(res: int, value: int) -> None:
+        soft, hard = resource.getrlimit(res)
+        cap = hard if hard != resource.RLIM_INFINITY else value
+        v = min(value, cap)
+        resource.setrlimit(res, (v, v))
+
+    lower(resource.RLIMIT_CPU, limits["cpu_s"])
+    lower(resource.RLIMIT_AS, limits["address_space_bytes"])
+    lower(resource.RLIMIT_FSIZE, limits["file_size_bytes"])
+    lower(resource.RLIMIT_NOFILE, limits["open_files"])
+    lower(resource.RLIMIT_CORE, 0)
+    lower(resource.RLIMIT_NPROC, limits["max_pids"])
+    lower(resource.RLIMIT_MSGQUEUE, 0)
+    lower(resource.RLIMIT_MEMLOCK, 0)
+
+
+def _drop_uid(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid or os.getegid() != uid:
+        raise OSError("uid drop did not take")
+
+
+def _fresh_stdio() -> None:
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+def _setup(spec: ChildSpec, fds: list[int]) -> None:
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    for d in spec.cgroup_dirs:
+        with open(os.path.join(d, "cgroup.procs"), "w") as f:
+            f.write("0")
+    _place_fds(fds)
+    if spec.mounts:
+        _mount_private_tmp(spec)
+    os.chdir("/tmp")
+    _rlimits(spec.limits)
+    if spec.uid is not None:
+        _drop_uid(spec.uid)
+    _sys.set_no_new_privs()
+    if spec.landlock_abi:
+        _sys.landlock_restrict(list(spec.read_only), ["/tmp", "/dev/shm", "/dev/null"], spec.landlock_abi)
+    if spec.seccomp:
+        _sys.seccomp_install(_sys.seccomp_program())
+    os.environ.clear()
+    os.environ.update(SAFE_ENV)
+    os.umask(0o077)
+    _fresh_stdio()
+
+
+def run_child(spec: ChildSpec, fds: list[int]) -> None:
+    """Entry point in the forked child: set up, report on fd 4, run the role. Never returns."""
+    try:
+        _setup(spec, fds)
+        payload = json.loads(_read_all(FD_PAYLOAD))
+        os.write(FD_SETUP, b"OK")
+        os.close(FD_SETUP)
+    except BaseException as e:  # report the setup failure to the host, which scores sandbox_error
+        try:
+            os.write(FD_SETUP, f"setup failed: {type(e).__name__}: {e}".encode()[:2000])
+        except OSError:
+            pass
+        os._exit(121)
+    try:
+        if spec.role == "program":
+            _solution.run_program(payload["code"])
+        elif spec.role == "solution":
+            _solution.serve_functions(payload["code"], FD_RPC)
+        else:
+            verdict = _run_judge(payload)
+            _wire.send(FD_VERDICT, verdict)
+            sys.stdout.flush()
+            os._exit(0)
+    except BaseException:
+        pass
+    os._exit(1)
+
+
+def _run_judge(payload: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _judge.judge(payload, FD_RPC)
+    except SyntaxError as e:
+        return {"status": "bad_tests", "reason": f"the tests do not parse: {e.msg} (line {e.lineno})"}
+    except (EOFError, _wire.ProtocolError) as e:
+        return {"status": "fail", "reason": f"the solution process stopped answering: {e}", "passed": 0, "total": 1}

@@ -1,0 +1,290 @@
+"""What runs inside the judge process: the tests, against proxies of the solution's names, and the verdict.
+
+The judge is a separate sandboxed process (its own uid, its own groups). It receives the test source from the
+host, never from the solution, and builds a namespace in which every name the solution defined is either a
+plain value (copied, exact types) or a :class:`Remote` proxy whose calls travel to the solution process. Every
+comparison a test makes therefore happens here, on values this process built itself: an ``__eq__`` that always
+says True, a patched builtin, ``sys.exit(0)``, a trace function or a printed "all tests passed" in the solution
+cannot reach it.
+
+Test formats: Python source with ``assert`` lines or a ``check(candidate)`` function (called with the entry
+point when the source defines but never calls it), and ``unittest.TestCase`` classes. Asserts are rewritten to
+count passes and failures; with ``partial`` they do not stop at the first failure.
+
+This module does not enforce time or memory (the host's deadline and the groups do).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import sys
+import unittest
+from typing import Any
+
+from sandbox import _wire
+
+__all__ = ["judge", "Remote", "RemoteError", "plan_tests"]
+
+_MAX_RECORDED = 50
+_MAX_REPLY = 16 << 20  # bytes: a reply any larger could make the judge run out of memory decoding it
+
+
+class RemoteError(Exception):
+    """An exception raised in the solution process whose type has no built-in counterpart here."""
+
+
+class _Link:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def request(self, msg: dict[str, Any], local_args: list[Any] | None = None) -> Any:
+        _wire.send(self.fd, msg)
+        reply = _wire.recv(self.fd, _MAX_REPLY)
+        if type(reply) is not dict:
+            raise _wire.ProtocolError("reply is not an object")
+        if "err" in reply:
+            err = reply["err"]
+            name, text = (str(err[0])[:100], str(err[1])[:2000]) if type(err) is list and len(err) == 2 else ("?", "?")
+            raise _exception(name, text)
+        result = self.decode(reply.get("ok"))
+        post = reply.get("post")
+        for item in post if local_args and type(post) is list else []:
+            self._post(local_args, item)
+        return result
+
+    def _post(self, args: list[Any], item: Any) -> None:
+        """Mirror an in-place change the call made to a list/dict/set argument."""
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not int or not 0 <= item[0] < len(args):
+            return
+        local, new = args[item[0]], self.decode(item[1])
+        if type(local) is list and type(new) is list:
+            local[:] = new
+        elif type(local) is dict and type(new) is dict:
+            local.clear()
+            local.update(new)
+        elif type(local) is set and type(new) is set:
+            local.clear()
+            local.update(new)
+        elif type(local) is bytearray and type(new) is bytearray:
+            local[:] = new
+
+    def decode(self, tag: Any) -> Any:
+        return _wire.decode(tag, lambda h: Remote(self, h))
+
+
+def _exception(name: str, text: str) -> BaseException:
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and name not in ("SystemExit", "KeyboardInterrupt"):
+        try:
+            return cls(text)
+        except Exception:
+            pass
+    return RemoteError(f"{name}: {text}")
+
+
+def _encode_arg(v: Any) -> Any:
+    def to_handle(obj: Any) -> list:
+        if isinstance(obj, Remote):
+            return ["H", obj._h.id, obj._h.type_name, obj._h.callable]
+        raise TypeError(f"cannot pass a {type(obj).__name__} from the tests to the solution")
+
+    return _wire.encode(v, to_handle)
+
+
+class Remote:
+    """A proxy for an object living in the solution process. Equal only to itself or, remotely, another proxy."""
+
+    __slots__ = ("_link", "_h")
+
+    def __init__(self, link: _Link, h: _wire.Handle) -> None:
+        object.__setattr__(self, "_link", link)
+        object.__setattr__(self, "_h", h)
+
+    def _rpc(self, op: str, **kw: Any) -> Any:
+        return self._link.request({"op": op, "h": self._h.id, **kw})
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        msg = {"op": "call", "h": self._h.id, "args": [_encode_arg(a) for a in args],
+               "kwargs": [[str(k), _encode_arg(v)] for k, v in kwargs.items()]}
+        return self._link.request(msg, list(args))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._rpc("getattr", name=name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("attributes of a solution object cannot be set from the tests")
+
+    def __iter__(self) -> Any:
+        return self._rpc("iter")
+
+    def __next__(self) -> Any:
+        return self._rpc("next")
+
+    def __len__(self) -> int:
+        n = self._rpc("len")
+        if type(n) is not int:
+            raise TypeError("len() of a solution object is not an int")
+        return n
+
+    def __bool__(self) -> bool:
+        return self._rpc("bool") is True
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._rpc("getitem", key=_encode_arg(key))
+
+    def __contains__(self, key: Any) -> bool:
+        return self._rpc("contains", key=_encode_arg(key)) is True
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Remote):
+            return other._h.id == self._h.id or self._rpc("eq", other=other._h.id) is True
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(("sandbox.Remote", self._h.id))
+
+    def __repr__(self) -> str:
+        r = self._rpc("repr")
+        return r if type(r) is str else f"<solution {self._h.type_name}>"
+
+    def __str__(self) -> str:
+        s = self._rpc("str")
+        return s if type(s) is str else repr(self)
+
+
+class _Recorder:
+    """``assert`` replacement: counts outcomes; raises on failure unless partial credit is on."""
+
+    def __init__(self, partial: bool) -> None:
+        self.partial = partial
+        self.passed = 0
+        self.failed = 0
+        self.results: list[dict[str, Any]] = []
+        self.raised: AssertionError | None = None
+
+    def __call__(self, value: Any, line: int, msg: Any = None) -> None:
+        ok = bool(value)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        if len(self.results) < _MAX_RECORDED:
+            self.results.append({"line": line, "passed": ok})
+        if not ok and not self.partial:
+            self.raised = AssertionError(msg) if msg is not None else AssertionError()
+            raise self.raised
+
+
+class _AssertRewriter(ast.NodeTransformer):
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        args = [self.visit(node.test), ast.Constant(node.lineno)]
+        if node.msg is not None:
+            args.append(node.msg)
+        call = ast.Call(func=ast.Name("__harness_assert__", ast.Load()), args=args, keywords=[])
+        return ast.copy_location(ast.Expr(call), node)
+
+
+def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, bool]:
+    """Parse the tests: (rewritten module, uses unittest classes, must call ``check(entry_point)`` afterwards).
+
+    Raises:
+        SyntaxError: the tests do not parse.
+    """
+    tree = ast.parse(source, "tests.py")
+    uses_unittest = any(
+        isinstance(n, ast.ClassDef) and any("TestCase" in ast.unparse(b) for b in n.bases) for n in tree.body
+    )
+    defines_check = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)
+    calls_check = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "check"
+        for stmt in tree.body if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+        for n in ast.walk(stmt)
+    )
+    if not uses_unittest:
+        tree = ast.fix_missing_locations(_AssertRewriter().visit(tree))
+    return tree, uses_unittest, bool(entry_point) and defines_check and not calls_check
+
+
+def _namespace(link: _Link, names: Any) -> dict[str, Any]:
+    ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    if type(names) is not dict:
+        raise _wire.ProtocolError("names is not an object")
+    for name, tag in names.items():
+        if type(name) is not str:
+            continue
+        if type(tag) is list and tag and tag[0] == "M" and len(tag) == 2 and type(tag[1]) is str:
+            try:
+                ns[name] = importlib.import_module(tag[1])
+            except Exception:
+                pass
+            continue
+        ns[name] = link.decode(tag)
+    return ns
+
+
+def _run_unittest(ns: dict[str, Any], rec: _Recorder) -> None:
+    loader, suite = unittest.TestLoader(), unittest.TestSuite()
+    for v in list(ns.values()):
+        if isinstance(v, type) and issubclass(v, unittest.TestCase) and v.__module__ == "__main__":
+            suite.addTests(loader.loadTestsFromTestCase(v))
+    result = unittest.TestResult()
+    suite.run(result)
+    bad = {str(t) for t, _ in result.failures + result.errors}
+    for test in suite:
+        rec(str(test) not in bad, 0, str(test))
+    if not result.wasSuccessful() and not rec.partial:
+        rec.raised = AssertionError(f"{len(bad)} of {result.testsRun} unittest tests failed")
+        raise rec.raised
+
+
+def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
+    """Run the tests in ``spec`` against the solution behind ``fd``; return the verdict as plain data."""
+    link = _Link(fd)
+    partial = bool(spec.get("partial"))
+    tree, uses_unittest, call_check = plan_tests(spec["tests"], spec.get("entry_point"))
+    hello = _wire.recv(fd)
+    if type(hello) is not dict or hello.get("loaded") is not True:
+        err = str(hello.get("error", "solution did not load"))[:2000] if type(hello) is dict else "bad hello"
+        return {"status": "error", "reason": err, "passed": 0, "total": 0}
+    ns = _namespace(link, hello.get("names"))
+    rec = _Recorder(partial)
+    ns["__harness_assert__"] = rec
+    unittest_main, unittest.main = unittest.main, (lambda *a, **k: None)  # the judge runs the classes itself
+    error: str | None = None
+    try:
+        exec(compile(tree, "tests.py", "exec"), ns)
+        if call_check:
+            ep = spec["entry_point"]
+            if ep not in ns:
+                return {"status": "error", "reason": f"the solution does not define {ep!r}", "passed": 0, "total": 0}
+            ns["check"](ns[ep])
+        if uses_unittest:
+            _run_unittest(ns, rec)
+    except SystemExit as e:
+        counted = e.code in (None, 0)
+        if not counted:
+            error = f"tests exited with {e.code!r}"
+    except (_wire.ProtocolError, EOFError) as e:
+        error, counted = f"the solution process stopped answering: {e}", False
+    except BaseException as e:  # a failing assert, or an exception from the solution's code
+        error = f"{type(e).__name__}: {str(e)[:500]}" if str(e) else type(e).__name__
+        counted = e is rec.raised
+    else:
+        counted = True
+    finally:
+        unittest.main = unittest_main
+    total = rec.passed + rec.failed + (0 if counted else 1)
+    ok = error is None and (rec.failed == 0)
+    out = {"status": "pass" if ok else "fail", "passed": rec.passed, "total": total, "tests": rec.results}
+    if error:
+        out["reason"] = error
+    elif rec.failed:
+        out["reason"] = f"{rec.failed} assertion(s) failed"
+    return out

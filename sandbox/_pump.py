@@ -1,0 +1,96 @@
+"""Pump an execution's pipes: write the payload and stdin, read outputs up to a cap, stop at the deadline.
+
+Non-blocking I/O on the host's ends of the pipes, driven by one selector; nothing here knows what the bytes mean.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["Pump", "Stream"]
+
+
+@dataclass
+class Stream:
+    fd: int
+    buf: bytearray = field(default_factory=bytearray)
+    cap: int = 1 << 20
+    done: bool = False
+    over: bool = False
+
+
+class Pump:
+    """Pump one execution's pipes until the wanted streams close or the deadline passes."""
+
+    def __init__(self, deadline: float) -> None:
+        self.sel = selectors.DefaultSelector()
+        self.deadline = deadline
+        self.streams: dict[int, Stream] = {}
+        self.writes: dict[int, memoryview] = {}
+        self.timed_out = False
+
+    def read(self, fd: int, cap: int) -> Stream:
+        os.set_blocking(fd, False)
+        s = self.streams[fd] = Stream(fd, cap=cap)
+        self.sel.register(fd, selectors.EVENT_READ)
+        return s
+
+    def write(self, fd: int, data: bytes) -> None:
+        os.set_blocking(fd, False)
+        self.writes[fd] = memoryview(data)
+        self.sel.register(fd, selectors.EVENT_WRITE)
+
+    def _close_write(self, fd: int) -> None:
+        self.sel.unregister(fd)
+        self.writes.pop(fd, None)
+        os.close(fd)
+
+    def pump(self, until: list[Stream], total_cap: int) -> None:
+        """Run until every stream in ``until`` reached EOF, the output cap is passed, or the deadline."""
+        while not all(s.done for s in until):
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.timed_out = True
+                return
+            for key, _ in self.sel.select(min(left, 1.0)):
+                fd = key.fd
+                if fd in self.writes:
+                    try:
+                        n = os.write(fd, self.writes[fd][:1 << 16])
+                        self.writes[fd] = self.writes[fd][n:]
+                        if not len(self.writes[fd]):
+                            self._close_write(fd)
+                    except BlockingIOError:
+                        pass
+                    except OSError:  # the child stopped reading (exited): drop the rest
+                        self._close_write(fd)
+                    continue
+                s = self.streams[fd]
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    s.done = True
+                    self.sel.unregister(fd)
+                    continue
+                s.buf += chunk
+                if len(s.buf) > s.cap:
+                    s.over = True
+                    return
+            if sum(len(s.buf) for s in self.streams.values()) > total_cap:
+                for s in self.streams.values():
+                    s.over = s.over or len(s.buf) > 0
+                return
+
+    def close(self) -> None:
+        for fd in list(self.writes):
+            self._close_write(fd)
+        for fd, s in self.streams.items():
+            if not s.done:
+                self.sel.unregister(fd)
+            os.close(fd)
+        self.sel.close()

@@ -1,0 +1,192 @@
+"""What runs inside the sandboxed solution process: execute the code, then answer the judge's calls.
+
+In *program* mode the code runs as ``__main__`` with the given stdin and its stdout goes back to the host,
+which compares it. In *function* mode the code runs as ``__main__`` and then this process serves remote calls
+from the judge process (call, attribute, iteration, len, item, containment, equality between two handles) and
+answers with plain data (:mod:`sandbox._wire`). The expected values of the tests never enter this process, so
+nothing here can be trusted, and nothing here needs to be: a solution that rewrites this module only talks
+nonsense to a judge that checks every value it receives.
+
+This module does not set up isolation (see :mod:`sandbox._child`); it must only run after it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import os
+import sys
+import threading
+import traceback
+import types
+from typing import Any
+
+from sandbox import _wire
+
+__all__ = ["run_program", "serve_functions"]
+
+
+def _main_module() -> dict[str, Any]:
+    mod = types.ModuleType("__main__")
+    mod.__dict__["__builtins__"] = builtins
+    mod.__dict__["__file__"] = "solution.py"
+    sys.modules["__main__"] = mod
+    return mod.__dict__
+
+
+def _finish(code: int) -> None:
+    """Run what a normal interpreter exit runs (non-daemon threads, atexit, flush), then leave."""
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+    except BaseException:
+        pass
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    os._exit(code)
+
+
+def _exit_code(e: SystemExit) -> int:
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def _compile(source: str) -> Any:
+    return compile(source, "solution.py", "exec", dont_inherit=True)
+
+
+def run_program(source: str) -> None:
+    """Program mode: run ``source`` as ``__main__`` and exit with its status (never returns)."""
+    sys.argv = ["solution.py"]
+    try:
+        code = _compile(source)
+    except (SyntaxError, ValueError) as e:
+        traceback.print_exception(e, limit=0)
+        _finish(2)
+    try:
+        exec(code, _main_module())
+    except SystemExit as e:
+        _finish(_exit_code(e))
+    except BaseException as e:
+        traceback.print_exception(e)
+        _finish(1)
+    _finish(0)
+
+
+class _Server:
+    """The solution side of the judge protocol."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.objects: dict[int, Any] = {}
+        self.next_id = 1
+
+    def handle(self, obj: Any) -> list:
+        hid = self.next_id
+        self.next_id += 1
+        self.objects[hid] = obj
+        return ["H", hid, type(obj).__name__, callable(obj)]
+
+    def enc(self, v: Any) -> Any:
+        return _wire.encode(v, self.handle)
+
+    def dec(self, tag: Any) -> Any:
+        return _wire.decode(tag, lambda h: self.objects[h.id])
+
+    def names(self, ns: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, v in list(ns.items()):
+            if name.startswith("__") and name.endswith("__"):
+                continue
+            if isinstance(v, types.ModuleType):
+                out[name] = ["M", v.__name__]
+                continue
+            try:
+                out[name] = self.enc(v)
+            except (ValueError, RecursionError):
+                out[name] = self.handle(v)
+        return out
+
+    def dispatch(self, req: dict[str, Any]) -> Any:
+        op = req["op"]
+        obj = self.objects[req["h"]]
+        if op == "call":
+            args = [self.dec(a) for a in req["args"]]
+            kwargs = {k: self.dec(v) for k, v in req["kwargs"]}
+            result = obj(*args, **kwargs)
+            post = [[i, self.enc(a)] for i, a in enumerate(args) if type(a) in (list, dict, set, bytearray)]
+            return {"ok": self.enc(result), "post": post}
+        if op == "getattr":
+            return {"ok": self.enc(getattr(obj, req["name"]))}
+        if op == "iter":
+            return {"ok": self.handle(iter(obj))}
+        if op == "next":
+            return {"ok": self.enc(next(obj))}
+        if op == "len":
+            return {"ok": self.enc(len(obj))}
+        if op == "bool":
+            return {"ok": self.enc(bool(obj))}
+        if op == "getitem":
+            return {"ok": self.enc(obj[self.dec(req["key"])])}
+        if op == "contains":
+            return {"ok": self.enc(self.dec(req["key"]) in obj)}
+        if op == "eq":
+            return {"ok": self.enc(bool(obj == self.objects[req["other"]]))}
+        if op in ("repr", "str"):
+            return {"ok": self.enc((repr if op == "repr" else str)(obj))}
+        raise ValueError(f"unknown op {op!r}")
+
+    def serve(self) -> None:
+        while True:
+            try:
+                req = _wire.recv(self.fd)
+            except (EOFError, _wire.ProtocolError):
+                return
+            try:
+                reply = self.dispatch(req)
+            except SystemExit as e:
+                reply = {"err": ["SystemExit", f"solution called exit({e.code!r})"]}
+            except BaseException as e:  # the solution's exception goes back to the test that called it
+                reply = {"err": [type(e).__name__, _safe_str(e)]}
+            try:
+                _wire.send(self.fd, reply)
+            except (ValueError, RecursionError) as e:
+                _wire.send(self.fd, {"err": ["TypeError", f"result cannot be sent to the judge: {e}"]})
+
+
+def _safe_str(e: BaseException) -> str:
+    try:
+        return str(e)[:2000]
+    except BaseException:
+        return "<unprintable>"
+
+
+def serve_functions(source: str, fd: int) -> None:
+    """Function mode: run ``source``, report its names to the judge on ``fd``, then serve calls (never returns)."""
+    sys.argv = ["solution.py"]
+    server = _Server(fd)
+    try:
+        ns = _main_module()
+        exec(_compile(source), ns)
+    except SyntaxError as e:
+        _wire.send(fd, {"loaded": False, "kind": "syntax", "error": f"SyntaxError: {e.msg} (line {e.lineno})"})
+        _finish(1)
+    except SystemExit as e:
+        _wire.send(fd, {"loaded": False, "kind": "exit", "error": f"solution called exit({e.code!r}) before the tests ran"})
+        _finish(1)
+    except BaseException as e:
+        _wire.send(fd, {"loaded": False, "kind": type(e).__name__, "error": f"{type(e).__name__}: {_safe_str(e)}"})
+        _finish(1)
+    _wire.send(fd, {"loaded": True, "names": server.names(ns)})
+    server.serve()
+    _finish(0)

@@ -1,0 +1,256 @@
+"""Thin ctypes wrappers over the Linux calls the sandbox needs and the standard library lacks.
+
+Covers ``unshare``, ``mount``/``umount2``, ``prctl`` (no-new-privs, child subreaper), Landlock (ruleset,
+path rules, scoping) and installing a seccomp BPF denylist built by :func:`seccomp_program`.
+
+This module holds mechanisms only; which layers a sandboxed child gets, and in what order, is decided in
+:mod:`sandbox._child`. Only x86_64 has a seccomp syscall table here: on other machines the seccomp layer reports
+itself unavailable instead of guessing numbers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+
+__all__ = [
+    "unshare",
+    "mount",
+    "set_no_new_privs",
+    "set_child_subreaper",
+    "landlock_abi",
+    "landlock_restrict",
+    "seccomp_supported",
+    "seccomp_program",
+    "seccomp_install",
+    "CLONE_NEWNS",
+    "CLONE_NEWNET",
+    "CLONE_NEWIPC",
+    "CLONE_NEWUTS",
+    "CLONE_NEWUSER",
+    "CLONE_NEWPID",
+]
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+_NS_FLAGS = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+
+
+def _check(ret: int, what: str) -> int:
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return ret
+
+
+def unshare(flags: int) -> None:
+    """``unshare(2)``: move this process into new namespaces."""
+    _check(_libc.unshare(ctypes.c_int(flags)), f"unshare({flags:#x})")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
+    """``mount(2)``."""
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    ret = _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
+    _check(ret, f"mount {source} on {target}")
+
+
+def set_no_new_privs() -> None:
+    """``prctl(PR_SET_NO_NEW_PRIVS)``: exec can never grant privileges again (setuid bits, file caps)."""
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+
+
+def set_child_subreaper() -> None:
+    """``prctl(PR_SET_CHILD_SUBREAPER)``: orphaned descendants are re-parented to this process."""
+    _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(CHILD_SUBREAPER)")
+
+
+# ---------------------------------------------------------------- Landlock
+_SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture (generic table)
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+
+FS_EXECUTE = 1 << 0
+FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
+_FS_ALL_V1 = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+_FS_REFER = 1 << 13  # ABI 2
+_FS_TRUNCATE = 1 << 14  # ABI 3
+_FS_IOCTL_DEV = 1 << 15  # ABI 5
+_NET_BIND_TCP = 1 << 0  # ABI 4
+_NET_CONNECT_TCP = 1 << 1
+_SCOPE_ABSTRACT_UNIX = 1 << 0  # ABI 6
+_SCOPE_SIGNAL = 1 << 1
+
+READ_ONLY = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version the kernel offers, 0 when Landlock is absent or disabled."""
+    ret = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    return int(ret) if ret > 0 else 0
+
+
+def _fs_all(abi: int) -> int:
+    access = _FS_ALL_V1
+    if abi >= 2:
+        access |= _FS_REFER
+    if abi >= 3:
+        access |= _FS_TRUNCATE
+    if abi >= 5:
+        access |= _FS_IOCTL_DEV
+    return access
+
+
+def landlock_restrict(read_only: list[str], read_write: list[str], abi: int) -> None:
+    """Restrict this process (and every later child) to the given paths with Landlock.
+
+    Everything the kernel's ABI can restrict is handled: file-system access outside the listed trees is denied,
+    TCP bind/connect is denied (ABI 4), and abstract unix sockets and signals are scoped to this domain (ABI 6).
+    Needs no-new-privs set first. Paths that do not exist are skipped.
+
+    Raises:
+        OSError: when a Landlock call fails.
+    """
+    fs_all = _fs_all(abi)
+    attr = struct.pack("=Q", fs_all)
+    if abi >= 4:
+        attr += struct.pack("=Q", _NET_BIND_TCP | _NET_CONNECT_TCP)
+    if abi >= 6:
+        attr += struct.pack("=Q", _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    rfd = _check(_libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)), "landlock_create_ruleset")
+    try:
+        rules = [(p, READ_ONLY) for p in read_only] + [(p, fs_all) for p in read_write]
+        for path, access in rules:
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not os.path.isdir(path):
+                    access &= FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", access & fs_all, pfd), 12)
+                _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(rfd), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0)), f"landlock_add_rule {path}")
+            finally:
+                os.close(pfd)
+        _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(rfd), ctypes.c_uint32(0)), "landlock_restrict_self")
+    finally:
+        os.close(rfd)
+
+
+# ---------------------------------------------------------------- seccomp
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_SECCOMP_RET_KILL_PROCESS = 0x80000000
+_SECCOMP_RET_ERRNO = 0x00050000
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_BPF_LD_W_ABS = 0x20
+_BPF_JEQ_K = 0x15
+_BPF_JSET_K = 0x45
+_BPF_RET_K = 0x06
+_EPERM = 1
+_ENOSYS = 38
+_EAFNOSUPPORT = 97
+_AF_UNIX = 1
+
+#: x86_64 syscalls a solution never needs and that widen the kernel surface or reach other processes.
+_DENY_X86_64: dict[str, int] = {
+    "ptrace": 101, "syslog": 103, "personality": 135, "pivot_root": 155, "chroot": 161, "acct": 163,
+    "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169, "sethostname": 170,
+    "setdomainname": 171, "init_module": 175, "delete_module": 176, "quotactl": 179, "add_key": 248,
+    "request_key": 249, "keyctl": 250, "unshare": 272, "move_pages": 279, "perf_event_open": 298,
+    "fanotify_init": 300, "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308,
+    "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "finit_module": 313, "kexec_file_load": 320,
+    "bpf": 321, "userfaultfd": 323, "kexec_load": 246, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+    "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442, "process_madvise": 440,
+}
+_SYS_SOCKET = 41
+_SYS_SOCKETPAIR = 53
+_SYS_CLONE = 56
+_SYS_CLONE3 = 435
+_SYS_IOCTL = 16
+_TIOCSTI = 0x5412
+
+
+def seccomp_supported() -> bool:
+    """True on machines whose syscall table :func:`seccomp_program` knows (x86_64)."""
+    return platform.machine() in ("x86_64", "AMD64")
+
+
+def _stmt(code: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, 0, 0, k & 0xFFFFFFFF)
+
+
+def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k & 0xFFFFFFFF)
+
+
+def seccomp_program() -> list[bytes]:
+    """The BPF denylist as a list of 8-byte instructions (x86_64).
+
+    Denied with EPERM: ptrace, process_vm_*, namespace and mount calls, bpf, keyctl, io_uring, perf, module
+    loading, kexec and the rest of ``_DENY_X86_64``; ``clone`` with any namespace flag; ``socket``/``socketpair``
+    of any family but AF_UNIX (EAFNOSUPPORT); ``ioctl(TIOCSTI)``; ``clone3`` gets ENOSYS so libc falls back to
+    ``clone``, whose flags can be checked. A foreign architecture or an x32 syscall kills the process.
+    """
+    errno = lambda e: _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | e)  # noqa: E731
+    allow = _stmt(_BPF_RET_K, _SECCOMP_RET_ALLOW)
+    prog = [
+        _stmt(_BPF_LD_W_ABS, 4),  # arch
+        _jump(_BPF_JEQ_K, _AUDIT_ARCH_X86_64, 1, 0),
+        _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
+        _stmt(_BPF_LD_W_ABS, 0),  # syscall number
+        _jump(0x35, 0x40000000, 0, 1),  # JGE: x32 ABI
+        _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
+    ]
+    for nr in sorted(_DENY_X86_64.values()):
+        prog += [_jump(_BPF_JEQ_K, nr, 0, 1), errno(_EPERM)]
+    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE3, 0, 1), errno(_ENOSYS)]
+    # socket / socketpair: only AF_UNIX (args[0] low word at offset 16)
+    for nr in (_SYS_SOCKET, _SYS_SOCKETPAIR):
+        prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow, errno(_EAFNOSUPPORT)]
+    # clone: no namespace flags (args[0])
+    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JSET_K, _NS_FLAGS, 0, 1), errno(_EPERM), allow]
+    # ioctl: no TIOCSTI (args[1] low word at offset 24)
+    prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 4), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 0, 1), errno(_EPERM), allow]
+    prog.append(allow)
+    return prog
+
+
+def seccomp_install(program: list[bytes]) -> None:
+    """Install a BPF program with ``prctl(PR_SET_SECCOMP)``; needs no-new-privs (or CAP_SYS_ADMIN)."""
+    code = b"".join(program)
+    buf = ctypes.create_string_buffer(code, len(code))
+
+    class _Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = _Fprog(len(program), ctypes.cast(buf, ctypes.c_void_p))
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(SECCOMP)")

@@ -1,0 +1,252 @@
+"""The warm server: probes the isolation layers once, then forks one sandboxed child per execution.
+
+Started by :mod:`sandbox.service` as a fresh interpreter (never forked from the host, so no host memory, no host
+environment) with a control socket on which the host sends ``start`` and ``end`` requests and the pipes of
+each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and UTS namespaces (shared by its
+children: no interface is up, so there is no network at all) and a private mount namespace in which the
+interpreter's install tree is reachable by unprivileged uids even when it lives under a 0700 directory such as
+``/root``: a tmpfs hides that directory and only the install trees are bind-mounted back.
+
+The server never sees the tests (they go from the host to the judge child directly) and keeps no state
+between jobs but the groups and pids of the running ones. When the host goes away (EOF on the control socket)
+it kills every running job, removes their groups and exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sandbox import _cgroups, _child, _judge, _solution, _sys, _wire  # noqa: F401  (imported before any mount)
+
+__all__ = ["main", "runtime_roots", "calibrate", "REFERENCE_BURN_S"]
+
+#: Seconds the calibration loop takes on an unloaded reference machine (2 cores, Python 3.11).
+REFERENCE_BURN_S = 0.025
+_SYSTEM_RO = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
+              "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+              "/etc/hosts", "/etc/mime.types", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full",
+              "/sys/devices/system/cpu")
+
+
+def runtime_roots() -> list[str]:
+    """The interpreter's install trees and package directories that a solution may import from."""
+    roots: list[str] = []
+    for p in (sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix):
+        roots.append(os.path.realpath(p))
+    for p in sys.path:
+        if p and ("site-packages" in p or "dist-packages" in p) and os.path.isdir(p):
+            roots.append(os.path.realpath(p))
+    out: list[str] = []
+    for r in sorted(set(roots), key=len):
+        if not any(r == o or r.startswith(o + "/") for o in out):
+            out.append(r)
+    return out
+
+
+def _blocked_ancestor(path: str) -> str | None:
+    """The first directory on the way to ``path`` that other users cannot traverse, if any."""
+    cur = "/"
+    for part in Path(path).parts[1:]:
+        cur = os.path.join(cur, part)
+        try:
+            mode = os.stat(cur).st_mode
+        except OSError:
+            return None
+        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+            return cur
+    return None
+
+
+def _expose(roots: list[str]) -> None:
+    """In this mount namespace, make each root reachable through 0700 ancestors (tmpfs + bind mounts)."""
+    by_blocker: dict[str, list[str]] = {}
+    for r in roots:
+        b = _blocked_ancestor(r)
+        if b is not None:
+            by_blocker.setdefault(b, []).append(r)
+    for blocker, under in by_blocker.items():
+        held = [(r, os.open(r, os.O_PATH | os.O_CLOEXEC)) for r in under]
+        _sys.mount("tmpfs", blocker, "tmpfs", _sys.MS_NOSUID | _sys.MS_NODEV, "mode=0755,size=1m")
+        for r, fd in held:
+            os.makedirs(r, mode=0o755, exist_ok=True)
+            _sys.mount(f"/proc/self/fd/{fd}", r, None, _sys.MS_BIND | _sys.MS_REC)
+            os.close(fd)
+
+
+def calibrate(rounds: int = 3) -> float:
+    """How much slower than the reference machine this one runs Python right now (>= 1, at most 8)."""
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        s = 0
+        for i in range(300_000):
+            s += i * i % 7
+        best = min(best, time.perf_counter() - t)
+    return max(1.0, min(8.0, best / REFERENCE_BURN_S))
+
+
+def _enter_namespaces(layers: dict[str, Any]) -> None:
+    flags = _sys.CLONE_NEWNS | _sys.CLONE_NEWNET | _sys.CLONE_NEWIPC | _sys.CLONE_NEWUTS
+    if os.geteuid() != 0:
+        uid, gid = os.getuid(), os.getgid()
+        try:
+            _sys.unshare(flags | _sys.CLONE_NEWUSER)
+            Path("/proc/self/setgroups").write_text("deny")
+            Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
+            Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
+            layers["userns"] = True
+        except OSError as e:
+            layers["namespace_error"] = str(e)
+            return
+    else:
+        try:
+            _sys.unshare(flags)
+        except OSError as e:
+            layers["namespace_error"] = str(e)
+            return
+    layers.update(netns=True, ipcns=True, utsns=True)
+    try:
+        _sys.mount(None, "/", None, _sys.MS_REC | _sys.MS_PRIVATE)
+        _expose(runtime_roots())
+        layers["mntns"] = True
+    except OSError as e:
+        layers["mount_error"] = str(e)
+
+
+def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
+    """Detect the layers this process can give its children (entering the server's namespaces on the way)."""
+    layers: dict[str, Any] = {"rlimits": True, "no_new_privs": True, "fresh_env": True, "closed_fds": True,
+                              "uid": False, "userns": False, "netns": False, "ipcns": False, "utsns": False,
+                              "mntns": False, "cgroup_memory": False, "cgroup_pids": False, "cgroup_kill": False}
+    roots = None
+    if os.geteuid() == 0:
+        layers["uid"] = True
+        roots = _cgroups.detect_roots()
+        layers.update(cgroup_memory=roots.has_memory, cgroup_pids=roots.has_pids, cgroup_kill=roots.has_kill)
+        if not roots.has_kill:
+            roots = None
+    _enter_namespaces(layers)
+    layers["landlock_abi"] = _sys.landlock_abi()
+    layers["seccomp"] = _sys.seccomp_supported()
+    return layers, roots
+
+
+class Server:
+    """The request loop. One instance per server process."""
+
+    def __init__(self, sock: socket.socket, layers: dict[str, Any], roots: _cgroups.CgroupRoots | None) -> None:
+        self.sock, self.layers, self.roots = sock, layers, roots
+        self.jobs: dict[int, list[tuple[int, _cgroups.JobCgroup | None]]] = {}
+        self.statuses: dict[int, int] = {}
+        self.live: set[int] = set()
+        self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+        self.read_only = tuple(runtime_roots()) + _SYSTEM_RO
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in self.live:
+                self.statuses[pid] = status
+
+    def start(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        job, children, limits = int(msg["job"]), msg["children"], msg["limits"]
+        started: list[tuple[int, _cgroups.JobCgroup | None]] = []
+        self.jobs[job] = started
+        try:
+            for i, c in enumerate(children):
+                mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
+                cg = None
+                if self.roots is not None:
+                    cg = _cgroups.JobCgroup.create(self.roots, f"sbx-{os.getpid()}-{job}-{i}", limits["memory_bytes"], limits["max_pids"])
+                spec = _child.ChildSpec(
+                    role=c["role"], uid=c["uid"] if self.layers["uid"] else None,
+                    cgroup_dirs=tuple(str(d) for d in (cg.dirs if cg else [])), mounts=self.layers["mntns"],
+                    landlock_abi=self.layers["landlock_abi"], seccomp=self.layers["seccomp"],
+                    read_only=self.read_only, limits=limits)
+                pid = os.fork()
+                if pid == 0:
+                    _child.run_child(spec, mine)  # never returns
+                self.live.add(pid)
+                started.append((pid, cg))
+        except Exception as e:
+            self.end(job)
+            return {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        return {"ok": True, "pids": [p for p, _ in started]}
+
+    def end(self, job: int) -> dict[str, Any]:
+        exits, ooms, refused = [], [], []
+        for pid, cg in self.jobs.pop(job, []):
+            if cg is not None:
+                cg.destroy(reap=self.reap)
+                ooms.append(cg.oom_killed())
+                refused.append(cg.pids_refused())
+            else:
+                for target in (lambda: os.killpg(pid, 9), lambda: os.kill(pid, 9)):
+                    try:
+                        target()
+                    except OSError:
+                        pass
+                ooms.append(False)
+                refused.append(False)
+            if pid not in self.statuses:
+                try:
+                    _, st = os.waitpid(pid, 0)
+                    self.statuses[pid] = st
+                except ChildProcessError:
+                    pass
+            st = self.statuses.pop(pid, None)
+            self.live.discard(pid)
+            exits.append(None if st is None else {"code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
+                                                  "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None})
+        self.reap()
+        return {"ok": True, "exits": exits, "oom": ooms, "pids_refused": refused}
+
+    def serve(self) -> None:
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 64)
+            except OSError:
+                data, fds = b"", []
+            if not data:
+                break
+            msg = json.loads(data)
+            try:
+                if msg["op"] == "start":
+                    reply = self.start(msg, fds)
+                elif msg["op"] == "end":
+                    reply = self.end(int(msg["job"]))
+                else:
+                    reply = {"ok": False, "error": f"unknown op {msg['op']!r}"}
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            self.reap()
+            self.sock.sendall(json.dumps(reply).encode())
+        for job in list(self.jobs):
+            self.end(job)
+
+
+def main(ctl_fd: int) -> None:
+    """Run the server on the inherited control socket ``ctl_fd`` until the host closes it."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=ctl_fd)
+    try:
+        _sys.set_child_subreaper()
+    except OSError:
+        pass
+    layers, roots = probe()
+    factor = calibrate()
+    sys.path[:] = [p for p in sys.path if "site-packages" in p or "dist-packages" in p or p.startswith(sys.base_prefix)]
+    sock.sendall(json.dumps({"ready": True, "layers": layers, "speed_factor": factor, "pid": os.getpid()}).encode())
+    Server(sock, layers, roots).serve()

@@ -1,0 +1,432 @@
+"""The host side of the sandbox: a lazily started warm server per process, and two ways to run code in it.
+
+``Sandbox.run_program(code, stdin)`` runs a program and returns its stdout for the caller to compare;
+``Sandbox.run_tests(code, tests, entry_point)`` runs the solution and a separate judge process that executes
+the tests against it and returns the verdict. The wall-clock deadline (``timeout_s`` times the machine's speed
+factor, measured when the server starts) kills every process of the execution through its groups.
+
+:func:`get_sandbox` gives the per-process shared instance: started on first use, restarted if its server died,
+closed at interpreter exit and never shared across ``fork`` (a forked child starts its own). Threads may call
+one instance concurrently, up to ``slots`` executions at once.
+
+This module does not score anything (see :mod:`rewards.code`) and does not set up isolation itself (the server
+and :mod:`sandbox._child` do).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from sandbox import _child
+from sandbox._pump import Pump
+
+__all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "Sandbox", "SandboxError", "get_sandbox",
+           "isolation_level", "LEVELS"]
+
+log = logging.getLogger(__name__)
+
+#: Isolation levels, weakest first.
+LEVELS: tuple[str, ...] = ("basic", "strong", "full")
+_UID_BASE = 1_000_000
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not run the code at all (the server did not start, a child could not be set up)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one execution. ``timeout_s`` is multiplied by the machine's speed factor."""
+
+    timeout_s: float = 4.0
+    memory_bytes: int = 1 << 30
+    max_pids: int = 128
+    max_output_bytes: int = 8 << 20
+    disk_bytes: int = 64 << 20
+    file_size_bytes: int = 32 << 20
+    open_files: int = 256
+    address_space_bytes: int = 8 << 30
+
+    def for_child(self, deadline_s: float) -> dict[str, int]:
+        return {"cpu_s": int(deadline_s) + 2, "memory_bytes": self.memory_bytes, "max_pids": self.max_pids,
+                "disk_bytes": self.disk_bytes, "file_size_bytes": self.file_size_bytes,
+                "open_files": self.open_files, "address_space_bytes": self.address_space_bytes}
+
+
+@dataclass(frozen=True)
+class IsolationReport:
+    """What the server found: the level, each layer, and what keeps the level from being higher."""
+
+    level: str
+    layers: dict[str, Any]
+    missing: tuple[str, ...]
+    speed_factor: float
+
+    def at_least(self, level: str) -> bool:
+        return LEVELS.index(self.level) >= LEVELS.index(level)
+
+
+def _level(layers: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    strong = {"unprivileged uid or user namespace": layers.get("uid") or layers.get("userns"),
+              "landlock": layers.get("landlock_abi", 0) >= 1, "seccomp": layers.get("seccomp"),
+              "kill of every descendant (cgroup)": layers.get("cgroup_kill")}
+    full = {"unprivileged uid": layers.get("uid"), "memory cgroup": layers.get("cgroup_memory"),
+            "pids cgroup": layers.get("cgroup_pids"), "network namespace": layers.get("netns"),
+            "mount namespace": layers.get("mntns")}
+    miss_strong = tuple(k for k, v in strong.items() if not v)
+    miss_full = tuple(k for k, v in full.items() if not v)
+    if miss_strong:
+        return "basic", miss_strong + miss_full
+    return ("strong", miss_full) if miss_full else ("full", ())
+
+
+@dataclass(frozen=True)
+class ProgramResult:
+    """How a program run ended. ``status``: ok (exit 0), crash, timeout, memory, output_limit."""
+
+    status: Literal["ok", "crash", "timeout", "memory", "output_limit"]
+    stdout: bytes
+    stderr: bytes
+    exit_code: int | None
+    signal: int | None
+    duration_s: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class TestsResult:
+    """The judge's verdict. ``status``: pass, fail, error (the solution did not load), timeout, memory."""
+
+    status: Literal["pass", "fail", "error", "timeout", "memory"]
+    passed: int
+    total: int
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    duration_s: float = 0.0
+    output: bytes = b""
+
+
+class Sandbox:
+    """A warm sandbox server and the slots to run code in it. Prefer :func:`get_sandbox`."""
+
+    def __init__(self, limits: Limits | None = None, slots: int | None = None) -> None:
+        self.limits = limits or Limits()
+        self.slots = max(1, min(32, slots or 2 * (os.cpu_count() or 1)))
+        self._lock = threading.Lock()
+        self._free: list[int] = list(range(self.slots))
+        self._slot_cv = threading.Condition()
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._report: IsolationReport | None = None
+        self._job = 0
+        self._pid = os.getpid()
+        self._server_pid = 0
+
+    # ------------------------------------------------------------ server lifecycle
+    def _start(self) -> None:
+        host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        root = str(Path(__file__).resolve().parent.parent)
+        boot = f"import sys; sys.path.insert(0, {root!r}); import sandbox._zygote as z; z.main({child.fileno()})"
+        env = dict(_child.SAFE_ENV)
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-I", "-c", boot], pass_fds=(child.fileno(),), env=env,
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+                                          close_fds=True)
+        finally:
+            child.close()
+        host.settimeout(120)
+        try:
+            ready = json.loads(host.recv(1 << 16) or b"{}")
+        except (OSError, ValueError) as e:
+            ready = {"error": str(e)}
+        host.settimeout(None)
+        if not ready.get("ready"):
+            self._proc.kill()
+            self._proc.wait()
+            raise SandboxError(f"sandbox server did not start: {ready.get('error', 'it exited')}")
+        self._sock = host
+        self._server_pid = int(ready["pid"])
+        level, missing = _level(ready["layers"])
+        self._report = IsolationReport(level, ready["layers"], missing, float(ready["speed_factor"]))
+        log.info("sandbox server %d up: isolation %s (missing: %s), speed factor %.2f", self._server_pid, level,
+                 ", ".join(missing) or "none", self._report.speed_factor)
+
+    def _ensure(self) -> None:
+        if self._pid != os.getpid():  # forked: the parent's server is not ours
+            self.__init__(self.limits, self.slots)  # type: ignore[misc]
+        if self._proc is None or self._proc.poll() is not None:
+            if self._proc is not None:
+                log.warning("sandbox server exited (status %s); starting a new one", self._proc.returncode)
+                self._close_server()
+            self._start()
+
+    def isolation(self) -> IsolationReport:
+        """The isolation report (starts the server if needed)."""
+        with self._lock:
+            self._ensure()
+            assert self._report is not None
+            return self._report
+
+    def _request(self, msg: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+        with self._lock:
+            self._ensure()
+            assert self._sock is not None
+            try:
+                socket.send_fds(self._sock, [json.dumps(msg).encode()], list(fds))
+                data = self._sock.recv(1 << 20)
+            except OSError as e:
+                self._close_server()
+                raise SandboxError(f"sandbox server connection failed: {e}") from None
+            if not data:
+                self._close_server()
+                raise SandboxError("sandbox server closed the connection")
+            return json.loads(data)
+
+    def _close_server(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+
+    def close(self) -> None:
+        """Stop the server: it kills whatever still runs and removes its groups."""
+        if self._pid != os.getpid():
+            return
+        with self._lock:
+            self._close_server()
+
+    # ------------------------------------------------------------ slots
+    def _acquire(self) -> int:
+        with self._slot_cv:
+            while not self._free:
+                self._slot_cv.wait()
+            return self._free.pop()
+
+    def _release(self, slot: int) -> None:
+        with self._slot_cv:
+            self._free.append(slot)
+            self._slot_cv.notify()
+
+    def _uids(self, slot: int) -> tuple[int, int]:
+        base = _UID_BASE + self._server_pid * 64 + 2 * slot
+        return base, base + 1
+
+    # ------------------------------------------------------------ running
+    def _deadline(self, limits: Limits) -> float:
+        report = self.isolation()
+        return limits.timeout_s * report.speed_factor
+
+    def _launch(self, children: list[tuple[str, int, list[int]]], limits: Limits, deadline_s: float) -> int:
+        """Ask the server to fork the children; each gets (role, uid, fds for 0..n-1, -1 = /dev/null)."""
+        with self._lock:
+            self._job += 1
+            job = self._job
+        sent: list[int] = []
+        described = []
+        for role, uid, fds in children:
+            index = []
+            for fd in fds:
+                if fd < 0:
+                    index.append(-1)
+                else:
+                    index.append(len(sent))
+                    sent.append(fd)
+            described.append({"role": role, "uid": uid, "fds": index})
+        msg = {"op": "start", "job": job, "limits": limits.for_child(deadline_s), "children": described}
+        reply = self._request(msg, sent)
+        if not reply.get("ok"):
+            raise SandboxError(f"could not start the sandboxed process: {reply.get('error')}")
+        return job
+
+    def _finish(self, job: int) -> dict[str, Any]:
+        return self._request({"op": "end", "job": job})
+
+    def _execute(self, children: list[tuple[str, list[Any]]], payloads: dict[str, bytes], stdin: bytes,
+                 limits: Limits, finish_on: str) -> tuple[Pump, dict[str, Any], float, float, dict[str, Any]]:
+        """Start the children, pump their pipes, end the job. Pipe names in ``children`` are created here.
+
+        Each child's fd list names pipes: ``"<name>:r"``/``"<name>:w"`` for the child's end, ``None`` for
+        /dev/null. Returns the pump (streams by name in ``pump.named``), the server's end reply, the deadline,
+        the duration and the named streams.
+        """
+        deadline_s = self._deadline(limits)
+        names = {spec.split(":")[0] for _, fds in children for spec in fds if spec}
+        pipes: dict[str, tuple[int, int]] = {}
+        theirs: list[int] = []
+        ours: list[int] = []
+        slot = self._acquire()
+        try:
+            for name in sorted(names):
+                if name == "rpc":
+                    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                    pipes[name] = (a.detach(), b.detach())
+                    theirs += pipes[name]
+                else:
+                    pipes[name] = os.pipe()
+                    ours.append(pipes[name][1] if name in payloads or name == "stdin" else pipes[name][0])
+                    theirs.append(pipes[name][0] if name in payloads or name == "stdin" else pipes[name][1])
+            uids = self._uids(slot)
+            spec = []
+            for i, (role, fds) in enumerate(children):
+                fd_list = []
+                for f in fds:
+                    if f is None:
+                        fd_list.append(-1)
+                        continue
+                    name, _, end = f.partition(":")
+                    r, w = pipes[name]
+                    fd_list.append((r if end == "r" else w) if name != "rpc" else (r if i == 0 else w))
+                spec.append((role, uids[i], fd_list))
+            t0 = time.monotonic()
+            job = self._launch(spec, limits, deadline_s)
+            for fd in theirs:
+                os.close(fd)
+            theirs = []
+            pump = Pump(t0 + deadline_s)
+            streams: dict[str, Any] = {}
+            for name in sorted(names - {"rpc"}):
+                fd = ours.pop(0)
+                if name in payloads:
+                    pump.write(fd, payloads[name])
+                elif name == "stdin":
+                    pump.write(fd, stdin)
+                else:
+                    cap = 4096 if name.startswith("setup") else limits.max_output_bytes if name == "out" else 1 << 16
+                    streams[name] = pump.read(fd, cap)
+            try:
+                until = [streams[finish_on]] + [v for k, v in streams.items() if k.startswith("setup")]
+                if finish_on == "out":
+                    until.append(streams["err"])
+                pump.pump(until, limits.max_output_bytes + (4 << 20))
+            finally:
+                duration = time.monotonic() - t0
+                end = self._finish(job)
+                pump.close()
+        finally:
+            for fd in theirs + ours:
+                os.close(fd)
+            self._release(slot)
+        for k, v in streams.items():
+            if k.startswith("setup") and not bytes(v.buf).startswith(b"OK"):
+                raise SandboxError(bytes(v.buf).decode(errors="replace") or "a sandboxed process died during setup")
+        return pump, end, deadline_s, duration, streams
+
+    def run_program(self, code: str, stdin: str | bytes = b"", limits: Limits | None = None) -> ProgramResult:
+        """Run ``code`` as a program with ``stdin``; return its output and how it ended.
+
+        Raises:
+            SandboxError: the sandbox could not run it at all.
+        """
+        limits = limits or self.limits
+        data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+        children = [("program", ["stdin:r", "out:w", "err:w", "pay:r", "setup0:w"])]
+        pump, end, deadline_s, duration, st = self._execute(children, {"pay": _json({"code": code})}, data, limits, "out")
+        out, err = st["out"], st["err"]
+        ex = (end.get("exits") or [None])[0] or {}
+        code_, sig = ex.get("code"), ex.get("signal")
+        stderr = bytes(err.buf[-(1 << 14):])
+        if end.get("oom", [False])[0]:
+            status, reason = "memory", "memory limit reached"
+        elif out.over or err.over:
+            status, reason = "output_limit", f"output over {limits.max_output_bytes} bytes"
+        elif pump.timed_out:
+            status, reason = "timeout", f"wall-clock limit of {deadline_s:.1f}s reached"
+        elif code_ == 0:
+            status, reason = "ok", ""
+        elif b"MemoryError" in stderr[-2000:]:
+            status, reason = "memory", "MemoryError"
+        else:
+            status = "crash"
+            reason = f"exit code {code_}" if code_ is not None else f"killed by signal {sig}"
+        return ProgramResult(status, bytes(out.buf[: limits.max_output_bytes]), stderr, code_, sig, duration, reason)
+
+    def run_tests(self, code: str, tests: str, entry_point: str | None = None, partial: bool = False,
+                  limits: Limits | None = None) -> TestsResult:
+        """Run ``tests`` (Python source) in a judge process against ``code`` running in a solution process.
+
+        Raises:
+            SandboxError: the sandbox could not run it at all.
+            SyntaxError: the tests do not parse (checked here, before anything starts).
+        """
+        limits = limits or self.limits
+        compile(tests, "tests.py", "exec", dont_inherit=True)
+        children = [("solution", [None, "sout:w", "sout:w", "spay:r", "setup0:w", "rpc"]),
+                    ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"])]
+        payloads = {"spay": _json({"code": code}),
+                    "jpay": _json({"tests": tests, "entry_point": entry_point, "partial": partial})}
+        pump, end, deadline_s, duration, st = self._execute(children, payloads, b"", limits, "verdict")
+        output = bytes(st["sout"].buf[-4096:])
+        ooms = end.get("oom") or [False, False]
+        verdict = _parse_verdict(bytes(st["verdict"].buf))
+        base = dict(duration_s=duration, output=output)
+        if ooms[0] or (verdict and "MemoryError" in str(verdict.get("reason", ""))[:40]):
+            return TestsResult("memory", 0, max(1, _int(verdict, "total")), reason="memory limit reached", **base)
+        if pump.timed_out:
+            return TestsResult("timeout", _int(verdict, "passed"), max(1, _int(verdict, "total")),
+                               reason=f"wall-clock limit of {deadline_s:.1f}s reached", **base)
+        if st["sout"].over or st["jout"].over:
+            return TestsResult("fail", 0, 1, reason=f"output over {limits.max_output_bytes} bytes", **base)
+        if verdict is None:
+            judge_exit = (end.get("exits") or [None, None])[1]
+            return TestsResult("error", 0, 1, reason=f"the judge ended without a verdict ({judge_exit})", **base)
+        status = verdict.get("status")
+        if status not in ("pass", "fail", "error"):
+            status = "fail"
+        return TestsResult(status, _int(verdict, "passed"), _int(verdict, "total"), list(verdict.get("tests") or []),
+                           str(verdict.get("reason", "")), **base)
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj).encode("utf-8", "surrogatepass")
+
+
+def _int(d: dict[str, Any] | None, key: str) -> int:
+    v = (d or {}).get(key, 0)
+    return v if type(v) is int and v >= 0 else 0
+
+
+def _parse_verdict(raw: bytes) -> dict[str, Any] | None:
+    if len(raw) < 4:
+        return None
+    n = int.from_bytes(raw[:4], "big")
+    try:
+        v = json.loads(raw[4:4 + n])
+    except ValueError:
+        return None
+    return v if isinstance(v, dict) else None
+
+
+_SHARED: Sandbox | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def get_sandbox() -> Sandbox:
+    """The per-process shared sandbox (started on first use; closed at interpreter exit)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None or _SHARED._pid != os.getpid():
+            _SHARED = Sandbox()
+            atexit.register(_SHARED.close)
+        return _SHARED
+
+
+def isolation_level() -> str:
+    """The isolation level this process's sandbox provides: ``full``, ``strong`` or ``basic``."""
+    return get_sandbox().isolation().level
