@@ -81,14 +81,18 @@ def test_format_regex_caps_input_length() -> None:
 
 @pytest.mark.slow
 def test_catastrophic_backtracking_is_killed_and_the_batch_survives() -> None:
-    # (a+)+$ on "aaaa...!" takes exponential time in Python's backtracking engine: 2**40 steps never finish
+    # (a+)+$ on "aaaa...!" takes exponential time in Python's backtracking engine: 2**40 steps never finish.
+    # One worker, warmed first with a generous limit, so the short limit below times the regex alone and not a
+    # cold worker's imports; the hanging completion comes last so no task waits for the replacement worker.
+    warm = {"name": "format_regex", "params": {"pattern": "warm"}}
+    assert score_batch([{"id": "w"}], ["warm"], [warm], timeout=120.0, workers=1, cache=False).values("format_regex") == [1.0]
     spec = {"name": "format_regex", "params": {"pattern": r"^(a+)+$"}}
-    completions = ["aaa", "a" * 40 + "!", "b", "aaaa"]
-    result = score_batch([{"id": str(i)} for i in range(4)], completions, [spec], timeout=3.0, cache=False)
+    completions = ["aaa", "b", "aaaa", "a" * 40 + "!"]
+    result = score_batch([{"id": str(i)} for i in range(4)], completions, [spec], timeout=5.0, workers=1, cache=False)
     scores = result.scores["format_regex"]
-    assert [s.value for s in scores] == [1.0, None, 0.0, 1.0]
-    assert scores[1].status == "timeout"
-    assert [s.status for s in scores[::2]] == ["ok", "ok"]
+    assert [s.value for s in scores] == [1.0, 0.0, 1.0, None]
+    assert [s.status for s in scores] == ["ok", "ok", "ok", "timeout"]
+    assert "wall-clock limit" in scores[3].info["reason"]
 
 
 # --- think_answer_format ------------------------------------------------------------------------------------
