@@ -4,7 +4,8 @@ The final answer is, in order: the last ``\boxed{}`` / ``\fbox{}`` outside ``<th
 explicitly anchored statement ("The answer is", "Final Answer:", "Answer:", "The correct option is", GSM8K
 ``####``); else a bold final line; else the whole completion when it is a single short line that is only an
 answer. Reasoning inside ``<think>...</think>`` never counts; an unclosed ``<think>`` means no answer yet. Several
-*different* boxed answers are reported as hedged (the caller decides: wrong for a single-valued gold).
+*different* boxed answers on the final line are reported as hedged (the caller decides: wrong for a single-valued
+gold); boxes on earlier lines are intermediate results and the last box wins.
 
 With ``strict=False`` a completion without any of those falls back to its last ``= value`` or last number, which
 is what lenient graders do; the default is strict, so prose that merely mentions the gold scores nothing.
@@ -51,8 +52,9 @@ class Extraction:
     reason: str = ""
 
 
-def _boxed_contents(text: str) -> list[str]:
-    out: list[str] = []
+def _boxed_contents(text: str) -> list[tuple[int, str]]:
+    """(position, content) of every ``\\boxed``/``\\fbox``, in order."""
+    out: list[tuple[int, str]] = []
     for m in _BOX.finditer(text):
         i = m.end()
         if i < len(text) and text[i] == "{":
@@ -67,11 +69,11 @@ def _boxed_contents(text: str) -> list[str]:
                         break
                 j += 1
             if depth == 0:
-                out.append(text[i + 1 : j].strip())
+                out.append((m.start(), text[i + 1 : j].strip()))
         else:
             tok = re.match(r"[^\s$]+", text[i:])
             if tok:
-                out.append(tok.group(0))
+                out.append((m.start(), tok.group(0)))
     return out
 
 
@@ -107,7 +109,7 @@ def _statement(rest: str) -> str:
         return _delimited(rest).strip()
     line = rest.split("\n", 1)[0]
     line = _TAIL_NOISE.sub("", line)
-    m = re.search(r"\.(?=\s|$)|[!?](?=\s|$)", line)
+    m = re.search(r"\.(?=\s|$)|[!?](?=\s|$)|,?\s+(?:because|since|as|which|so|when|where|given|if)\b", line)
     if m:
         line = line[: m.start()]
     line = re.sub(r"(?<![\w)}])\*\*|\*\*(?![\w({-])", "", line)  # bold markup, not a ** power
@@ -158,8 +160,11 @@ def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
     text = _strip_think(text)
     if text is None:
         return Extraction(None, "none", reason="reasoning never closed (unterminated <think>)")
-    boxes = [b for b in _boxed_contents(text) if b]
+    found = _boxed_contents(text)
+    boxes = [b for _, b in found if b]
     if boxes:
+        last_line = text.rfind("\n", 0, found[-1][0]) + 1
+        boxes = [b for at, b in found if b and at >= last_line] or boxes[-1:]
         distinct = list(dict.fromkeys(re.sub(r"\s+|\$", "", b) for b in boxes))
         if len(distinct) > 1:
             seen: dict[str, str] = {}

@@ -88,6 +88,7 @@ def clean(s: str) -> str:
     s = _ATTACHED_UNIT.sub("", s)
     s = re.sub(r"\s*(?:degrees?|percent)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
     s = _strip_trailing_units(s)
+    s = re.sub(r"^[A-Za-z]\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) = 2x + 3
     s = s.strip().rstrip(".").strip()
     return s
 
