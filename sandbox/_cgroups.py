@@ -212,21 +212,32 @@ class JobCgroup:
                 pass
         return False
 
-    def destroy(self, reap: Callable[[], object] | None = None, timeout: float = 10.0) -> bool:
-        """Kill everything, wait until the groups are empty and remove them; True when all were removed.
+    def drain(self, reap: Callable[[], object] | None = None, timeout: float = 10.0) -> bool:
+        """Kill everything and wait until the groups are empty; True when they are.
 
         Args:
-            reap: called between kill rounds so the caller can ``waitpid`` its own children (zombies stay
-                listed in a group until reaped).
+            reap: called between kill rounds so the caller can ``waitpid`` its own children (a zombie stays
+                listed in its group until reaped).
             timeout: how long to keep trying.
         """
         deadline = time.monotonic() + timeout
-        pending = list(reversed(self.dirs))
-        delay = 0.0005
+        delay = 0.0002
         while True:
             self.kill()
             if reap is not None:
                 reap()
+            if not self.pids():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    def remove(self, timeout: float = 5.0) -> bool:
+        """Remove the (empty) groups; True when all are gone."""
+        deadline = time.monotonic() + timeout
+        pending = list(reversed(self.dirs))
+        while pending:
             still = []
             for d in pending:
                 try:
@@ -234,10 +245,12 @@ class JobCgroup:
                 except FileNotFoundError:
                     pass
                 except OSError as e:
-                    if e.errno in (errno.EBUSY, errno.ENOTEMPTY):
-                        still.append(d)
+                    if e.errno not in (errno.EBUSY, errno.ENOTEMPTY):
+                        raise
+                    still.append(d)
             pending = still
-            if not pending or time.monotonic() > deadline:
-                return not pending
-            time.sleep(delay)
-            delay = min(delay * 2, 0.02)
+            if pending:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.002)
+        return True

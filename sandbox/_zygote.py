@@ -189,9 +189,10 @@ class Server:
         exits, ooms, refused = [], [], []
         for pid, cg in self.jobs.pop(job, []):
             if cg is not None:
-                cg.destroy(reap=self.reap)
+                cg.drain(reap=self.reap)
                 ooms.append(cg.oom_killed())
                 refused.append(cg.pids_refused())
+                cg.remove()
             else:
                 for target in (lambda: os.killpg(pid, 9), lambda: os.kill(pid, 9)):
                     try:

@@ -224,6 +224,17 @@ class Sandbox:
             self._free.append(slot)
             self._slot_cv.notify()
 
+    def uid_range(self) -> range:
+        """The uids this sandbox's children run as (for host-side checks that nothing outlived its run)."""
+        self.isolation()
+        base = _UID_BASE + self._server_pid * 64
+        return range(base, base + 64)
+
+    def server_pid(self) -> int:
+        """The pid of the warm server process (starting it if needed)."""
+        self.isolation()
+        return self._server_pid
+
     def _uids(self, slot: int) -> tuple[int, int]:
         base = _UID_BASE + self._server_pid * 64 + 2 * slot
         return base, base + 1

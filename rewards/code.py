@@ -1,0 +1,230 @@
+"""The ``code`` reward: run the completion's program in the sandbox against the row's tests.
+
+The code is the last fenced code block of the completion (an unclosed final fence counts), else the whole
+completion. The ``tests`` column may be:
+
+* Python source run after the solution, in a separate judge process: ``assert`` lines, a ``check(candidate)``
+  function (called with the row's ``entry_point`` when the source defines ``check`` but never calls it, as
+  HumanEval does), or ``unittest.TestCase`` classes; a list of assert strings (MBPP) is joined into source;
+* stdin/stdout cases: ``[{"input": ..., "output": ...}, ...]`` or ``{"inputs": [...], "outputs": [...]}``
+  (also as a JSON string). Every output line is compared after trimming trailing whitespace on each line and
+  trailing blank lines; missing or extra lines fail.
+
+Statuses: ``pass`` (1.0), ``fail`` (0.0, or the passed fraction with ``partial=true``; also a crash or a missing
+entry point, with ``info["outcome"] = "error"``), ``parse_error`` (0.0: the code has a syntax error), ``timeout``
+and ``memory`` (0.0), ``sandbox_error`` (unscored: the sandbox could not run it, or its isolation is below
+``min_isolation`` and ``allow_weaker_isolation`` is off), ``bad_input``
+(unscored: the tests are missing or do not parse). ``Score.info`` carries the isolation level, per-test results
+and the reason. Time limits are ``timeout`` seconds per test run, scaled by the machine's measured speed.
+
+>>> from harness import get_reward
+>>> score = get_reward("code")({"tests": "assert add(2, 3) == 5"}, "```python\\ndef add(a, b):\\n    return a + b\\n```")
+>>> score.status, score.value, score.info["isolation"] in ("full", "strong", "basic")
+('pass', 1.0, True)
+
+This module does not isolate anything itself; :mod:`sandbox` does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable
+
+from harness.registry import reward
+from harness.types import Sample, Score
+from sandbox import LEVELS, Limits, SandboxError, get_sandbox
+
+__all__ = ["code_reward", "extract_code", "parse_tests", "outputs_match"]
+
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+_OPEN_FENCE = re.compile(r"```[^\n`]*\n(.*)\Z", re.DOTALL)
+_MAX_ANSWER_CHARS = 20_000
+
+
+def extract_code(completion: str) -> str:
+    """The last fenced code block of ``completion`` (or an unclosed final one), else the whole text.
+
+    >>> extract_code("Here:\\n```python\\nprint(1)\\n```\\nand\\n```\\nprint(2)\\n```")
+    'print(2)\\n'
+    """
+    blocks = _FENCE.findall(completion)
+    tail = completion[completion.rfind("```") :] if completion.count("```") % 2 == 1 else ""
+    if tail:
+        m = _OPEN_FENCE.match(tail)
+        if m:
+            return m.group(1)
+    if blocks:
+        return blocks[-1]
+    return completion
+
+
+def parse_tests(tests: Any) -> tuple[str, Any]:
+    """Classify the ``tests`` column: ``("python", source)`` or ``("stdio", [(input, output), ...])``.
+
+    Raises:
+        ValueError: naming what was expected, when the column is none of the accepted shapes.
+    """
+    if isinstance(tests, str):
+        stripped = tests.strip()
+        if stripped[:1] in "[{" and stripped:
+            try:
+                decoded = json.loads(stripped)
+            except ValueError:
+                decoded = None
+            if decoded is not None and not isinstance(decoded, str):
+                return parse_tests(decoded)
+        if not stripped:
+            raise ValueError("tests is an empty string")
+        return "python", tests
+    if isinstance(tests, dict) and "inputs" in tests and "outputs" in tests:
+        ins, outs = tests["inputs"], tests["outputs"]
+        if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs):
+            raise ValueError("tests: 'inputs' and 'outputs' must be lists of the same length")
+        return "stdio", [(_text(i, "inputs"), _text(o, "outputs")) for i, o in zip(ins, outs)]
+    if isinstance(tests, list) and tests:
+        if all(isinstance(t, str) for t in tests):
+            return "python", "\n".join(tests)
+        if all(isinstance(t, dict) and "input" in t and "output" in t for t in tests):
+            return "stdio", [(_text(t["input"], "input"), _text(t["output"], "output")) for t in tests]
+    raise ValueError(
+        "tests must be Python test source, a list of assert strings, a list of {'input', 'output'} cases "
+        f"or {{'inputs': [...], 'outputs': [...]}}; got {type(tests).__name__}"
+    )
+
+
+def _text(v: Any, field: str) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return "\n".join(v) + "\n"
+    raise ValueError(f"tests: every {field!r} must be a string, got {type(v).__name__}")
+
+
+def _lines(text: str) -> list[str]:
+    lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def outputs_match(actual: str, expected: str) -> bool:
+    """Line-by-line equality, ignoring trailing whitespace per line and trailing blank lines.
+
+    >>> outputs_match("1 2 \\n3\\n\\n", "1 2\\n3")
+    True
+    >>> outputs_match("1\\n", "1\\n2\\n")
+    False
+    """
+    return _lines(actual) == _lines(expected)
+
+
+_STATUS_OF_RUN = {"timeout": "timeout", "memory": "memory", "crash": "fail", "output_limit": "fail"}
+
+
+def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial: bool) -> tuple[str, int, list[dict]]:
+    sb = get_sandbox()
+    results: list[dict[str, Any]] = []
+    worst = "pass"
+    for i, (given, expected) in enumerate(cases):
+        run = sb.run_program(code, given, limits)
+        if run.status == "ok":
+            ok = outputs_match(run.stdout.decode("utf-8", "replace"), expected)
+            status = "pass" if ok else "fail"
+        elif run.status == "crash" and run.exit_code == 2 and b"SyntaxError" in run.stderr[-400:]:
+            status = "parse_error"
+        else:
+            status = _STATUS_OF_RUN[run.status]
+        entry: dict[str, Any] = {"case": i, "status": status, "time_s": round(run.duration_s, 4)}
+        if run.reason:
+            entry["reason"] = run.reason
+        if run.status == "crash":
+            entry["stderr"] = run.stderr[-600:].decode("utf-8", "replace")
+        results.append(entry)
+        if status != "pass":
+            worst = status if worst == "pass" else worst
+            if not partial:
+                break
+    return worst, sum(r["status"] == "pass" for r in results), results
+
+
+def _score_python(code: str, source: str, entry_point: str | None, limits: Limits, partial: bool, info: dict) -> Score:
+    try:
+        res = get_sandbox().run_tests(code, source, entry_point, partial, limits)
+    except SyntaxError as e:
+        return Score.unscored("bad_input", f"tests do not parse: {e.msg} (line {e.lineno})", **info)
+    info.update(passed=res.passed, total=res.total, tests=res.tests, reason=res.reason, time_s=round(res.duration_s, 4))
+    if res.status == "pass":
+        return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)
+    status = res.status
+    if status == "error":  # the solution did not load: a syntax error, a crash at import, no entry point
+        info["outcome"] = "error"
+        status = "parse_error" if res.reason.startswith("SyntaxError") else "fail"
+    value = res.passed / res.total if partial and res.total and status == "fail" else 0.0
+    return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
+
+
+@reward("code", reads=("tests", "entry_point"))
+def code_reward(
+    *,
+    timeout: float = 4.0,
+    partial: bool = False,
+    memory_mb: int = 1024,
+    max_output_mb: int = 8,
+    min_isolation: str = "strong",
+    allow_weaker_isolation: bool = False,
+) -> Callable[[Sample, str], Score]:
+    """Run the completion's code in the sandbox against the row's tests (Python asserts/check or stdin/stdout).
+
+    Args:
+        timeout: wall-clock seconds per test run (per stdin case, or per run of the Python tests), multiplied
+            by the machine's measured speed factor.
+        partial: score the passed fraction instead of all-or-nothing.
+        memory_mb: memory limit of the solution's process tree.
+        max_output_mb: stdout+stderr cap; more output fails the test.
+        min_isolation: ``full``, ``strong`` or ``basic``: refuse (``sandbox_error``) below this level.
+        allow_weaker_isolation: run anyway when the machine offers less than ``min_isolation``.
+    """
+    if min_isolation not in LEVELS:
+        raise ValueError(f"min_isolation must be one of {', '.join(LEVELS)}; got {min_isolation!r}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be positive; got {timeout!r}")
+    limits = Limits(timeout_s=float(timeout), memory_bytes=int(memory_mb) << 20, max_output_bytes=int(max_output_mb) << 20)
+
+    def score(sample: Sample, completion: str) -> Score:
+        try:
+            kind, tests = parse_tests(sample.tests)
+        except ValueError as e:
+            return Score.unscored("bad_input", str(e))
+        entry_point = (sample.model_extra or {}).get("entry_point")
+        if entry_point is not None and not isinstance(entry_point, str):
+            return Score.unscored("bad_input", f"entry_point must be a string, got {type(entry_point).__name__}")
+        try:
+            report = get_sandbox().isolation()
+        except SandboxError as e:
+            return Score.unscored("sandbox_error", str(e))
+        info: dict[str, Any] = {"isolation": report.level, "speed_factor": round(report.speed_factor, 3)}
+        if not report.at_least(min_isolation):
+            if not allow_weaker_isolation:
+                return Score.unscored(
+                    "sandbox_error",
+                    f"isolation level {report.level!r} is below the required {min_isolation!r} (missing: "
+                    f"{', '.join(report.missing)}); set allow_weaker_isolation=true to run untrusted code anyway",
+                    **info,
+                )
+            info["isolation_waived"] = True
+        code = extract_code(completion)
+        try:
+            if kind == "python":
+                return _score_python(code, tests, entry_point, limits, partial, info)
+            status, passed, results = _run_stdio(code, tests, limits, partial)
+        except SandboxError as e:
+            return Score.unscored("sandbox_error", str(e), **info)
+        info.update(passed=passed, total=len(tests), tests=results)
+        if status == "pass":
+            return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)
+        info["reason"] = next((r.get("reason", r["status"]) for r in results if r["status"] != "pass"), status)
+        value = passed / len(tests) if partial else 0.0
+        return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
+
+    return score
