@@ -33,6 +33,11 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             value = yaml.safe_load(raw)
         except yaml.YAMLError:
             value = raw
+        if isinstance(value, str):  # YAML 1.1 reads 1e-5 as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
         out[key.strip()] = value
     return out
 

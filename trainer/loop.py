@@ -53,6 +53,8 @@ class TrainResult:
         metrics: the per-step metrics of this process's steps (also in ``metrics.jsonl``).
         last_checkpoint: the newest checkpoint directory, if any.
         warnings: every monitor warning raised.
+        model: the trained policy (in memory, on its device).
+        tokenizer: its tokenizer.
     """
 
     run_dir: Path
@@ -61,6 +63,8 @@ class TrainResult:
     metrics: list[dict[str, Any]] = field(default_factory=list)
     last_checkpoint: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    model: Any = None
+    tokenizer: Any = None
 
 
 @dataclass
@@ -230,7 +234,7 @@ def train(
         config = config.model_copy(update={"run": config.run.model_copy(
             update={"id": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")})})
     c, run_dir, start = _setup(config, resume)
-    result = TrainResult(run_dir, str(config.run.id), start)
+    result = TrainResult(run_dir, str(config.run.id), start, model=c.model, tokenizer=c.tokenizer)
     tel = None
     if c.info.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
