@@ -128,7 +128,7 @@ def _expand(v: Value) -> list[Value]:
     """Items of a list/set, with ``\\pm`` expanded and assignments ``x = 3`` reduced to their values."""
     if isinstance(v, Seq) and v.kind != "tuple":
         items: list[Value] = []
-        for it in v.items[:_MAX_ITEMS]:
+        for it in v.items:
             items.extend(_expand(it))
         return items
     if isinstance(v, Rel) and v.ops == ("=",) and any(isinstance(t, sp.Basic) and t.has(PM) for t in v.terms):
@@ -148,6 +148,8 @@ def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: 
         return ok, "tuples compared in order"
     if isinstance(ans, Seq) and ans.kind == "tuple" and len(gs) == 1:
         return equivalent(gs[0], ans, opt) if not isinstance(gs[0], Seq) else (False, "tuple against a list")
+    if len(gs) > _MAX_ITEMS or len(as_) > _MAX_ITEMS:
+        return False, f"more than {_MAX_ITEMS} items"
     gs, as_ = _dedupe(gs, opt), _dedupe(as_, opt)
     if len(gs) != len(as_):
         return False, f"{len(as_)} distinct answers for {len(gs)} gold values (subset, superset or hedging)"

@@ -24,6 +24,7 @@ __all__ = ["Extraction", "extract_answer", "MAX_COMPLETION_CHARS"]
 MAX_COMPLETION_CHARS = 200_000
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
+_BRACE = re.compile(r"(?<!\\)[{}]")
 _ANCHOR = re.compile(
     r"final\s+answer\s*(?:is|:|=)?|"
     r"(?:the\s+)?(?:correct\s+|right\s+)?(?:answer|option|choice)\s+(?:is|would\s+be|will\s+be)\s*:?|"
@@ -52,26 +53,32 @@ class Extraction:
     reason: str = ""
 
 
+def _brace_pairs(text: str) -> dict[int, int]:
+    """Position of each unescaped ``{`` -> its matching ``}``, in one pass over the braces."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for m in _BRACE.finditer(text):
+        if m.group(0) == "{":
+            stack.append(m.start())
+        elif stack:
+            pairs[stack.pop()] = m.start()
+    return pairs
+
+
 def _boxed_contents(text: str) -> list[tuple[int, str]]:
-    """(position, content) of every ``\\boxed``/``\\fbox``, in order."""
+    """(position, content) of every ``\\boxed``/``\\fbox``, in order (unclosed ones are skipped)."""
     out: list[tuple[int, str]] = []
+    pairs: dict[int, int] | None = None
     for m in _BOX.finditer(text):
         i = m.end()
         if i < len(text) and text[i] == "{":
-            depth, j = 0, i
-            while j < len(text):
-                c = text[j]
-                if c == "{" and text[j - 1] != "\\":
-                    depth += 1
-                elif c == "}" and text[j - 1] != "\\":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            if depth == 0:
+            if pairs is None:
+                pairs = _brace_pairs(text)
+            j = pairs.get(i)
+            if j is not None:
                 out.append((m.start(), text[i + 1 : j].strip()))
         else:
-            tok = re.match(r"[^\s$]+", text[i:])
+            tok = re.match(r"[^\s$]{1,200}", text[i : i + 200])
             if tok:
                 out.append((m.start(), tok.group(0)))
     return out
@@ -136,7 +143,7 @@ def _is_bare(text: str) -> bool:
 
 
 def _fallback(text: str) -> str | None:
-    tail = text.strip().split("\n")[-1]
+    tail = text.strip()[-2000:].split("\n")[-1]
     eq = re.findall(r"=\s*([^=\n,;]+?)\s*(?:[.,;]?\s*$)", tail)
     if eq:
         return eq[-1]

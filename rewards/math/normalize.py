@@ -49,7 +49,9 @@ _MATH_WORDS = {
     "sqrt", "cbrt", "exp", "log", "ln", "sin", "cos", "tan", "sec", "csc", "cot", "arcsin", "arccos", "arctan",
     "sinh", "cosh", "tanh", "pi", "oo", "inf", "infinity", "infty", "abs", "or", "and", "i", "e",
 }
-_TRAILING_WORDS = re.compile(r"(?<=[\d})%°.])\s+((?:[A-Za-z]+\.?(?:/[A-Za-z]+)?(?:\^\{?\d\}?)?\s*)+)$")
+_UNIT_TAIL = 80
+_WORD = r"[A-Za-z]+(?:\.|/[A-Za-z]+)?(?:\^\{?\d\}?)?"
+_TRAILING_WORDS = re.compile(r"(?<=[\d})%°.])\s+(" + _WORD + r"(?:\s+" + _WORD + r")*)\s*$")  # no nested ambiguity: linear
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mbox|mathrm|mathit|mathsf|texttt|emph)\s*\{([^{}]*)\}(\s*\^\s*\{?\d\}?)?")
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 _REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
@@ -115,12 +117,13 @@ def _text_commands(s: str) -> str:
 
 
 def _strip_trailing_units(s: str) -> str:
-    m = _TRAILING_WORDS.search(s)
+    tail = s[-_UNIT_TAIL:]  # units are short: looking at the tail keeps this linear
+    m = _TRAILING_WORDS.search(tail)
     if not m:
         return s
     words = re.findall(r"[A-Za-z]+(?:/[A-Za-z]+)?", m.group(1))
     if all(_is_unit_word(w) for w in words):
-        return s[: m.start()]
+        return s[: len(s) - len(tail) + m.start()]
     return s
 
 
@@ -128,7 +131,7 @@ def _is_unit_word(w: str) -> bool:
     low = w.lower()
     if low in _MATH_WORDS or low in ("or", "and"):
         return False
-    return bool(_UNIT_RE.match(w)) or (len(w) >= 3 and w.isalpha())
+    return bool(_UNIT_RE.match(w)) or (3 <= len(w) <= 16 and w.isalpha())
 
 
 def _repeating(m: re.Match[str]) -> str:

@@ -6,7 +6,7 @@ relations (``= < \\le \\in`` ...), ``+ - \\pm``, ``* / \\cdot`` and implicit pro
 postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric ``\\frac`` is a mixed number (MATH
 convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
 
-Every step is bounded: a nesting cap, a literal-length cap, and the guarded power/factorial of
+Every step is bounded: a token cap, a nesting cap, a literal-length cap, and the guarded power/factorial of
 :mod:`rewards.math.values`. This module does not normalize raw LaTeX (see :mod:`rewards.math.normalize`) and does
 not compare.
 """
@@ -22,9 +22,10 @@ from rewards.math.values import (
     DEG, PCT, PM, Based, Expr, Ivl, IvlUnion, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
 )
 
-__all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS"]
+__all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS", "MAX_TOKENS"]
 
 MAX_DEPTH = 40
+MAX_TOKENS = 500
 MAX_LITERAL_DIGITS = 1000
 
 _FUNCS: dict[str, Callable[..., sp.Basic]] = {
@@ -64,6 +65,8 @@ def parse_value(text: str) -> Value:
         toks = tokenize(text)
     except ValueError as e:
         raise ParseError(str(e)) from None
+    if len(toks) > MAX_TOKENS:
+        raise ParseError(f"answer longer than {MAX_TOKENS} tokens ({len(toks)})")
     p = _Parser(toks)
     v = p.parse_list(closers=())
     if p.peek().kind != "end":
@@ -411,7 +414,10 @@ class _Parser:
         self._need_scalar(arg) if base is None else self._need_scalar(arg, base)
         if name in _TRIG and isinstance(arg, sp.Basic) and DEG in arg.free_symbols:
             arg = arg.subs(DEG, sp.pi / 180)
-        out = sp.log(arg, base) if base is not None else _FUNCS[name](arg)
+        if name == "exp":
+            out = safe_pow(sp.E, arg)  # type: ignore[arg-type]
+        else:
+            out = sp.log(arg, base) if base is not None else _FUNCS[name](arg)
         return safe_pow(out, power) if power is not None else out  # type: ignore[arg-type]
 
     def _command(self, name: str) -> object:
