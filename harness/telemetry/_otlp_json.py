@@ -1,8 +1,7 @@
 """The OTLP JSON encoding of spans, as stored one ``ExportTraceServiceRequest`` per line in ``traces.jsonl``.
 
-Encoding reuses the OpenTelemetry SDK's own protobuf encoder and then applies the OTLP/JSON rules of the
-specification (lowerCamelCase field names, trace and span ids as hex strings, enums as integers, 64-bit integers
-as decimal strings). Decoding turns a stored line back into a protobuf request so it can be replayed into any
+Encoding follows the OTLP/JSON rules of the specification (lowerCamelCase field names, trace and span ids as
+hex strings, enums as integers, 64-bit integers as decimal strings), written straight from the SDK's spans. Decoding turns a stored line back into a protobuf request so it can be replayed into any
 OTLP backend. :func:`iter_spans` flattens stored lines into plain dicts for reading. This module does not write
 files or send anything.
 """
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -49,11 +47,73 @@ def _convert_ids(req: dict[str, Any], conv) -> None:
                             link[k] = conv(link[k])
 
 
+def _value(v: Any) -> dict[str, Any]:
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    if isinstance(v, str):
+        return {"stringValue": v}
+    if isinstance(v, (list, tuple)):
+        return {"arrayValue": {"values": [_value(x) for x in v]}}
+    return {"stringValue": str(v)}
+
+
+def _kvs(attrs: Any) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _value(v)} for k, v in (attrs or {}).items()]
+
+
+def _flags(ctx: Any) -> int:
+    # SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE (0x100), plus CONTEXT_IS_REMOTE (0x200) for a remote parent or link
+    return 0x100 | (0x200 if ctx is not None and ctx.is_remote else 0)
+
+
+def _span_json(sp: ReadableSpan) -> dict[str, Any]:
+    ctx = sp.get_span_context()
+    out: dict[str, Any] = {
+        "traceId": format(ctx.trace_id, "032x"),
+        "spanId": format(ctx.span_id, "016x"),
+        "name": sp.name,
+        "kind": sp.kind.value + 1,  # the SDK's INTERNAL is 0, OTLP's SPAN_KIND_INTERNAL is 1
+        "startTimeUnixNano": str(sp.start_time or 0),
+        "endTimeUnixNano": str(sp.end_time or 0),
+        "attributes": _kvs(sp.attributes),
+        "status": {"code": sp.status.status_code.value, **({"message": sp.status.description}
+                                                          if sp.status.description else {})},
+        "flags": _flags(sp.parent),
+    }
+    if sp.parent is not None:
+        out["parentSpanId"] = format(sp.parent.span_id, "016x")
+    if sp.events:
+        out["events"] = [{"timeUnixNano": str(e.timestamp), "name": e.name, "attributes": _kvs(e.attributes)}
+                         for e in sp.events]
+    if sp.links:
+        out["links"] = [{"traceId": format(ln.context.trace_id, "032x"), "spanId": format(ln.context.span_id, "016x"),
+                         "attributes": _kvs(ln.attributes), "flags": _flags(ln.context)} for ln in sp.links]
+    return out
+
+
 def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """One ``ExportTraceServiceRequest`` in OTLP/JSON form for ``spans``."""
-    req = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    _convert_ids(req, _b64_to_hex)
-    return req
+    """One ``ExportTraceServiceRequest`` in OTLP/JSON form for ``spans``, grouped by resource and scope.
+
+    Written directly from the SDK spans (the protobuf route through ``json_format`` costs milliseconds per step).
+    """
+    groups: dict[int, tuple[Any, dict[Any, list[dict[str, Any]]]]] = {}
+    for sp in spans:
+        _, scopes = groups.setdefault(id(sp.resource), (sp.resource, {}))
+        scope = sp.instrumentation_scope
+        key = (scope.name, scope.version) if scope is not None else ("", None)
+        scopes.setdefault(key, []).append(_span_json(sp))
+    resource_spans = []
+    for resource, scopes in groups.values():
+        resource_spans.append({
+            "resource": {"attributes": _kvs(resource.attributes if resource is not None else {})},
+            "scopeSpans": [{"scope": {"name": n, **({"version": v} if v else {})}, "spans": sps}
+                           for (n, v), sps in scopes.items()],
+        })
+    return {"resourceSpans": resource_spans}
 
 
 def otlp_json_to_request(req: dict[str, Any]) -> ExportTraceServiceRequest:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.telemetry import RewardStats, parse_headers, resolve_otlp
@@ -81,21 +81,25 @@ def test_otlp_json_round_trip_keeps_ids_links_and_values():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(mem))
     tracer = provider.get_tracer("t")
-    with tracer.start_as_current_span("a", attributes={"f": 0.5, "i": 3, "s": "x", "b": True}) as a:
+    with tracer.start_as_current_span("a", attributes={"f": 0.5, "i": 3, "s": "x", "b": True, "l": [1.0, 2.0]}) as a:
         a.add_event("ev", {"k": 1})
+        with tracer.start_as_current_span("child"):
+            pass
     with tracer.start_as_current_span("b", links=[Link(a.get_span_context(), {"why": "test"})]):
         pass
     spans = mem.get_finished_spans()
+    a_sdk = next(x for x in spans if x.name == "a")
     doc = spans_to_otlp_json(spans)
-    sp = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
-    assert sp[0]["traceId"] == format(spans[0].context.trace_id, "032x")
-    assert sp[1]["links"][0]["spanId"] == format(spans[0].context.span_id, "016x")
-    assert isinstance(sp[0]["kind"], int)
+    sp = {x["name"]: x for x in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]}
+    assert sp["a"]["traceId"] == format(a_sdk.context.trace_id, "032x")
+    assert sp["child"]["parentSpanId"] == format(a_sdk.context.span_id, "016x")
+    assert sp["b"]["links"][0]["spanId"] == format(a_sdk.context.span_id, "016x")
+    assert sp["a"]["kind"] == 1 and sp["a"]["startTimeUnixNano"] == str(a_sdk.start_time)
     req = otlp_json_to_request(doc)
-    pb = req.resource_spans[0].scope_spans[0].spans
-    assert pb[0].span_id == spans[0].context.span_id.to_bytes(8, "big")
-    assert pb[1].links[0].trace_id == spans[0].context.trace_id.to_bytes(16, "big")
-    assert {kv.key: kv.value.double_value for kv in pb[0].attributes}["f"] == 0.5
+    # the same request the SDK's own protobuf encoder builds, field for field
+    assert req == encode_spans(spans)
+    pb = {x.name: x for x in req.resource_spans[0].scope_spans[0].spans}
+    assert pb["b"].links[0].trace_id == a_sdk.context.trace_id.to_bytes(16, "big")
+    assert {kv.key: kv.value.double_value for kv in pb["a"].attributes}["f"] == 0.5
     with pytest.raises(ValueError, match="OTLP/JSON"):
         otlp_json_to_request({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
-    assert not math.isnan(pb[0].start_time_unix_nano)

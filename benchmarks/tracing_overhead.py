@@ -1,0 +1,163 @@
+"""What tracing costs a tiny CPU GRPO run: tracing off, the file store only, and OTLP to a live backend.
+
+Runs the real trainer (``trainer.train``) on the built-in toy task (a random-init ~77k-parameter Qwen2-style
+model, G=8, 2 prompts per step, 16 new tokens) once per mode and round, modes interleaved and their order
+rotated per round so that machine load hits all of them alike. Step time is the wall time between consecutive
+``on_step`` callbacks (warm-up steps and the final checkpoint save left out); the median is reported, pooled
+over rounds. Because a 0.1 s step on a shared 2-core machine jitters by more than the 2 % goal, it also times
+the tracing calls alone (the same spans, no training) and prints them as a share of the median step.
+
+The OTLP mode starts ``mlflow server`` from ``.venv-mlflow`` (see ``tests/backends/setup_backends.sh``) on a
+free port of 127.0.0.1 and stops its process group at the end; without that venv the mode is skipped, saying so.
+
+Usage: OMP_NUM_THREADS=1 python benchmarks/tracing_overhead.py [--steps 40] [--rounds 2] [--warmup 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_mlflow(workdir: Path) -> tuple[subprocess.Popen, str] | None:
+    py = ROOT / ".venv-mlflow" / "bin" / "python"
+    if not py.exists():
+        print(f"otlp mode skipped: {py} missing (create it with tests/backends/setup_backends.sh mlflow)")
+        return None
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
+    log = open(workdir / "mlflow.log", "wb")
+    proc = subprocess.Popen([str(py), "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", "1", "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}",
+                             "--default-artifact-root", str(workdir / "art")],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5):
+                return proc, url
+        except OSError:
+            time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    print("otlp mode skipped: mlflow server not ready in 120 s")
+    return None
+
+
+def _experiment(url: str) -> str:
+    req = urllib.request.Request(url + "/api/2.0/mlflow/experiments/create",
+                                 data=json.dumps({"name": "overhead"}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)["experiment_id"]
+
+
+def run_mode(mode: str, steps: int, out: Path, otlp: dict | None, tag: str) -> list[float]:
+    """Train ``steps`` steps in ``mode``; returns the wall time of each step (s)."""
+    import trainer.toy_reward  # noqa: F401  (registers char_count)
+    from harness.config import load_config
+    from trainer.loop import train
+
+    tel: dict = {"enabled": mode != "off"}
+    if mode == "otlp":
+        tel.update(otlp or {})
+    cfg = load_config(ROOT / "examples" / "train_cpu.yaml", overrides={
+        "run.output_dir": str(out), "run.id": f"{mode}-{tag}", "trainer.max_steps": steps,
+        "trainer.save_steps": 0, "telemetry": tel})
+    stamps: list[float] = []
+    t0 = time.perf_counter()
+    train(cfg, progress=False, on_step=lambda s, m: stamps.append(time.perf_counter()))
+    marks = [t0, *stamps]
+    return [b - a for a, b in zip(marks, marks[1:])][:-1]  # the last step includes the checkpoint save
+
+
+def tracing_only_ms(n: int, out: Path, otlp: dict | None) -> dict[str, float]:
+    """Milliseconds per step spent in RunTelemetry calls alone, with the trainer's metrics and one reward."""
+    from harness.cfg.telemetry import TelemetrySection
+    from harness.telemetry import RewardStats, RunTelemetry
+
+    metrics = {f"m{i}": 0.5 for i in range(24)}  # about as many numeric metrics as the trainer records
+    stats = RewardStats.from_values([0.1 * (i % 8) for i in range(16)], group_size=8, latencies_s=[0.001] * 16)
+    res = {}
+    for mode, cfg in (("file", TelemetrySection()), ("otlp", TelemetrySection(**(otlp or {})))):
+        if mode == "otlp" and otlp is None:
+            continue
+        tel = RunTelemetry.start(out / f"micro-{mode}", "micro", cfg)
+        t0 = time.perf_counter()
+        for step in range(1, n + 1):
+            with tel.train_step(step) as st:
+                st.set_metrics(metrics)
+                st.record_reward("char_count", stats)
+        res[mode] = (time.perf_counter() - t0) * 1000 / n
+        tel.shutdown()
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=5)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        import trainer.loop  # noqa: F401
+    except ImportError as e:
+        print(f"the trainer is not importable ({e}); nothing to measure")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        server = start_mlflow(out)
+        otlp = None
+        modes = ["off", "file"]
+        if server is not None:
+            otlp = {"otlp_endpoint": server[1] + "/v1/traces",
+                    "otlp_headers": {"x-mlflow-experiment-id": _experiment(server[1])}}
+            modes.append("otlp")
+        try:
+            times: dict[str, list[float]] = {m: [] for m in modes}
+            for r in range(args.rounds):
+                order = modes if r % 2 == 0 else modes[::-1]
+                for mode in order:
+                    times[mode] += run_mode(mode, args.steps, out, otlp, str(r))[args.warmup:]
+            micro = tracing_only_ms(500, out, otlp)
+        finally:
+            if server is not None:
+                os.killpg(server[0].pid, signal.SIGTERM)
+                server[0].wait(timeout=30)
+    base = statistics.median(times["off"])
+    print(f"tiny CPU GRPO, {args.rounds} rounds x {args.steps} steps per mode ({args.warmup} warm-up dropped)")
+    print(f"{'mode':<6} {'median step ms':>15} {'mean step ms':>13} {'ratio to off':>13}")
+    for mode in modes:
+        med, mean = statistics.median(times[mode]), statistics.mean(times[mode])
+        print(f"{mode:<6} {med * 1000:>15.1f} {mean * 1000:>13.1f} {med / base:>13.3f}")
+    for mode, ms in micro.items():
+        print(f"tracing calls alone ({mode}): {ms:.3f} ms per step = {ms / (base * 1000) * 100:.2f}% of the "
+              f"median untraced step")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
