@@ -67,6 +67,12 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
         return _based_equal(gold, ans)
     if isinstance(gold, Rel) and isinstance(ans, Rel) and gold.ops == ans.ops == ("=",):
         return _rel_equal(gold, ans, opt)
+    if isinstance(ans, Ivl) and isinstance(gold, Seq) and gold.kind != "tuple" and ans.lo_closed and ans.hi_closed:
+        ans = Seq("list", (Expr(ans.lo), Expr(ans.hi)))  # [1, 2] written as a list
+    gsol = _solutions(gold) if not isinstance(ans, Rel) else None
+    asol = _solutions(ans) if not isinstance(gold, Rel) else None
+    gold = Seq("list", tuple(gsol)) if gsol is not None else gold
+    ans = Seq("list", tuple(asol)) if asol is not None else ans
     gset, aset = _as_intervals(gold, ans), _as_intervals(ans, gold)
     if gset is not None and aset is not None:
         return _intervals_equal(gset, aset, opt), "compared as sets of reals"
@@ -185,6 +191,27 @@ def _dedupe(items: list[Value], opt: Options) -> list[Value]:
     return out
 
 
+def _solutions(v: Value) -> list[Value] | None:
+    """Roots of a one-variable polynomial equation of degree 1-4 (with multiplicity folded), else None."""
+    if not (isinstance(v, Rel) and v.ops == ("=",) and all(isinstance(t, sp.Basic) for t in v.terms)):
+        return None
+    d = v.terms[0] - v.terms[1]  # type: ignore[operator]
+    syms = d.free_symbols - MARKERS
+    if len(syms) != 1 or d.free_symbols & MARKERS:
+        return None
+    x = syms.pop()
+    try:
+        poly = sp.Poly(d, x)
+    except (sp.PolynomialError, sp.GeneratorsNeeded):
+        return None
+    if not 1 <= poly.degree() <= 4:
+        return None
+    roots = sp.roots(poly)
+    if sum(roots.values()) != poly.degree():
+        return None
+    return [Expr(r) for r in roots]
+
+
 # -- intervals and inequalities ----------------------------------------------------------------------------
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
@@ -216,6 +243,9 @@ def _as_intervals(v: Value, other: Value) -> list[Ivl] | None:
 def _rel_intervals(r: Rel) -> list[Ivl] | None:
     if r.ops == ("in",) and isinstance(r.terms[1], (Ivl, IvlUnion, Seq)):
         return _as_intervals(r.terms[1], Ivl(sp.S.Zero, sp.S.One, False, False))
+    if r.ops == ("!=",) and isinstance(r.terms[0], sp.Symbol) and isinstance(r.terms[1], sp.Basic):
+        b = r.terms[1]
+        return [Ivl(-sp.oo, b, False, False), Ivl(b, sp.oo, False, False)]
     if not r.ops or not all(o in _FLIP for o in r.ops) or len(r.ops) > 2:
         return None
     syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]
@@ -334,8 +364,6 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
     syms = g.free_symbols | a.free_symbols
     if not syms:
         return _close(_num(g), _num(a), opt)
-    if g.free_symbols != a.free_symbols:
-        return False
     checked = 0
     for point in _points(sorted(syms, key=str), 4):
         opt.check_time()

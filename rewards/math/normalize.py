@@ -32,7 +32,7 @@ _UNICODE = {
     "\u22c5": r"\cdot ", "\u00b7": r"\cdot ", "\u00f7": r"\div ", "\u2264": r"\le ", "\u2265": r"\ge ",
     "\u2260": r"\ne ", "\u221e": r"\infty ", "\u03c0": r"\pi ", "\u221a": r"\sqrt", "\u00ba": "°",
     "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2032": "'", "\u222a": r"\cup ", "\u2208": r"\in ",
-    "\u2205": r"\emptyset ", "\uff0c": ",", "\u00bd": "(1/2)", "\u00bc": "(1/4)", "\u00be": "(3/4)",
+    "\u2205": r"\emptyset ", "\u2248": r"\approx ", "\u2223": r"\mid ", "\uff0c": ",", "\u00bd": "(1/2)", "\u00bc": "(1/4)", "\u00be": "(3/4)",
     "\u00b2": "^2", "\u00b3": "^3", "\u2217": "*", "\u00b1": r"\pm ", "\u2213": r"\mp ",
 }
 _DROP = re.compile(
@@ -82,6 +82,9 @@ def clean(s: str) -> str:
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
     s = re.sub(r"\\%|\\percent", "%", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
+    s = re.sub(r"\\\{\s*\\\}", r"\\emptyset ", s)
+    s = re.sub(r"^\\\{\s*[a-z]\s*(?:\\mid|\||:)\s*(.*)\\\}$", r"\1", s.strip())  # {x | 2 < x < 5}
+    s = re.sub(r"^\s*(?:\\approx|\\sim|=)\s*", "", s)
     s = s.replace("{,}", "").replace(r"\cdot10", r"\cdot 10")
     s = _text_commands(s)
     s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
