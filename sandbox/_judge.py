@@ -28,6 +28,7 @@ from sandbox import _wire
 __all__ = ["judge", "Remote", "RemoteError", "plan_tests"]
 
 _MAX_RECORDED = 50
+_BUILTIN_NAMES = frozenset(dir(builtins))
 _MAX_REPLY = 16 << 20  # bytes: a reply any larger could make the judge run out of memory decoding it
 
 
@@ -213,17 +214,20 @@ def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, 
 
 
 def _namespace(link: _Link, names: Any) -> dict[str, Any]:
+    """The tests' globals: the solution's names, minus any that would shadow a builtin or a dunder name."""
     ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     if type(names) is not dict:
         raise _wire.ProtocolError("names is not an object")
     for name, tag in names.items():
-        if type(name) is not str:
+        if type(name) is not str or name.startswith("__") or name in _BUILTIN_NAMES:
             continue
         if type(tag) is list and tag and tag[0] == "M" and len(tag) == 2 and type(tag[1]) is str:
-            try:
-                ns[name] = importlib.import_module(tag[1])
-            except Exception:
-                pass
+            top = tag[1].partition(".")[0]
+            if top in sys.stdlib_module_names or tag[1] in sys.modules:
+                try:
+                    ns[name] = importlib.import_module(tag[1])
+                except Exception:
+                    pass
             continue
         ns[name] = link.decode(tag)
     return ns

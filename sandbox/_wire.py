@@ -1,7 +1,7 @@
 """Plain-data wire format between a solution process and its judge: length-prefixed JSON of tagged values.
 
 Only exact built-in types cross the wire: None, bool, int, float, complex, str, bytes, bytearray, list, tuple,
-dict, set, frozenset, Fraction and Decimal. Subclasses of those are sent as their base value, read through the
+dict, set, frozenset, range, Fraction and Decimal. Subclasses of those are sent as their base value, read through the
 base type's own C methods, so an ``int`` subclass with a forged ``__eq__`` arrives as a plain ``int``. Anything
 else is sent as an opaque handle (``["H", id, type name, callable]``) that the judge can only call back into.
 Ints travel as hex (no digit limit), floats as ``float.hex`` (exact, inf and nan included).
@@ -72,6 +72,8 @@ def encode(v: Any, to_handle: Callable[[Any], list], depth: int = 0) -> Any:
         return ["Q", format(v.numerator, "x"), format(v.denominator, "x")]
     if t is Decimal:
         return ["DEC", str(v)]
+    if t is range:
+        return ["R", format(v.start, "x"), format(v.stop, "x"), format(v.step, "x")]
     d = depth + 1
     if isinstance(v, tuple):
         return ["T", [encode(x, to_handle, d) for x in tuple.__iter__(v)]]
@@ -132,6 +134,8 @@ def decode(tag: Any, from_handle: Callable[[Handle], Any], depth: int = 0) -> An
             return raw if k == "Y" else bytearray(raw)
         if k == "Q":
             return Fraction(_fromhex_int(tag[1]), _fromhex_int(tag[2]))
+        if k == "R":
+            return range(_fromhex_int(tag[1]), _fromhex_int(tag[2]), _fromhex_int(tag[3]))
         if k == "DEC":
             if type(tag[1]) is not str or len(tag[1]) > 10_000:
                 raise ProtocolError("bad decimal")

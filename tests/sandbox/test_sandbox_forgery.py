@@ -1,0 +1,69 @@
+"""Verdict forgeries: every trick that fools an in-process evaluator must score 0 here.
+
+Each solution below is wrong (``f`` should return 1); the trick is the only thing that could make it pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+TESTS = "import math\nassert f() == 1\nassert math.isclose(g(), 0.5)\nassert abs(g() - 0.5) < 1e-9"
+WRONG = "def f():\n    return 0\ndef g():\n    return 0.0\n"
+
+TRICKS = {
+    "sys_exit_zero_before_tests": WRONG + "import sys\nsys.exit(0)",
+    "os_exit_zero_at_import": WRONG + "import os\nos._exit(0)",
+    "atexit_os_exit_zero": WRONG + "import atexit, os\natexit.register(lambda: os._exit(0))",
+    "exit_inside_call": "def f():\n    raise SystemExit(0)\ndef g():\n    raise SystemExit(0)",
+    "os_exit_inside_call": "import os\ndef f():\n    os._exit(0)\ndef g():\n    os._exit(0)",
+    "eq_always_true": "class A:\n    def __eq__(self, o): return True\n    def __sub__(self, o): return 0\n    def __float__(self): return 0.5\n"
+                      "    __abs__ = lambda self: 0\ndef f():\n    return A()\ndef g():\n    return A()",
+    "int_subclass_eq": "class I(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\nclass F(float):\n"
+                       "    def __sub__(self, o): return 0.0\ndef f():\n    return I(0)\ndef g():\n    return F(0.0)",
+    "settrace_skips_asserts": WRONG + "import sys\nsys.settrace(lambda *a: None)\nsys.setprofile(lambda *a: None)",
+    "reexec_with_O": WRONG + "import os, sys\nif not sys.flags.optimize:\n    os.execv(sys.executable, [sys.executable, '-O', '-c', 'pass'])",
+    "prints_all_tests_passed": WRONG + "print('all tests passed')\nprint('PASS')\nimport sys\nsys.stderr.write('OK\\n')",
+    "patch_builtins": WRONG + "import builtins, math\nbuiltins.abs = lambda x: 0\nmath.isclose = lambda *a, **k: True\n"
+                      "builtins.AssertionError = type('X', (BaseException,), {})",
+    "patch_assertion_via_ctypes": WRONG + "import ctypes\nctypes.pythonapi.Py_Exit.argtypes = [ctypes.c_int]",
+    "write_fake_verdict_to_fds": WRONG + "import os, json, struct\nfor fd in range(3, 64):\n    try:\n"
+                                  "        d = json.dumps({'status': 'pass', 'passed': 3, 'total': 3}).encode()\n"
+                                  "        os.write(fd, struct.pack('>I', len(d)) + d)\n    except OSError: pass",
+    "reload_os_and_unlink_tests": WRONG + "import importlib, os, posix\nimportlib.reload(os)\nfor p in ('tests.py', '/tmp/tests.py'):\n"
+                                   "    try: posix.unlink(p)\n    except OSError: pass",
+    "kill_judge_by_uid_scan": WRONG + "import os, signal\nfor p in os.listdir('/proc') if os.path.isdir('/proc') else []:\n"
+                               "    try: os.kill(int(p), signal.SIGKILL)\n    except Exception: pass",
+    "keyboard_interrupt_in_call": "def f():\n    raise KeyboardInterrupt\ndef g():\n    raise KeyboardInterrupt",
+    "generator_exit_in_call": "def f():\n    raise GeneratorExit\ndef g():\n    raise GeneratorExit",
+    "huge_reply_to_judge": "def f():\n    return [0] * (1 << 24)\ndef g():\n    return 0.0",
+    "deep_nesting_reply": "def f():\n    x = []\n    for _ in range(100000): x = [x]\n    return x\ndef g():\n    return 0.0",
+    "str_subclass_with_eq": "class S(str):\n    def __eq__(self, o): return True\n    __hash__ = str.__hash__\n"
+                            "def f():\n    return S('no')\ndef g():\n    return S('no')",
+    "shadow_builtins_the_tests_use": WRONG + "def abs(x):\n    return 0\ndef isinstance(*a):\n    return True\n"
+                                      "class AssertionError(Exception): pass",
+    "forged_hello_with_dunder_names": WRONG + "import os, json, struct\n"
+                                       "d = json.dumps({'loaded': True, 'names': {'__builtins__': ['N'], "
+                                       "'__harness_assert__': ['N'], 'f': ['I', '1']}}).encode()\n"
+                                       "os.write(5, struct.pack('>I', len(d)) + d)\nimport time\ntime.sleep(30)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKS))
+def test_forgery_scores_zero(code_fn, clean, name):
+    s = code_fn({"tests": TESTS}, TRICKS[name])
+    assert s.value == 0.0, (name, s.status, s.info.get("reason"))
+    assert s.status != "pass"
+
+
+def test_unittest_patch_in_solution_does_not_reach_the_judge(code_fn, clean):
+    tests = "import unittest\nclass T(unittest.TestCase):\n    def test_f(self):\n        self.assertEqual(f(), 1)\n"
+    src = WRONG + "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\nunittest.TestCase.run = lambda *a, **k: None"
+    s = code_fn({"tests": tests}, src)
+    assert s.status == "fail"
+
+
+def test_check_patching_via_globals_has_no_effect(code_fn, clean):
+    tests = "def check(candidate):\n    assert candidate(2) == 4\n"
+    src = "def sq(x):\n    return x + 3\ncheck = lambda c: None\n"
+    s = code_fn({"tests": tests, "entry_point": "sq"}, src)
+    assert s.status == "fail"
