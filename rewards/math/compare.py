@@ -355,7 +355,9 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             return False
         return all(_plain_equal(x, y, opt) for x, y in zip(g, a))
     if isinstance(g, sp.Rational) and isinstance(a, sp.Rational):
-        return False
+        if not opt.gold_inexact or opt.tolerance <= 0 or g == 0:
+            return False
+        return bool(abs(g - a) <= sp.Rational(repr(opt.tolerance)) * abs(g))  # exact arithmetic
     if g.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or a.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
         return False
     if sp.count_ops(g, visual=False) > _MAX_OPS or sp.count_ops(a, visual=False) > _MAX_OPS:
