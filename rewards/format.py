@@ -117,7 +117,7 @@ def format_regex(
             )
         m = matcher(completion)
         if m is None:
-            return Score(value=0.0, info={"reason": f"no {mode} of the pattern"})
+            return Score(value=0.0, info={"reason": f"the pattern does not {mode} the completion"})
         return Score(value=1.0, answer=m.group(0)[:_ANSWER_LOG_CHARS], info={"span": [m.start(), m.end()]})
 
     return score

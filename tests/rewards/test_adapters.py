@@ -9,6 +9,7 @@ the completion as text) and that a reward raising on some samples leaves them ``
 from __future__ import annotations
 
 import math
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,14 @@ def test_trl_funcs_keep_extra_columns_as_sample_fields() -> None:
 def test_trl_func_bad_completion_is_unscored_not_raised() -> None:
     (fn,) = as_trl_reward_funcs(["boxed_present"])
     assert fn(prompts=["p", "p"], completions=["\\boxed{1}", 12345]) == [1.0, None]
+
+
+def test_trl_funcs_survive_pickling() -> None:  # e.g. handed to a spawned data-loader or a Ray actor
+    (fn,) = as_trl_reward_funcs(["boxed_present"])
+    fn(prompts=["p"], completions=["\\boxed{1}"])  # fill the memo; it is dropped on pickling
+    copy = pickle.loads(pickle.dumps(fn))
+    assert copy.__name__ == "boxed_present"
+    assert copy(prompts=["p", "p"], completions=["none", "\\boxed{2}"]) == [0.0, 1.0]
 
 
 # --- verl contract, called directly ---------------------------------------------------------------------------
