@@ -5,7 +5,9 @@ layout). A job's group is created under the cgroup this process lives in, so lim
 machine already imposes. ``kill`` uses v2 ``cgroup.kill`` when there is one and otherwise signals every pid
 listed until the group is empty.
 
-This module does not decide limits or statuses; it reports the raw facts (oom kills, pids refused).
+Groups are made once per slot and reused: moving a process into a freshly made v2 group costs several ms,
+into an existing one well under one. Counters (oom kills, refused forks) are cumulative; callers compare them
+before and after an execution. This module does not decide limits or statuses.
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ class JobCgroup:
     memory_dir: Path | None = None
     pids_dir: Path | None = None
     unified_dir: Path | None = None
+    limits: tuple[int, int] = (0, 0)  # (memory bytes, max pids) last written
 
     @classmethod
     def create(cls, roots: CgroupRoots, name: str, memory_bytes: int, max_pids: int) -> JobCgroup:
@@ -144,6 +147,37 @@ class JobCgroup:
             if roots.v2_pids:
                 _write(cg.unified_dir / "pids.max", str(max_pids))
         return cg
+
+    def set_limits(self, memory_bytes: int, max_pids: int) -> None:
+        """Rewrite the limits (groups are reused across executions, whose limits may differ)."""
+        if self.memory_dir is not None:
+            for f in ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                try:  # memsw must stay >= the memory limit: write it around the memory limit in both orders
+                    _write(self.memory_dir / f, str(memory_bytes))
+                except OSError:
+                    if f == "memory.limit_in_bytes":
+                        raise
+        if self.pids_dir is not None:
+            _write(self.pids_dir / "pids.max", str(max_pids))
+
+    def counters(self) -> tuple[int, int]:
+        """(oom kills, refused forks) so far: cumulative, compare before and after an execution."""
+        oom = refused = 0
+        for d, name, key in ((self.memory_dir, "memory.oom_control", "oom_kill"), (self.unified_dir, "memory.events", "oom_kill"),
+                             (self.pids_dir, "pids.events", "max"), (self.unified_dir, "pids.events", "max")):
+            if d is None:
+                continue
+            try:
+                text = (d / name).read_text()
+            except OSError:
+                continue
+            fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
+            n = int(fields.get(key, "0"))
+            if name == "pids.events":
+                refused += n
+            else:
+                oom += n
+        return oom, refused
 
     def _mk(self, d: Path) -> None:
         try:
@@ -179,38 +213,6 @@ class JobCgroup:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-
-    def oom_killed(self) -> bool:
-        """True when the memory limit killed a process (or refused memory) in this group."""
-        if self.memory_dir is not None:
-            try:
-                text = (self.memory_dir / "memory.oom_control").read_text()
-                fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
-                if int(fields.get("oom_kill", "0")) > 0:
-                    return True
-            except (OSError, ValueError):
-                pass
-        if self.unified_dir is not None:
-            try:
-                text = (self.unified_dir / "memory.events").read_text()
-                fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
-                return int(fields.get("oom_kill", "0")) > 0 or int(fields.get("max", "0")) > 0
-            except (OSError, ValueError):
-                pass
-        return False
-
-    def pids_refused(self) -> bool:
-        """True when the process-count limit refused a fork."""
-        for d in (self.pids_dir, self.unified_dir):
-            if d is None:
-                continue
-            try:
-                text = (d / "pids.events").read_text()
-                if int(text.split()[-1]) > 0:
-                    return True
-            except (OSError, ValueError, IndexError):
-                pass
-        return False
 
     def drain(self, reap: Callable[[], object] | None = None, timeout: float = 10.0) -> bool:
         """Kill everything and wait until the groups are empty; True when they are.

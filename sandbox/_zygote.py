@@ -143,7 +143,8 @@ class Server:
 
     def __init__(self, sock: socket.socket, layers: dict[str, Any], roots: _cgroups.CgroupRoots | None) -> None:
         self.sock, self.layers, self.roots = sock, layers, roots
-        self.jobs: dict[int, list[tuple[int, _cgroups.JobCgroup | None]]] = {}
+        self.jobs: dict[int, list[tuple[int, _cgroups.JobCgroup | None, tuple[int, int]]]] = {}
+        self.groups: dict[tuple[int, int], _cgroups.JobCgroup] = {}
         self.statuses: dict[int, int] = {}
         self.live: set[int] = set()
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
@@ -161,15 +162,16 @@ class Server:
                 self.statuses[pid] = status
 
     def start(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        job, children, limits = int(msg["job"]), msg["children"], msg["limits"]
-        started: list[tuple[int, _cgroups.JobCgroup | None]] = []
+        job, children, limits, slot = int(msg["job"]), msg["children"], msg["limits"], int(msg["slot"])
+        started: list[tuple[int, _cgroups.JobCgroup | None, tuple[int, int]]] = []
         self.jobs[job] = started
         try:
             for i, c in enumerate(children):
                 mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
-                cg = None
+                cg, before = None, (0, 0)
                 if self.roots is not None:
-                    cg = _cgroups.JobCgroup.create(self.roots, f"sbx-{os.getpid()}-{job}-{i}", limits["memory_bytes"], limits["max_pids"])
+                    cg = self._group(slot, i, limits)
+                    before = cg.counters()
                 spec = _child.ChildSpec(
                     role=c["role"], uid=c["uid"] if self.layers["uid"] else None,
                     cgroup_dirs=tuple(str(d) for d in (cg.dirs if cg else [])), mounts=self.layers["mntns"],
@@ -179,20 +181,34 @@ class Server:
                 if pid == 0:
                     _child.run_child(spec, mine)  # never returns
                 self.live.add(pid)
-                started.append((pid, cg))
+                started.append((pid, cg, before))
         except Exception as e:
             self.end(job)
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
-        return {"ok": True, "pids": [p for p, _ in started]}
+        return {"ok": True, "pids": [p for p, _, _ in started]}
+
+    def _group(self, slot: int, index: int, limits: dict[str, int]) -> _cgroups.JobCgroup:
+        key = (slot, index)
+        cg = self.groups.get(key)
+        if cg is None:
+            cg = _cgroups.JobCgroup.create(self.roots, f"sbx-{os.getpid()}-s{slot}-{index}", limits["memory_bytes"], limits["max_pids"])
+            cg.limits = (limits["memory_bytes"], limits["max_pids"])
+            self.groups[key] = cg
+        elif cg.limits != (limits["memory_bytes"], limits["max_pids"]):
+            cg.set_limits(limits["memory_bytes"], limits["max_pids"])
+            cg.limits = (limits["memory_bytes"], limits["max_pids"])
+        if cg.pids():
+            raise RuntimeError(f"group of slot {slot} is still busy")
+        return cg
 
     def end(self, job: int) -> dict[str, Any]:
         exits, ooms, refused = [], [], []
-        for pid, cg in self.jobs.pop(job, []):
+        for pid, cg, before in self.jobs.pop(job, []):
             if cg is not None:
                 cg.drain(reap=self.reap)
-                ooms.append(cg.oom_killed())
-                refused.append(cg.pids_refused())
-                cg.remove()
+                after = cg.counters()
+                ooms.append(after[0] > before[0])
+                refused.append(after[1] > before[1])
             else:
                 for target in (lambda: os.killpg(pid, 9), lambda: os.kill(pid, 9)):
                     try:
@@ -237,6 +253,9 @@ class Server:
             self.sock.sendall(json.dumps(reply).encode())
         for job in list(self.jobs):
             self.end(job)
+        for cg in self.groups.values():
+            cg.drain(reap=self.reap)
+            cg.remove()
 
 
 def main(ctl_fd: int) -> None:

@@ -244,7 +244,7 @@ class Sandbox:
         report = self.isolation()
         return limits.timeout_s * report.speed_factor
 
-    def _launch(self, children: list[tuple[str, int, list[int]]], limits: Limits, deadline_s: float) -> int:
+    def _launch(self, children: list[tuple[str, int, list[int]]], limits: Limits, deadline_s: float, slot: int) -> int:
         """Ask the server to fork the children; each gets (role, uid, fds for 0..n-1, -1 = /dev/null)."""
         with self._lock:
             self._job += 1
@@ -260,7 +260,7 @@ class Sandbox:
                     index.append(len(sent))
                     sent.append(fd)
             described.append({"role": role, "uid": uid, "fds": index})
-        msg = {"op": "start", "job": job, "limits": limits.for_child(deadline_s), "children": described}
+        msg = {"op": "start", "job": job, "slot": slot, "limits": limits.for_child(deadline_s), "children": described}
         reply = self._request(msg, sent)
         if not reply.get("ok"):
             raise SandboxError(f"could not start the sandboxed process: {reply.get('error')}")
@@ -306,7 +306,7 @@ class Sandbox:
                     fd_list.append((r if end == "r" else w) if name != "rpc" else (r if i == 0 else w))
                 spec.append((role, uids[i], fd_list))
             t0 = time.monotonic()
-            job = self._launch(spec, limits, deadline_s)
+            job = self._launch(spec, limits, deadline_s, slot)
             for fd in theirs:
                 os.close(fd)
             theirs = []
