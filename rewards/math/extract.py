@@ -108,12 +108,9 @@ def _delimited(s: str) -> str:
 def _statement(rest: str) -> str:
     rest = rest.lstrip(" \t:*=")
     rest = re.sub(r"^(?:is\b|:)\s*", "", rest).lstrip(" \t*:")
-    if rest.startswith("\n") or not rest.strip():
-        lines = [ln for ln in rest.split("\n") if ln.strip()]
-        rest = lines[0] if lines else ""
-    rest = rest.strip().lstrip("*").strip()
+    rest = rest.strip().lstrip("*").strip()  # the statement may start on the next line
     if rest.startswith(("$", "\\[", "\\(")):
-        return _delimited(rest).strip()
+        return _delimited(rest[:4000]).strip()
     line = rest.split("\n", 1)[0]
     line = _TAIL_NOISE.sub("", line)
     m = re.search(r"\.(?=\s|$)|[!?](?=\s|$)|,?\s+(?:because|since|as|which|so|when|where|given|if)\b", line)

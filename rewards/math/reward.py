@@ -2,7 +2,8 @@ r"""The ``math`` reward: does a completion's final answer equal the gold answer 
 
 Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be parsed is
 ``Score(None, "gold_unparseable")``, never 0), extract the completion's final answer
-(:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). Statuses:
+(:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). A gold that is
+well formed but outside the grammar (``\\overline{AB}``, ``3:2``) is compared as a normalized string. Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
 forms, where the answer came from and the reason for the verdict.
@@ -93,7 +94,9 @@ def verify(
     try:
         g = parse_answer(gold_s)
     except ParseError as e:
-        return Score.unscored("gold_unparseable", f"gold {gold_s[:200]!r} cannot be parsed: {e}", gold=gold_s[:500])
+        g = _raw_gold(gold_s)
+        if g is None:
+            return Score.unscored("gold_unparseable", f"gold {gold_s[:200]!r} cannot be parsed: {e}", gold=gold_s[:500])
     info: dict[str, Any] = {"gold": gold_s[:500], "gold_parsed": show(g)}
     ex = extract_answer(completion, strict=strict)
     info.update(extracted=ex.answer[:500] if ex.answer else None, source=ex.source)
@@ -117,7 +120,29 @@ def verify(
     return Score(value=1.0 if same else 0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
 
 
+def _raw_key(text: str) -> str | None:
+    try:
+        return re.sub(r"\s+", "", clean(text)).lower()
+    except NormalizeError:
+        return None
+
+
+def _raw_gold(gold: str) -> Text | None:
+    """A gold outside the grammar but well formed (balanced braces, some content) compares as a string."""
+    depth = 0
+    for c in gold:
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth < 0:
+            return None
+    key = _raw_key(gold) if len(gold) <= 300 else None
+    if depth != 0 or not key or not re.search(r"[A-Za-z0-9]", key):
+        return None
+    return Text(key, raw=True)
+
+
 def _parse_for(gold: Value, answer: str) -> Value:
+    if isinstance(gold, Text) and gold.raw:
+        return Text(_raw_key(answer) or "", raw=True)
     if isinstance(gold, Text) and gold.choice:
         letter = choice_letter(answer)
         if letter is not None:

@@ -100,6 +100,7 @@ class Text:
 
     s: str
     choice: bool = False
+    raw: bool = False  # a gold the grammar cannot read (``\\overline{AB}``, ``3:2``), compared as a string
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def show(v: Value | None) -> str | None:
     if isinstance(v, Based):
         return f"{v.digits}_{v.base}"
     if isinstance(v, Text):
-        return f"text:{v.s}" if not v.choice else f"choice:{v.s}"
+        return f"choice:{v.s}" if v.choice else f"{'raw' if v.raw else 'text'}:{v.s}"
     return _short(f"huge:{v.src}")
 
 
