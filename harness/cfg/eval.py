@@ -1,13 +1,46 @@
-"""The `eval` section of a run config (owned by the held-out evaluator)."""
+"""The `eval` section of a run config (owned by the held-out evaluator, :mod:`evals`).
+
+Sampling defaults follow DeepSeek-R1's reporting of avg@k ("pass@1"): temperature 0.6, top-p 0.95, k samples
+per prompt. ``max_new_tokens`` defaults to 1024; the evaluator warns when most completions hit it, because a limit
+that is too low silently zeroes scores.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
 
-__all__ = ["EvalSection"]
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EvalSection", "BackendName"]
+
+BackendName = Literal["hf", "vllm", "openai"]
 
 
 class EvalSection(BaseModel):
-    """Held-out evaluation settings; see evals/ for their meaning."""
+    """Held-out evaluation settings; command-line flags of ``harness eval`` override them."""
 
     model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(8, ge=1, description="samples per prompt; pass@k and maj@k are reported for every k' <= k")
+    backend: BackendName = "hf"
+    temperature: float = Field(0.6, ge=0.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    max_new_tokens: int = Field(1024, ge=1)
+    seed: int = 0
+    batch_size: int = Field(1, ge=1, description="prompts per generate call (hf); >1 is faster, and outputs then "
+                                                   "depend on which prompts share a batch")
+    success_reward: str | None = Field(None, description="reward judged for pass@k/maj@k; default: the first one")
+    success_threshold: float = Field(1.0, description="a sample succeeds when that reward is >= this")
+    ngram: int = Field(13, ge=1, description="n-gram size of the contamination check")
+    fail_on_overlap: bool = False
+    strict: bool = Field(False, description="a bad data row is an error instead of being skipped")
+    limit: int | None = Field(None, ge=1, description="evaluate only the first N prompts")
+    score_timeout: float | None = Field(None, gt=0, description="seconds per reward call (default: the scoring path's)")
+    workers: int | None = Field(None, ge=1, description="scoring worker processes")
+    device: str = Field("auto", description="hf: cpu, cuda, cuda:1 ... or auto")
+    base_url: str | None = Field(None, description="openai: server base URL, e.g. http://127.0.0.1:8000/v1")
+    model: str | None = Field(None, description="openai: model name sent to the server; vllm: model path override")
+    api_key_env: str = Field("OPENAI_API_KEY", description="openai: environment variable holding the API key")
+    concurrency: int = Field(4, ge=1, description="openai: requests in flight at once")
+    request_timeout: float = Field(120.0, gt=0, description="openai: seconds per request")
+    max_retries: int = Field(3, ge=0, description="openai: retries of a failed request, with exponential backoff")

@@ -1,0 +1,48 @@
+"""Build a generation backend by name from the eval settings; model libraries load only for the chosen one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evals.backends.base import Backend
+from evals.errors import BackendError
+from harness.cfg.eval import EvalSection
+
+__all__ = ["make_backend"]
+
+
+def make_backend(
+    name: str,
+    model_path: str | Path,
+    settings: EvalSection,
+    *,
+    chat_template: bool = True,
+    system_prompt: str | None = None,
+    tokenizer_path: str | None = None,
+    gguf_file: str | None = None,
+) -> Backend:
+    """The backend ``name`` (``hf``, ``vllm`` or ``openai``) for ``model_path``.
+
+    For ``openai`` the model path is not loaded: the server serves its own model (``settings.model`` names it).
+
+    Raises:
+        BackendError: an unknown name, or the backend cannot start (see each backend).
+    """
+    if name == "hf":
+        from evals.backends.hf import HFBackend
+
+        return HFBackend(model_path, tokenizer_path=tokenizer_path, device=settings.device, batch_size=settings.batch_size,
+                         chat_template=chat_template, system_prompt=system_prompt, gguf_file=gguf_file)
+    if name == "vllm":
+        from evals.backends.vllm import VLLMBackend
+
+        return VLLMBackend(settings.model or str(model_path), seed=settings.seed, chat_template=chat_template,
+                           system_prompt=system_prompt)
+    if name == "openai":
+        from evals.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(settings.base_url or "", model=settings.model, api_key_env=settings.api_key_env,
+                             concurrency=settings.concurrency, timeout=settings.request_timeout,
+                             max_retries=settings.max_retries, chat_template=chat_template,
+                             system_prompt=system_prompt)
+    raise BackendError(f"unknown backend {name!r}; expected hf, vllm or openai")

@@ -1,0 +1,142 @@
+"""The ``hf`` backend: batched sampling with transformers' ``generate``, deterministic for a fixed seed.
+
+Each generate call takes ``batch_size`` prompts (left-padded) and asks for ``k`` return sequences per prompt, so
+one call samples ``batch_size * k`` completions. Before each call the torch RNG is seeded with the first prompt's
+seed; with ``batch_size=1`` (the default) a prompt's completions therefore depend only on the run seed and the
+prompt id, not on which prompts ran before it, so a resumed evaluation reproduces an uninterrupted one.
+
+Not covered: tensor parallelism, quantized loading (except what ``from_pretrained`` does on its own), stopping
+strings other than the tokenizer's end-of-sequence tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+from evals.backends.base import Generation, PromptRequest, SamplingParams
+from evals.errors import BackendError
+from harness.data import render_prompt
+
+__all__ = ["HFBackend"]
+
+log = logging.getLogger(__name__)
+
+
+class HFBackend:
+    """Generate with a transformers causal LM loaded from a directory (a checkpoint) or a hub name.
+
+    Args:
+        model_path: a directory written by ``save_pretrained`` (or a name ``from_pretrained`` accepts).
+        tokenizer_path: where the tokenizer is, when not beside the weights.
+        device: ``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda``, ``cuda:1``...
+        dtype: ``auto``, ``float32``, ``bfloat16`` or ``float16``.
+        batch_size: prompts per generate call.
+        chat_template: apply the tokenizer's chat template (when it has one).
+        system_prompt: a system message put before each prompt.
+        gguf_file: a GGUF file inside ``model_path`` (dequantized on load; needs the gguf package).
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        tokenizer_path: str | Path | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 1,
+        chat_template: bool = True,
+        system_prompt: str | None = None,
+        gguf_file: str | None = None,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.model_path = str(model_path)
+        self.batch_size = max(1, int(batch_size))
+        self.chat_template = chat_template
+        self.system_prompt = system_prompt
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = device
+        kw: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+        torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path or model_path), **kw)
+            self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch_dtype, **kw)
+        except (OSError, ValueError) as e:
+            raise BackendError(f"hf backend: cannot load model/tokenizer from {self.model_path}: {e}") from None
+        self.model.to(device).eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._eos = self._eos_ids()
+
+    def _eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for src in (self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id):
+            if isinstance(src, int):
+                ids.add(src)
+            elif src:
+                ids.update(int(x) for x in src)
+        return ids
+
+    def render(self, request: PromptRequest) -> str:
+        """The prompt text given to the model (chat template applied when enabled and available)."""
+        return render_prompt(request.prompt, self.tokenizer, chat_template=self.chat_template,
+                             system_prompt=self.system_prompt)
+
+    def generate(self, requests: Sequence[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:
+        """``k`` completions per request, ``batch_size`` requests per generate call."""
+        out: list[list[Generation]] = []
+        for i in range(0, len(requests), self.batch_size):
+            out.extend(self._generate_batch(list(requests[i : i + self.batch_size]), k, params))
+        return out
+
+    def _generate_batch(self, batch: list[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:
+        import torch
+
+        texts = [self.render(r) for r in batch]
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        sample = params.temperature > 0
+        gen_kw: dict[str, Any] = {"do_sample": sample, "max_new_tokens": params.max_new_tokens,
+                                  "num_return_sequences": k, "pad_token_id": self.tokenizer.pad_token_id}
+        if sample:
+            gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
+        else:
+            gen_kw.update(temperature=None, top_p=None, top_k=None)
+        torch.manual_seed(batch[0].seed)
+        with torch.inference_mode():
+            seqs = self.model.generate(**enc, **gen_kw)
+        new = seqs[:, enc["input_ids"].shape[1] :].tolist()  # (len(batch) * k, <= max_new_tokens)
+        gens = [self._to_generation(row, params.max_new_tokens) for row in new]
+        return [gens[j * k : (j + 1) * k] for j in range(len(batch))]
+
+    def _to_generation(self, row: list[int], limit: int) -> Generation:
+        pad = self.tokenizer.pad_token_id
+        for n, tok in enumerate(row):
+            if tok in self._eos:
+                return Generation(self.tokenizer.decode(row[:n], skip_special_tokens=True), "stop", n + 1)
+        while row and row[-1] == pad and pad not in self._eos:
+            row = row[:-1]
+        reason = "length" if len(row) >= limit else "stop"
+        return Generation(self.tokenizer.decode(row, skip_special_tokens=True), reason, len(row))
+
+    def describe(self) -> dict[str, Any]:
+        """Model path, device, dtype, batch size and chat settings."""
+        return {
+            "backend": self.name,
+            "model": self.model_path,
+            "device": self.device,
+            "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
+            "batch_size": self.batch_size,
+            "chat_template": bool(self.chat_template and getattr(self.tokenizer, "chat_template", None)),
+            "system_prompt": self.system_prompt,
+        }
+
+    def close(self) -> None:
+        """Drop the model (frees GPU memory when there is one)."""
+        self.model = None  # type: ignore[assignment]

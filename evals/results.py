@@ -1,0 +1,147 @@
+"""Turn an evaluation's per-completion records into ``results.json`` and a console table.
+
+A record is one line of ``samples.jsonl`` (see :mod:`evals.outputs`). :func:`build_results` computes, from the
+records alone, the per-reward summaries, the weighted total, pass@k / avg@k / maj@k on the success reward, and
+the share of completions that hit the token limit; the caller adds the run's identity (checkpoint, dataset,
+sampling, versions). :func:`format_table` prints the numbers people compare.
+
+Pure functions except :func:`package_versions`, which reads installed package metadata.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import platform
+from typing import Any, Mapping, Sequence
+
+from evals.metrics import mean_and_stderr, prompt_metrics, reward_summary
+from harness.types import RewardSpec, Score
+
+__all__ = ["build_results", "format_table", "package_versions", "TRUNCATION_WARN_FRAC", "flat_metrics"]
+
+#: Warn when more than this share of completions stopped at the token limit.
+TRUNCATION_WARN_FRAC = 0.5
+
+_PACKAGES = ("grpo-harness", "torch", "transformers", "datasets", "vllm", "math-verify", "pydantic", "numpy")
+
+
+def package_versions() -> dict[str, str | None]:
+    """Python and the installed versions of the packages that can change a score (None when not installed)."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _scores(records: Sequence[Mapping[str, Any]], name: str) -> list[Score]:
+    out = []
+    for r in records:
+        raw = (r.get("scores") or {}).get(name)
+        out.append(Score.model_validate(raw) if raw is not None else Score.unscored("error", "no score recorded"))
+    return out
+
+
+def build_results(
+    records: Sequence[Mapping[str, Any]],
+    specs: Sequence[RewardSpec],
+    *,
+    k: int,
+    success_reward: str,
+    threshold: float,
+) -> dict[str, Any]:
+    """Metrics of an evaluation from its records (every completion of every prompt, in any order).
+
+    Returns:
+        ``{"rewards": {name: summary}, "total": {...}, "success": {...}, "pass@k": {...}, "avg@k": {...},
+        "maj@k": {...}, "completions": {...}}``; ``pass@k`` and ``maj@k`` are keyed by the string ``str(k)``.
+    """
+    ordered = sorted(records, key=lambda r: (str(r["prompt_id"]), int(r["sample_index"])))
+    rewards: dict[str, Any] = {}
+    for spec in specs:
+        rewards[spec.name] = {"weight": spec.weight, "params": dict(spec.params), **reward_summary(_scores(ordered, spec.name))}
+    total_mean, total_se, total_n = mean_and_stderr(r.get("total") for r in ordered)
+    groups: dict[str, list[Score]] = {}
+    for r, s in zip(ordered, _scores(ordered, success_reward)):
+        groups.setdefault(str(r["prompt_id"]), []).append(s)
+    pm = prompt_metrics(groups, k=k, threshold=threshold)
+    finish = [r.get("finish_reason") for r in ordered]
+    tokens = [r.get("tokens") for r in ordered if isinstance(r.get("tokens"), int)]
+    truncated = sum(f == "length" for f in finish) / len(finish) if finish else 0.0
+    return {
+        "rewards": rewards,
+        "total": {"mean": total_mean, "stderr": total_se, "scored": total_n},
+        "success": {"reward": success_reward, "threshold": threshold},
+        "prompts": pm["prompts"],
+        "pass@k": {str(j): v for j, v in pm["pass@k"].items()},
+        "avg@k": pm["avg@k"],
+        "maj@k": {str(j): v for j, v in pm["maj@k"].items()},
+        "completions": {
+            "count": len(ordered),
+            "truncated_frac": truncated,
+            "errors": sum(f == "error" for f in finish),
+            "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
+        },
+    }
+
+
+def flat_metrics(results: Mapping[str, Any]) -> dict[str, float]:
+    """The headline numbers as a flat ``name -> float`` map (for spans and logs); None values are left out."""
+    out: dict[str, float] = {}
+    for j, v in results.get("pass@k", {}).items():
+        if v.get("value") is not None:
+            out[f"pass@{j}"] = float(v["value"])
+    for j, v in results.get("maj@k", {}).items():
+        if v.get("value") is not None:
+            out[f"maj@{j}"] = float(v["value"])
+    avg = results.get("avg@k", {})
+    if avg.get("value") is not None:
+        out[f"avg@{avg.get('k')}"] = float(avg["value"])
+    if results.get("total", {}).get("mean") is not None:
+        out["total/mean"] = float(results["total"]["mean"])
+    out["completions/truncated_frac"] = float(results.get("completions", {}).get("truncated_frac") or 0.0)
+    return out
+
+
+def _fmt(v: float | None, se: float | None = None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4f}" if se is None else f"{v:.4f} ± {se:.4f}"
+
+
+def _headline_ks(k: int) -> list[int]:
+    ks = [1]
+    while ks[-1] * 2 <= k:
+        ks.append(ks[-1] * 2)
+    if ks[-1] != k:
+        ks.append(k)
+    return ks
+
+
+def format_table(results: Mapping[str, Any]) -> str:
+    """A plain-text summary: one row per reward (mean ± stderr, scored/count, statuses), then pass@k and maj@k."""
+    rows = [("reward", "weight", "mean ± stderr", "scored", "statuses")]
+    for name, r in results.get("rewards", {}).items():
+        statuses = ", ".join(f"{s}={n}" for s, n in r.get("statuses", {}).items())
+        rows.append((name, f"{r.get('weight', 1.0):g}", _fmt(r.get("mean"), r.get("stderr")),
+                     f"{r.get('scored')}/{r.get('count')}", statuses))
+    total = results.get("total", {})
+    rows.append(("total", "", _fmt(total.get("mean"), total.get("stderr")), str(total.get("scored", "")), ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    succ = results.get("success", {})
+    k = int(results.get("k") or results.get("avg@k", {}).get("k") or 1)
+    lines.append("")
+    lines.append(f"success: {succ.get('reward')} >= {succ.get('threshold')}   prompts: {results.get('prompts')}")
+    for label in ("pass@k", "maj@k"):
+        parts = []
+        for j in _headline_ks(k):
+            v = results.get(label, {}).get(str(j), {})
+            parts.append(f"{label[:-1]}{j}={_fmt(v.get('value'), v.get('stderr'))}")
+        lines.append("  ".join(parts))
+    avg = results.get("avg@k", {})
+    lines.append(f"avg@{avg.get('k')}={_fmt(avg.get('value'), avg.get('stderr'))}   "
+                 f"truncated: {100 * (results.get('completions', {}).get('truncated_frac') or 0):.1f}%")
+    return "\n".join(lines)

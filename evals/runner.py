@@ -1,0 +1,301 @@
+"""Evaluate a checkpoint on held-out prompts with the training rewards: :func:`evaluate`.
+
+The flow: resolve the checkpoint (its step, run config, span context) -> load the held-out set
+(:func:`harness.data.load_samples`) -> check it against the run's training prompts
+(:func:`harness.contamination.check_contamination`) -> open the output directory (resuming finished prompts) ->
+for each batch of prompts, sample ``k`` completions with the backend while the previous batch is scored by
+:class:`harness.scoring.ScoringSession` (the same scoring path, and by default the same reward specs, as training)
+-> append the scored completions to ``samples.jsonl`` -> compute metrics from every record -> write
+``results.json`` atomically -> record an ``eval.checkpoint`` span linked to the checkpoint's training step.
+
+This module does not train, does not pick checkpoints to watch (see :mod:`evals.cli`) and does not print
+(it logs; the CLI prints the table).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from evals.backends import Backend, PromptRequest, SamplingParams, make_backend, prompt_seed
+from evals.checkpoint import CheckpointInfo, resolve_checkpoint
+from evals.errors import ContaminationError, EvalError
+from evals.outputs import EvalOutput, read_records
+from evals.results import TRUNCATION_WARN_FRAC, build_results, flat_metrics, format_table, package_versions
+from harness.cfg.common import FieldMap
+from harness.cfg.eval import BackendName, EvalSection
+from harness.contamination import check_contamination
+from harness.data import LoadResult, load_samples
+from harness.errors import DataError
+from harness.scoring import ScoringSession, weighted_total
+from harness.types import RewardSpec, Sample
+
+__all__ = ["evaluate", "EvalResult", "resolve_specs"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalResult:
+    """What :func:`evaluate` returns: the content of ``results.json`` and where it was written."""
+
+    results: dict[str, Any]
+    output_dir: Path
+
+    @property
+    def pass_at_k(self) -> dict[int, float | None]:
+        """pass@k for every k, on the success reward."""
+        return {int(j): v["value"] for j, v in self.results["pass@k"].items()}
+
+    @property
+    def maj_at_k(self) -> dict[int, float | None]:
+        """maj@k for every k, on the success reward."""
+        return {int(j): v["value"] for j, v in self.results["maj@k"].items()}
+
+    def reward_mean(self, name: str) -> float | None:
+        """Mean of reward ``name`` over scored completions."""
+        return self.results["rewards"][name]["mean"]
+
+    def table(self) -> str:
+        """The console summary table."""
+        return format_table(self.results)
+
+
+def resolve_specs(
+    specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None, info: CheckpointInfo
+) -> list[RewardSpec]:
+    """The reward specs to use: ``specs`` when given, else those saved in the checkpoint's run config."""
+    if specs:
+        out = [s if isinstance(s, RewardSpec) else RewardSpec(name=s) if isinstance(s, str) else RewardSpec.model_validate(dict(s))
+               for s in specs]
+    elif info.config is not None and info.config.rewards:
+        out = list(info.config.rewards)
+    else:
+        raise EvalError(f"{info.path}: no rewards to score with: no config.yaml with rewards is saved with this "
+                        "checkpoint or its run; pass them (--reward NAME[=WEIGHT])")
+    return out
+
+
+def _success_reward(specs: Sequence[RewardSpec], settings: EvalSection) -> str:
+    names = [s.name for s in specs]
+    if settings.success_reward is not None:
+        if settings.success_reward not in names:
+            raise EvalError(f"success reward {settings.success_reward!r} is not among the rewards {names}")
+        return settings.success_reward
+    weighted = [s.name for s in specs if s.weight != 0]
+    return (weighted or names)[0]
+
+
+def _contamination(held: LoadResult, info: CheckpointInfo, train_data: str | None, fields: FieldMap,
+                   settings: EvalSection) -> dict[str, Any]:
+    source = train_data or (info.config.data.train if info.config else None)
+    if not source:
+        return {"checked": False, "reason": "no training data source (run config data.train) to compare with"}
+    try:
+        train = load_samples(source, fields)
+    except DataError as e:
+        log.warning("contamination check skipped: %s", e)
+        return {"checked": False, "reason": str(e)}
+    report = check_contamination(held.samples, train.samples, n=settings.ngram)
+    (log.warning if report.overlap else log.info)("%s", report.summary())
+    if report.overlap and settings.fail_on_overlap:
+        ex = "; ".join(f"{e['heldout_id']} ~ {e['train_id']} ({e['kind']})" for e in report.examples)
+        raise ContaminationError(f"{report.summary()}; examples: {ex}")
+    return {"checked": True, "train_source": source, **report.to_dict()}
+
+
+def _settings(info: CheckpointInfo, settings: EvalSection | None, k: int | None, backend: Any) -> EvalSection:
+    base = settings or (info.config.eval if info.config is not None else EvalSection())
+    update: dict[str, Any] = {}
+    if k is not None:
+        update["k"] = k
+    if isinstance(backend, str):
+        update["backend"] = backend
+    return EvalSection.model_validate({**base.model_dump(), **update}) if update else base
+
+
+def _records(chunk: Sequence[Sample], gens: Sequence[Sequence[Any]], result: Any, specs: Sequence[RewardSpec],
+             seeds: Sequence[int], k: int) -> list[dict[str, Any]]:
+    out = []
+    for i, sample in enumerate(chunk):
+        for j in range(k):
+            row = result.row(i * k + j)
+            g = gens[i][j]
+            out.append({
+                "prompt_id": sample.id, "sample_index": j, "seed": seeds[i], "prompt": sample.prompt,
+                "answer": sample.answer, "completion": g.text, "finish_reason": g.finish_reason, "tokens": g.tokens,
+                "scores": {n: s.model_dump(mode="json") for n, s in row.items()},
+                "total": weighted_total(row, specs),
+            })
+    return out
+
+
+def _generate_and_score(backend: Backend, todo: Sequence[Sample], specs: Sequence[RewardSpec], settings: EvalSection,
+                        params: SamplingParams, output: EvalOutput, progress: bool) -> dict[str, float]:
+    """Sample and score every prompt in ``todo``, appending records batch by batch; returns timings."""
+    k, step = settings.k, max(1, settings.batch_size)
+    timing = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc="prompts", unit="prompt")
+    session = ScoringSession(specs, timeout=settings.score_timeout, workers=settings.workers)
+    pending: tuple[Any, ...] | None = None
+
+    def collect(p: tuple[Any, ...]) -> None:
+        handle, chunk, gens, seeds = p
+        t0 = time.perf_counter()
+        result = handle.result()
+        timing["score_wait_s"] += time.perf_counter() - t0
+        timing["score_call_s"] += sum(sum(v) for v in result.latency_s.values())
+        output.append(_records(chunk, gens, result, specs, seeds, k))
+        if bar is not None:
+            bar.update(len(chunk))
+
+    try:
+        for start in range(0, len(todo), step):
+            chunk = list(todo[start : start + step])
+            seeds = [prompt_seed(params.seed, s.id) for s in chunk]
+            t0 = time.perf_counter()
+            gens = backend.generate([PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds)], k, params)
+            timing["generate_s"] += time.perf_counter() - t0
+            handle = session.submit([s for s in chunk for _ in range(k)], [g.text for row in gens for g in row])
+            if pending is not None:
+                collect(pending)  # score batch i while batch i+1 was generated
+            pending = (handle, chunk, gens, seeds)
+        if pending is not None:
+            collect(pending)
+    finally:
+        session.close()
+        if bar is not None:
+            bar.close()
+    return timing
+
+
+def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any]) -> bool:
+    if info.run_dir is None or info.step is None:
+        return False
+    from harness.telemetry import RunTelemetry
+
+    tel = RunTelemetry.start(info.run_dir, info.run_id or info.run_dir.name, info.config.telemetry if info.config else None)
+    try:
+        with tel.eval_checkpoint(info.step, info.telemetry_ctx) as ev:
+            ev.set_metrics(flat_metrics(results))
+            for name, r in results["rewards"].items():
+                extra = {"stderr": r["stderr"], "scored": r["scored"], "count": r["count"]}
+                ev.record_reward(name, r["mean"], {key: v for key, v in extra.items() if v is not None})
+    finally:
+        tel.shutdown()
+    return True
+
+
+def evaluate(
+    checkpoint: str | Path,
+    data: str | Path | None = None,
+    specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None = None,
+    *,
+    k: int | None = None,
+    backend: BackendName | Backend | None = None,
+    settings: EvalSection | None = None,
+    output_dir: str | Path | None = None,
+    resume: bool = True,
+    fields: FieldMap | None = None,
+    chat_template: bool | None = None,
+    system_prompt: str | None = None,
+    train_data: str | None = None,
+    telemetry: bool = True,
+    progress: bool = False,
+) -> EvalResult:
+    """Score ``k`` samples per held-out prompt from ``checkpoint`` with the run's rewards; write results.json.
+
+    Args:
+        checkpoint: a checkpoint directory (``runs/<id>/checkpoints/step-N`` or any ``save_pretrained`` dir).
+        data: the held-out set (see :func:`harness.data.load_samples`); default: the run config's data.heldout.
+        specs: reward specs; default: those saved in the run config (the training rewards).
+        k: samples per prompt (overrides ``settings.k``).
+        backend: ``hf``, ``vllm``, ``openai`` or a ready :class:`~evals.backends.Backend` object.
+        settings: eval settings; default: the run config's ``eval`` section, else the defaults.
+        output_dir: default ``<run>/eval/<checkpoint name>``.
+        resume: keep finished prompts found in ``output_dir`` (False starts over).
+        fields, chat_template, system_prompt: default to the run config's data section.
+        train_data: training prompts for the contamination check; default: the run config's data.train.
+        telemetry: record an ``eval.checkpoint`` span in the run's traces (when the checkpoint is in a run).
+        progress: show progress bars.
+
+    Raises:
+        EvalError: no data or rewards; ContaminationError with ``fail_on_overlap``; BackendError when the model or
+            server is unavailable; ResumeError when ``output_dir`` holds an evaluation with other settings;
+            harness.errors.DataError for unreadable data (or a bad row with ``settings.strict``).
+    """
+    started = datetime.now(timezone.utc)
+    info = resolve_checkpoint(checkpoint)
+    cfg = _settings(info, settings, k, backend)
+    reward_specs = resolve_specs(specs, info)
+    success = _success_reward(reward_specs, cfg)
+    data_cfg = info.config.data if info.config else None
+    source = str(data) if data is not None else (data_cfg.heldout if data_cfg else None)
+    if not source:
+        raise EvalError("no held-out data: pass --data SOURCE (or set data.heldout in the run config)")
+    fmap = fields or (data_cfg.fields if data_cfg else FieldMap())
+    use_chat = chat_template if chat_template is not None else (data_cfg.chat_template if data_cfg else True)
+    system = system_prompt if system_prompt is not None else (data_cfg.system_prompt if data_cfg else None)
+    held = load_samples(source, fmap, strict=cfg.strict, limit=cfg.limit)
+    if not held.samples:
+        raise EvalError(f"{source}: no usable prompts ({len(held.errors)} bad rows)")
+    contamination = _contamination(held, info, train_data, fmap, cfg)
+    params = SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed)
+    log.info("sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d", cfg.k, params.temperature,
+             params.top_p, params.max_new_tokens, params.seed)
+    model_id = str(Path(checkpoint).resolve()) if cfg.backend != "openai" else (cfg.base_url, cfg.model)
+    identity = {"dataset_fingerprint": held.fingerprint, "k": cfg.k, "sampling": params.to_dict(),
+                "rewards": [s.model_dump() for s in reward_specs], "backend": cfg.backend, "model": model_id,
+                "chat_template": use_chat, "system_prompt": system}
+    output = EvalOutput(Path(output_dir) if output_dir else info.default_output, identity, cfg.k)
+    finished = output.open(resume=resume)
+    todo = [s for s in held.samples if s.id not in finished]
+    owned = backend is None or isinstance(backend, str)  # a Backend object passed in stays the caller's to close
+    be: Backend | None = None
+    timing: dict[str, float] = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
+    t0 = time.perf_counter()
+    try:
+        if todo:
+            be = make_backend(cfg.backend, info.path, cfg, chat_template=use_chat, system_prompt=system) if owned else backend  # type: ignore[assignment]
+            timing = _generate_and_score(be, todo, reward_specs, cfg, params, output, progress)  # type: ignore[arg-type]
+        describe = be.describe() if be is not None else {"backend": cfg.backend, "model": model_id}
+    finally:
+        if owned and be is not None:
+            be.close()
+    wall = time.perf_counter() - t0
+    ids = {s.id for s in held.samples}
+    latest = {(str(r["prompt_id"]), int(r["sample_index"])): r for r in read_records(output.samples_path)[0]}
+    records = [r for key, r in latest.items() if key[0] in ids]  # a redone partial prompt: its last records win
+    metrics = build_results(records, reward_specs, k=cfg.k, success_reward=success, threshold=cfg.success_threshold)
+    trunc = metrics["completions"]["truncated_frac"]
+    if trunc > TRUNCATION_WARN_FRAC:
+        log.warning("%.0f%% of completions hit max_new_tokens=%d: scores are likely cut short; raise the limit",
+                    100 * trunc, params.max_new_tokens)
+    results = {
+        "checkpoint": str(info.path), "step": info.step, "run_id": info.run_id, "k": cfg.k,
+        **metrics,
+        "dataset": {"source": source, "fingerprint": held.fingerprint, "prompts": len(held.samples),
+                    "skipped_rows": len(held.errors), "row_errors": [str(e) for e in held.errors[:20]],
+                    "fields": fmap.model_dump(), "chat_template": use_chat, "system_prompt": system},
+        "sampling": params.to_dict(),
+        "seeds": {"run_seed": params.seed, "per_prompt": "sha256(run_seed, prompt id) -> 31 bits; openai adds the sample index"},
+        "truncation_warning": trunc > TRUNCATION_WARN_FRAC,
+        "backend": describe,
+        "contamination": contamination,
+        "timing": {"wall_s": wall, **timing, "prompts_generated": len(todo), "prompts_resumed": len(held.samples) - len(todo)},
+        "versions": package_versions(),
+        "started": started.isoformat(), "finished": datetime.now(timezone.utc).isoformat(),
+    }
+    output.write_results(results)
+    if telemetry:
+        results_linked = _record_telemetry(info, results)
+        log.debug("eval span recorded: %s", results_linked)
+    return EvalResult(results=results, output_dir=output.dir)

@@ -1,0 +1,134 @@
+"""evals.evaluate with the hf backend on a tiny random-init model (see conftest), real scoring workers."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from evals import evaluate
+from evals.errors import ContaminationError, EvalError, ResumeError
+from harness.errors import DataError
+from harness.telemetry import iter_spans
+
+from conftest import HELDOUT, TRAIN, write_jsonl
+
+
+def _ckpt(run: Path) -> Path:
+    return run / "checkpoints" / "step-000004"
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_rewards_come_from_the_saved_config_and_metrics_match_the_samples(run_dir: Path) -> None:
+    res = evaluate(_ckpt(run_dir))
+    out = run_dir / "eval" / "step-000004"
+    assert res.output_dir == out
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["step"] == 4 and saved["run_id"] == "r1" and saved["k"] == 4
+    assert list(saved["rewards"]) == ["evals_contains_answer", "evals_length"]  # the training rewards
+    assert saved["rewards"]["evals_length"]["weight"] == 0.0
+    assert saved["success"] == {"reward": "evals_contains_answer", "threshold": 1.0}
+    assert set(saved["pass@k"]) == {"1", "2", "3", "4"} and set(saved["maj@k"]) == {"1", "2", "3", "4"}
+    assert saved["sampling"] == {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 12, "seed": 0}
+    assert saved["versions"]["torch"] and saved["dataset"]["fingerprint"]
+    samples = _lines(out / "samples.jsonl")
+    assert len(samples) == len(HELDOUT) * 4
+    # the reward mean and pass@1 in results.json are what the per-sample scores say
+    vals = [s["scores"]["evals_contains_answer"]["value"] for s in samples]
+    assert saved["rewards"]["evals_contains_answer"]["mean"] == pytest.approx(sum(vals) / len(vals))
+    assert saved["pass@k"]["1"]["value"] == pytest.approx(sum(v >= 1.0 for v in vals) / len(vals))
+    lengths = [s["scores"]["evals_length"]["value"] for s in samples]
+    assert lengths == [pytest.approx(len(s["completion"]) / 10.0) for s in samples]
+    assert all(s["total"] == s["scores"]["evals_contains_answer"]["value"] for s in samples)  # weight 0 left out
+    assert saved["contamination"]["checked"] and saved["contamination"]["exact"] == 0
+    assert "evals_contains_answer" in res.table() and "pass@1=" in res.table()
+
+
+def test_same_seed_same_completions_other_seed_differs(run_dir: Path, tmp_path: Path) -> None:
+    a = evaluate(_ckpt(run_dir), output_dir=tmp_path / "a", telemetry=False)
+    b = evaluate(_ckpt(run_dir), output_dir=tmp_path / "b", telemetry=False)
+    ca = [s["completion"] for s in _lines(a.output_dir / "samples.jsonl")]
+    cb = [s["completion"] for s in _lines(b.output_dir / "samples.jsonl")]
+    assert ca == cb and len(set(ca)) > 1
+    from harness.cfg.eval import EvalSection
+
+    c = evaluate(_ckpt(run_dir), output_dir=tmp_path / "c", telemetry=False,
+                 settings=EvalSection(k=4, temperature=1.0, top_p=1.0, max_new_tokens=12, seed=1, workers=2))
+    assert [s["completion"] for s in _lines(c.output_dir / "samples.jsonl")] != ca
+
+
+def test_eval_span_links_to_the_training_step(run_dir: Path) -> None:
+    evaluate(_ckpt(run_dir))
+    spans = list(iter_spans(run_dir / "traces.jsonl"))
+    train = next(s for s in spans if s["name"] == "train.step")
+    ev = next(s for s in spans if s["name"] == "eval.checkpoint")
+    assert any(link["span_id"] == train["span_id"] for link in ev.get("links", []))
+    rew = next(s for s in spans if s["name"] == "eval.reward/evals_contains_answer")
+    assert rew["attributes"]["harness.reward.train_mean"] == pytest.approx(0.75)
+    assert "harness.reward.heldout" in rew["attributes"]
+
+
+def test_contamination_reported_and_fail_on_overlap(run_dir: Path, tmp_path: Path) -> None:
+    leaked = write_jsonl(tmp_path / "leaky.jsonl", HELDOUT[:3] + [dict(TRAIN[0], id="leak")])
+    res = evaluate(_ckpt(run_dir), leaked, output_dir=tmp_path / "o", telemetry=False)
+    c = res.results["contamination"]
+    assert c["exact"] == 1 and c["exact_ids"] == ["leak"] and c["examples"][0]["train_id"] == "t0"
+    from harness.cfg.eval import EvalSection
+
+    with pytest.raises(ContaminationError, match="1/4 held-out prompts exactly"):
+        evaluate(_ckpt(run_dir), leaked, output_dir=tmp_path / "o2", telemetry=False,
+                 settings=EvalSection(k=2, max_new_tokens=4, fail_on_overlap=True))
+    assert not (tmp_path / "o2" / "samples.jsonl").exists()  # failed before generating anything
+
+
+def test_bad_rows_skipped_and_recorded_strict_raises(run_dir: Path, tmp_path: Path) -> None:
+    p = tmp_path / "bad.jsonl"
+    p.write_text(json.dumps(HELDOUT[0]) + "\n" + json.dumps({"id": "x", "answer": "1"}) + "\n{oops\n")
+    res = evaluate(_ckpt(run_dir), p, output_dir=tmp_path / "o", telemetry=False, k=2)
+    ds = res.results["dataset"]
+    assert ds["prompts"] == 1 and ds["skipped_rows"] == 2
+    assert ds["row_errors"][0] == f"{p}:2: prompt: missing prompt column"
+    from harness.cfg.eval import EvalSection
+
+    with pytest.raises(DataError, match="bad.jsonl:2"):
+        evaluate(_ckpt(run_dir), p, output_dir=tmp_path / "o3", telemetry=False, settings=EvalSection(strict=True))
+
+
+def test_truncation_warning(run_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from harness.cfg.eval import EvalSection
+
+    with caplog.at_level(logging.WARNING, logger="evals.runner"):
+        res = evaluate(_ckpt(run_dir), output_dir=tmp_path / "o", telemetry=False,
+                       settings=EvalSection(k=2, temperature=1.0, top_p=1.0, max_new_tokens=2, workers=2))
+    assert res.results["completions"]["truncated_frac"] > 0.5 and res.results["truncation_warning"]
+    assert any("hit max_new_tokens=2" in r.getMessage() for r in caplog.records)
+
+
+def test_resume_with_other_settings_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    evaluate(_ckpt(run_dir), output_dir=tmp_path / "o", telemetry=False, k=2)
+    with pytest.raises(ResumeError, match="differs in: k"):
+        evaluate(_ckpt(run_dir), output_dir=tmp_path / "o", telemetry=False, k=3)
+    res = evaluate(_ckpt(run_dir), output_dir=tmp_path / "o", telemetry=False, k=3, resume=False)
+    assert res.results["k"] == 3
+
+
+def test_missing_rewards_and_data_are_clear_errors(tiny_model_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(EvalError, match="no rewards to score with"):
+        evaluate(tiny_model_dir, tmp_path / "x.jsonl")
+    with pytest.raises(EvalError, match="no held-out data"):
+        evaluate(tiny_model_dir, None, ["evals_length"])
+    with pytest.raises(EvalError, match="checkpoint directory not found"):
+        evaluate(tmp_path / "nope", None, ["evals_length"])
+
+
+def test_plain_model_dir_with_explicit_rewards(tiny_model_dir: Path, tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "h.jsonl", HELDOUT[:2])
+    res = evaluate(tiny_model_dir, data, ["evals_length"], k=2, output_dir=tmp_path / "o", chat_template=False)
+    assert res.results["step"] is None and res.results["contamination"]["checked"] is False
+    assert res.results["backend"]["chat_template"] is False
+    assert res.results["success"]["reward"] == "evals_length"
