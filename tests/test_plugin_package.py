@@ -32,11 +32,28 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = work / "src"
     shutil.copytree(PLUGIN_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     site = work / "site"
+    _pip_target(src, site)
+    assert list(site.glob("grpo_harness_example_plugin-0.1.0.dist-info")), sorted(p.name for p in site.iterdir())
+    return site
+
+
+def _make_dist(root: Path, dist: str, module: str, entry: str, source: str) -> Path:
+    """Write a one-module distribution registering ``entry`` in ``grpo_harness.rewards``; return its directory."""
+    src = root / dist
+    (src / module).mkdir(parents=True)
+    (src / module / "__init__.py").write_text(source)
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'[project]\nname = "{dist}"\nversion = "0.0.1"\n'
+        f'[project.entry-points."grpo_harness.rewards"]\n{entry} = "{module}"\n'
+    )
+    return src
+
+
+def _pip_target(src: Path, site: Path) -> None:
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
     proc = subprocess.run([*cmd, "--target", str(site), str(src)], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, f"pip install failed:\n{proc.stdout}\n{proc.stderr}"
-    assert list(site.glob("grpo_harness_example_plugin-0.1.0.dist-info")), sorted(p.name for p in site.iterdir())
-    return site
 
 
 def _harness(args: list[str], site: Path | None, **env_extra: str) -> subprocess.CompletedProcess[str]:
@@ -109,3 +126,27 @@ def test_unknown_plugin_parameter_fails_with_the_accepted_ones(plugin_site: Path
     proc = _harness([*args, "--input", str(inp), "--output", str(tmp_path / "out.jsonl")], plugin_site)
     assert proc.returncode != 0
     assert "bonsu" in proc.stderr and "bonus: float = 0.1" in proc.stderr
+
+
+def test_a_broken_plugin_is_a_warning_and_a_duplicate_names_both_origins(plugin_site: Path, tmp_path: Path) -> None:
+    broken = _make_dist(tmp_path, "broken-plugin", "broken_plugin", "broken_reward", "raise ImportError('no numpyy')\n")
+    dup_source = (
+        "from harness import Score, reward\n\n"
+        "@reward('keyword_bonus')\n"
+        "def keyword_bonus():\n"
+        "    return lambda sample, completion: Score(value=0.0)\n"
+    )
+    dup = _make_dist(tmp_path, "copycat-plugin", "copycat_plugin", "keyword_bonus", dup_source)
+    site_broken, site_dup = tmp_path / "site-broken", tmp_path / "site-dup"
+    _pip_target(broken, site_broken)
+    _pip_target(dup, site_dup)
+
+    listing = _harness(["rewards", "list"], plugin_site, PYTHONPATH=f"{plugin_site}{os.pathsep}{site_broken}")
+    assert listing.returncode == 0, listing.stderr
+    assert "keyword_bonus" in listing.stdout.splitlines()  # the healthy plugin still loads
+    assert "broken-plugin 0.0.1" in listing.stderr and "no numpyy" in listing.stderr
+
+    clash = _harness(["rewards", "list"], plugin_site, PYTHONPATH=f"{plugin_site}{os.pathsep}{site_dup}")
+    assert "grpo-harness-example-plugin 0.1.0" in clash.stderr and "copycat-plugin 0.0.1" in clash.stderr
+    if clash.returncode == 0:  # listed anyway: the first registration must have been kept, not replaced
+        assert "grpo-harness-example-plugin 0.1.0" in _block(clash.stdout, "keyword_bonus")
