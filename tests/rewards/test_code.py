@@ -1,0 +1,154 @@
+"""The ``code`` reward: code extraction, test formats, statuses, partial credit and the isolation floor.
+
+Runs real code in the real sandbox; the one stub replaces the isolation report to check the refusal path.
+"""
+
+from __future__ import annotations
+
+import doctest
+import json
+
+import pytest
+
+import rewards.code as code_mod
+from harness import Sample, get_reward
+from rewards.code import extract_code, outputs_match, parse_tests
+from sandbox import IsolationReport
+
+
+@pytest.fixture(scope="module")
+def fn():
+    return get_reward("code", timeout=2.0)
+
+
+def test_module_doctests_run():
+    result = doctest.testmod(code_mod)
+    assert result.failed == 0 and result.attempted >= 4
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("```python\na = 1\n```", "a = 1\n"),
+        ("text\n```py\nfirst\n```\nmore\n```\nsecond\n```\nend", "second\n"),
+        ("no fences at all", "no fences at all"),
+        ("```python\nunclosed = True\n", "unclosed = True\n"),
+        ("```\nclosed\n```\n```python\nopen_tail\n", "open_tail\n"),
+    ],
+)
+def test_extract_code(completion, expected):
+    assert extract_code(completion) == expected
+
+
+def test_parse_tests_shapes():
+    assert parse_tests("assert f() == 1") == ("python", "assert f() == 1")
+    assert parse_tests(["assert f() == 1", "assert g() == 2"]) == ("python", "assert f() == 1\nassert g() == 2")
+    assert parse_tests([{"input": "1", "output": "2"}]) == ("stdio", [("1", "2")])
+    assert parse_tests({"inputs": ["a", "b"], "outputs": ["c", "d"]}) == ("stdio", [("a", "c"), ("b", "d")])
+    assert parse_tests(json.dumps([{"input": "x", "output": "y"}])) == ("stdio", [("x", "y")])
+
+
+@pytest.mark.parametrize("bad", [None, 3, [], [{"input": 1, "output": "x"}], {"inputs": ["a"], "outputs": []}, "  "])
+def test_parse_tests_rejects_bad_shapes_with_a_reason(bad):
+    with pytest.raises(ValueError, match="tests"):
+        parse_tests(bad)
+
+
+def test_outputs_match_compares_every_line():
+    assert outputs_match("a \nb\n\n", "a\nb")
+    assert outputs_match("x\r\ny\r\n", "x\ny\n")
+    assert not outputs_match("a\n", "a\nb\n")
+    assert not outputs_match("a\nb\nc\n", "a\nb\n")
+    assert not outputs_match(" a\n", "a\n")
+
+
+def test_missing_tests_is_bad_input(fn):
+    s = fn({"prompt": "p"}, "print(1)")
+    assert s.status == "bad_input" and s.value is None and "tests" in s.info["reason"]
+
+
+def test_tests_that_do_not_parse_are_bad_input(fn):
+    s = fn({"tests": "assert (", "entry_point": "f"}, "def f(): pass")
+    assert s.status == "bad_input" and s.value is None
+
+
+def test_syntax_error_in_solution_is_parse_error(fn):
+    s = fn({"tests": "assert f() == 1"}, "def f(:\n  pass")
+    assert (s.status, s.value) == ("parse_error", 0.0)
+
+
+def test_syntax_error_in_stdio_program_is_parse_error(fn):
+    s = fn({"tests": [{"input": "", "output": "1"}]}, "print(1")
+    assert (s.status, s.value) == ("parse_error", 0.0)
+
+
+def test_crash_at_import_fails_with_outcome_error(fn):
+    s = fn({"tests": "assert f() == 1"}, "raise RuntimeError('boom')\ndef f(): return 1")
+    assert (s.status, s.value) == ("fail", 0.0) and s.info["outcome"] == "error" and "boom" in s.info["reason"]
+
+
+def test_missing_entry_point_fails(fn):
+    s = fn({"tests": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "g"}, "def f(): return 1")
+    assert (s.status, s.value) == ("fail", 0.0) and "'g'" in s.info["reason"]
+
+
+def test_program_crash_is_a_failed_case_with_stderr(fn):
+    s = fn({"tests": [{"input": "", "output": "1"}]}, "print(1)\nraise ValueError('late')")
+    assert s.status == "fail" and "ValueError" in s.info["tests"][0]["stderr"]
+
+
+def test_stdio_partial_credit():
+    f = get_reward("code", partial=True, timeout=2.0)
+    cases = [{"input": str(i), "output": str(i * 2 if i < 3 else 0)} for i in range(4)]
+    s = f({"tests": cases}, "print(int(input()) * 2)")
+    assert s.status == "fail" and s.value == pytest.approx(0.75) and len(s.info["tests"]) == 4
+
+
+def test_stdio_all_or_nothing_stops_at_the_first_failure(fn):
+    cases = [{"input": "1", "output": "9"}] + [{"input": "2", "output": "4"}] * 5
+    s = fn({"tests": cases}, "print(int(input()) * 2)")
+    assert (s.status, s.value) == ("fail", 0.0) and len(s.info["tests"]) == 1
+
+
+def test_info_carries_isolation_and_per_test_results(fn):
+    s = fn(Sample(id="1", tests="assert f(1) == 2\nassert f(2) == 4"), "def f(x): return 2 * x")
+    assert s.status == "pass" and s.info["isolation"] in ("full", "strong", "basic")
+    assert [t["passed"] for t in s.info["tests"]] == [True, True] and s.info["total"] == 2
+
+
+def test_answer_is_the_extracted_code(fn):
+    s = fn({"tests": "assert f() == 1"}, "Sure!\n```python\ndef f():\n    return 1\n```")
+    assert s.answer == "def f():\n    return 1\n"
+
+
+class _WeakSandbox:
+    def isolation(self) -> IsolationReport:
+        return IsolationReport("basic", {}, ("landlock", "seccomp"), 1.0)
+
+    def run_tests(self, *a, **k):  # pragma: no cover - must not be reached when refusing
+        raise AssertionError("ran untrusted code below the isolation floor")
+
+
+def test_refuses_below_the_isolation_floor(monkeypatch):
+    monkeypatch.setattr(code_mod, "get_sandbox", lambda: _WeakSandbox())
+    s = get_reward("code")({"tests": "assert True"}, "x = 1")
+    assert s.status == "sandbox_error" and s.value is None
+    assert "basic" in s.info["reason"] and "allow_weaker_isolation" in s.info["reason"]
+
+
+def test_opt_in_runs_below_the_floor_and_says_so(monkeypatch):
+    real = code_mod.get_sandbox()
+
+    class _Waived(_WeakSandbox):
+        run_tests = staticmethod(real.run_tests)
+
+    monkeypatch.setattr(code_mod, "get_sandbox", lambda: _Waived())
+    s = get_reward("code", allow_weaker_isolation=True)({"tests": "assert x == 1"}, "x = 1")
+    assert s.status == "pass" and s.info["isolation"] == "basic" and s.info["isolation_waived"] is True
+
+
+def test_bad_parameters_fail_at_build_time():
+    with pytest.raises(ValueError, match="min_isolation"):
+        get_reward("code", min_isolation="maximum")
+    with pytest.raises(ValueError, match="timeout"):
+        get_reward("code", timeout=0)

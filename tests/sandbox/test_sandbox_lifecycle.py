@@ -1,0 +1,122 @@
+"""The server's life: lazily started, one per process, gone with its host, nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from sandbox import Limits, Sandbox
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
+
+
+def _wait_gone(pids: list[int], seconds: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def _uid_procs(uids: range) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                line = next(l for l in (d / "status").read_text().splitlines() if l.startswith("Uid:"))
+            except (OSError, StopIteration):
+                continue
+            if int(line.split()[1]) in uids and _alive(int(d.name)):
+                out.append(int(d.name))
+    return out
+
+
+def test_close_stops_the_server_and_removes_its_groups():
+    sb = Sandbox()
+    assert sb.run_program("print(2)").stdout == b"2\n"
+    zpid = sb.server_pid()
+    prefix = f"sbx-{zpid}-"
+    groups = [p for p in Path("/sys/fs/cgroup").glob(f"*/{prefix}*")] + list(Path("/sys/fs/cgroup").glob(f"*/*/*/{prefix}*"))
+    assert groups or os.geteuid() != 0
+    sb.close()
+    assert _wait_gone([zpid]) == []
+    assert all(not g.exists() for g in groups)
+
+
+def test_a_killed_host_leaves_no_server_and_no_sandboxed_process(tmp_path):
+    script = tmp_path / "host.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, threading
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from sandbox import Sandbox, Limits
+        sb = Sandbox()
+        print(sb.server_pid(), sb.uid_range().start, flush=True)
+        sb.run_program("import time\\ntime.sleep(600)", limits=Limits(timeout_s=600))
+    """))
+    host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    zpid, uid0 = map(int, host.stdout.readline().split())
+    uids = range(uid0, uid0 + 64)
+    deadline = time.monotonic() + 30
+    while not _uid_procs(uids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _uid_procs(uids), "the sandboxed sleeper never started"
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    assert _wait_gone([zpid]) == [], "the server outlived its host"
+    assert _wait_gone(_uid_procs(uids)) == [], "a sandboxed process outlived the host"
+
+
+def test_a_forked_child_gets_its_own_server(sandbox):
+    parent_server = sandbox.server_pid()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            from sandbox import get_sandbox
+
+            sb = get_sandbox()
+            out = sb.run_program("print('child')").stdout
+            os.write(w, f"{sb.server_pid()} {out!r}".encode())
+            sb.close()
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = os.read(r, 1000).decode()
+    os.waitpid(pid, 0)
+    child_server, out = data.split(" ", 1)
+    assert int(child_server) != parent_server and out == "b'child\\n'"
+
+
+def test_tests_that_do_not_parse_raise_before_anything_runs(sandbox):
+    with pytest.raises(SyntaxError):
+        sandbox.run_tests("x = 1", "assert (")
+
+
+def test_isolation_report_names_the_level_and_layers(sandbox):
+    rep = sandbox.isolation()
+    assert rep.level in ("basic", "strong", "full")
+    assert rep.speed_factor >= 1.0
+    if os.geteuid() == 0:
+        assert rep.level == "full", rep.missing
+        assert rep.layers["landlock_abi"] >= 1 and rep.layers["seccomp"] and rep.layers["cgroup_memory"]
+
+
+def test_the_deadline_scales_with_the_speed_factor(sandbox):
+    res = sandbox.run_program("while True: pass", limits=Limits(timeout_s=0.3))
+    assert res.status == "timeout"
+    assert f"{0.3 * sandbox.isolation().speed_factor:.1f}s" in res.reason
