@@ -123,6 +123,11 @@ def _based_equal(g: Value, a: Value) -> tuple[bool, str]:
 
 # -- sequences ---------------------------------------------------------------------------------------------
 def _unassign(v: Value) -> Value:
+    """``x = 3`` -> 3; a worked chain ``x = 3 + 4 = 7`` or ``3 + 4 = 7`` -> its last value."""
+    if isinstance(v, Rel) and len(v.ops) >= 1 and set(v.ops) == {"="} and all(isinstance(t, sp.Basic) for t in v.terms):
+        first, rest = v.terms[0], v.terms[1:]
+        if all(not t.free_symbols for t in rest) and (isinstance(first, sp.Symbol) or not first.free_symbols):  # type: ignore[union-attr]
+            return Expr(rest[-1])  # type: ignore[arg-type]
     if isinstance(v, Rel) and v.ops == ("=",):
         lhs, rhs = v.terms
         if isinstance(lhs, sp.Symbol) and isinstance(rhs, sp.Basic) and lhs not in rhs.free_symbols:
@@ -369,8 +374,13 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
     if not syms:
         return _close(_num(g), _num(a), opt)
     checked = 0
-    for point in _points(sorted(syms, key=str), 4):
+    radicals = _has_branches(g) or _has_branches(a)
+    for k, point in enumerate(_points(sorted(syms, key=str), 4)):
         opt.check_time()
+        if k == 3:
+            if radicals:
+                break  # sqrt(x)sqrt(y) = sqrt(xy) only for positive values: stay on positive points
+            point = {s: -v for s, v in point.items()}  # |x| is not x
         x, y = _num(g.subs(point)), _num(a.subs(point))
         if x is None or y is None:
             continue
@@ -378,6 +388,10 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             return False
         checked += 1
     return checked >= 2
+
+
+def _has_branches(e: sp.Basic) -> bool:
+    return any(isinstance(p, sp.Pow) and not p.exp.is_integer for p in e.atoms(sp.Pow)) or e.has(sp.log)
 
 
 def _points(syms: list[sp.Symbol], n: int) -> list[dict[sp.Symbol, sp.Rational]]:

@@ -165,9 +165,11 @@ def choice_letter(s: str) -> str | None:
     t = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", s).strip().strip("*$ ")
     t = re.sub(r"^(?:the\s+)?(?:correct\s+)?(?:answer|option|choice)\s*(?:is\s*)?[:\s]\s*", "", t, flags=re.I)
     m = re.match(r"^\(?\s*([A-J])\s*\)?(?:$|[\s.:,)]+)", t)
-    if m:
-        return m.group(1)
-    return None
+    if not m:
+        return None
+    if re.match(r"^[\s,;/]*(?:or|and|,)\s*\(?[A-J]\)?(?:[\s.,;)]|$)", t[m.end() - 1 :] if m.end() else ""):
+        return None  # "C or D": hedging between choices
+    return m.group(1)
 
 
 def as_text(s: str) -> Text | None:

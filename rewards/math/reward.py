@@ -3,7 +3,7 @@ r"""The ``math`` reward: does a completion's final answer equal the gold answer 
 Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be parsed is
 ``Score(None, "gold_unparseable")``, never 0), extract the completion's final answer
 (:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). A gold that is
-well formed but outside the grammar (``\\overline{AB}``, ``3:2``) is compared as a normalized string. Statuses:
+well formed but outside the grammar (``\overline{AB}``, ``3:2``) is compared as a normalized string. Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
 forms, where the answer came from and the reason for the verdict.
