@@ -1,9 +1,11 @@
 """Transformers rollout backend: batched sampling with the policy model itself, on CPU or GPU.
 
-The decode loop is written out (prefill once, then one token per forward with the model's KV cache) instead of
-calling ``model.generate``: for the small models this backend serves, ``generate``'s per-token machinery costs more
-than the model. It supports temperature and top-p and stops when every row has emitted EOS. Weights are shared
-with the trainer, so :meth:`HFRollout.sync_weights` is a no-op.
+The decode loop is written out (prefill once, then one token per forward with a KV cache) instead of calling
+``model.generate``: for the small models this backend serves, ``generate``'s per-token machinery costs more than
+the model. Llama/Qwen2-architecture models decode through :class:`trainer.rollout.fast_decode.LeanDecoder`
+(the same math as plain tensor ops on the live weights); others through the model's own forward and cache. It
+supports temperature and top-p and stops when every row has emitted EOS. Weights are shared with the trainer,
+so :meth:`HFRollout.sync_weights` is a no-op.
 
 Not covered: beam search, repetition penalties, stop strings, speculative decoding.
 """
@@ -17,6 +19,7 @@ from typing import Any, Sequence
 import torch
 
 from trainer.rollout.base import RolloutBatch, SamplingConfig, left_pad, right_pad
+from trainer.rollout.fast_decode import LeanDecoder, supports
 
 __all__ = ["HFRollout", "sample_next", "position_ids_from_mask"]
 
@@ -47,13 +50,16 @@ class HFRollout:
         tokenizer: its tokenizer; needs an EOS token.
         max_prompt_length: prompts longer than this are cut from the left (their end is kept).
         generator: the torch RNG used for sampling (the trainer saves its state in checkpoints).
+        lean: use :class:`LeanDecoder` when the architecture allows (False: always the transformers forward).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_prompt_length: int, generator: torch.Generator | None = None):
+    def __init__(self, model: Any, tokenizer: Any, *, max_prompt_length: int, generator: torch.Generator | None = None,
+                 lean: bool = True):
         self.model = model
         self.tokenizer = tokenizer
         self.max_prompt_length = max_prompt_length
         self.generator = generator
+        self.lean = lean and supports(model)
         self.eos_id = tokenizer.eos_token_id
         if self.eos_id is None:
             raise ValueError("the tokenizer has no eos_token; set one so completions can end")
@@ -87,17 +93,15 @@ class HFRollout:
         return RolloutBatch(prompt_ids, prompt_mask, completion_ids, completion_mask, truncated, texts)
 
     def _decode(self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, sampling: SamplingConfig) -> list[list[int]]:
-        was_training = self.model.training
-        self.model.eval()
+        was_training = self.model.training and not self.lean  # the lean path has no dropout to switch off
+        if was_training:
+            self.model.eval()
         device = next(self.model.parameters()).device
         ids, attn = prompt_ids.to(device), prompt_mask.to(device)
-        pos = position_ids_from_mask(attn)
-        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
-        cache, logits = self._cache_of(out), out.logits[:, -1]
         b = ids.shape[0]
+        step_fn, logits = self._start(ids, attn, sampling.max_new_tokens)
         done = torch.zeros(b, dtype=torch.bool, device=device)
         tokens: list[torch.Tensor] = []
-        next_pos = pos[:, -1:] + 1
         for t in range(sampling.max_new_tokens):
             tok = sample_next(logits, sampling, self.generator if device.type == "cpu" else None)
             tok = torch.where(done, torch.full_like(tok, self.pad_id), tok)
@@ -105,18 +109,30 @@ class HFRollout:
             done = done | (tok == self.eos_id)
             if bool(done.all()) or t == sampling.max_new_tokens - 1:
                 break
-            attn = torch.cat([attn, torch.ones((b, 1), dtype=attn.dtype, device=device)], dim=1)
-            out = self.model(
-                input_ids=tok[:, None], attention_mask=attn, position_ids=next_pos,
-                use_cache=True, **{self._cache_kw: cache},
-            )
-            cache, logits = self._cache_of(out), out.logits[:, -1]
-            next_pos = next_pos + 1
+            logits = step_fn(tok)
         if was_training:
             self.model.train()
         steps = torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros((b, 0), dtype=torch.long)
         return [_cut_at_eos(steps[i].tolist(), self.eos_id) for i in range(b)]
 
+
+    def _start(self, ids: torch.Tensor, attn: torch.Tensor, max_new: int) -> tuple[Any, torch.Tensor]:
+        """Prefill; returns (a function from the last tokens to the next logits, the first logits)."""
+        if self.lean:
+            dec = LeanDecoder(self.model, ids.shape[0], ids.shape[1] + max_new)
+            return dec.step, dec.prefill(ids, attn)
+        pos = position_ids_from_mask(attn)
+        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
+        state = {"cache": self._cache_of(out), "attn": attn, "pos": pos[:, -1:] + 1}
+
+        def step(tok: torch.Tensor) -> torch.Tensor:
+            a = state["attn"] = torch.cat([state["attn"], torch.ones_like(state["attn"][:, :1])], dim=1)
+            o = self.model(input_ids=tok[:, None], attention_mask=a, position_ids=state["pos"], use_cache=True,
+                           **{self._cache_kw: state["cache"]})
+            state["cache"], state["pos"] = self._cache_of(o), state["pos"] + 1
+            return o.logits[:, -1]
+
+        return step, out.logits[:, -1]
 
     def _cache_of(self, out: Any) -> Any:
         return getattr(out, "cache", None) if self._cache_kw == "cache" else out.past_key_values

@@ -1,0 +1,127 @@
+"""A lean sampling loop for Llama/Qwen2-architecture models, reading the model's own weights.
+
+For small models the per-token cost of a transformers forward pass is mostly Python around the math (decorators,
+output records, mask building, cache objects). This module runs the same math as plain tensor operations over a
+preallocated KV cache: RMSNorm, q/k/v projections (with biases where the model has them), rotary embeddings
+taken from the model's own rotary module (so every rope variant it supports is honoured), grouped-query
+``scaled_dot_product_attention``, SwiGLU MLP, tied or untied head. The weights are the live parameters, so
+after an optimizer step the next call samples from the updated policy with no copy.
+
+:func:`supports` says whether a model qualifies (LlamaForCausalLM or Qwen2ForCausalLM, SiLU, no sliding window,
+no peft wrapper); :class:`trainer.rollout.hf.HFRollout` falls back to the transformers forward otherwise.
+A test checks its greedy output and logits against transformers. Not covered: other architectures, sliding
+windows, quantized weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["supports", "LeanDecoder"]
+
+_ARCHS = ("LlamaForCausalLM", "Qwen2ForCausalLM")
+
+
+def supports(model: Any) -> bool:
+    """True when :class:`LeanDecoder` computes exactly what this model's forward computes."""
+    if type(model).__name__ not in _ARCHS:
+        return False
+    cfg = model.config
+    if getattr(cfg, "hidden_act", "silu") != "silu" or getattr(cfg, "use_sliding_window", False):
+        return False
+    if getattr(cfg, "mlp_bias", False) or getattr(model, "hf_quantizer", None) is not None:
+        return False
+    layer = model.model.layers[0]
+    return all(hasattr(layer.self_attn, n) for n in ("q_proj", "k_proj", "v_proj", "o_proj"))
+
+
+def _rms(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    dtype = x.dtype
+    x = x.float()
+    x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return w * x.to(dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    h = x.shape[-1] // 2
+    rot = torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+    return x * cos + rot * sin
+
+
+class LeanDecoder:
+    """Prefill and one-token decode steps over a static KV cache.
+
+    Args:
+        model: a model for which :func:`supports` is True.
+        batch: rows to decode.
+        max_len: prompt width + max new tokens.
+    """
+
+    def __init__(self, model: Any, batch: int, max_len: int) -> None:
+        self.m, cfg = model, model.config
+        self.eps = cfg.rms_norm_eps
+        self.nh, self.kvh = cfg.num_attention_heads, cfg.num_key_value_heads
+        self.hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.nh
+        p = next(model.parameters())
+        n_layers = len(model.model.layers)
+        self.k = torch.zeros((n_layers, batch, self.kvh, max_len, self.hd), dtype=p.dtype, device=p.device)
+        self.v = torch.zeros_like(self.k)
+        self.key_ok = torch.zeros((batch, max_len), dtype=torch.bool, device=p.device)
+        pos = torch.arange(max_len, device=p.device)[None]
+        cos, sin = model.model.rotary_emb(self.k[0, :1, 0].to(p.dtype), pos)  # (1, max_len, hd)
+        self.cos, self.sin = cos[0], sin[0]
+        self.len = 0
+
+    def _layers(self, x: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        cos, sin = self.cos[pos][:, None], self.sin[pos][:, None]  # (B, 1, t, hd)
+        s, e = self.len, self.len + t
+        for i, layer in enumerate(self.m.model.layers):
+            a = layer.self_attn
+            h = _rms(x, layer.input_layernorm.weight, self.eps)
+            q = F.linear(h, a.q_proj.weight, a.q_proj.bias).view(b, t, self.nh, self.hd).transpose(1, 2)
+            k = F.linear(h, a.k_proj.weight, a.k_proj.bias).view(b, t, self.kvh, self.hd).transpose(1, 2)
+            v = F.linear(h, a.v_proj.weight, a.v_proj.bias).view(b, t, self.kvh, self.hd).transpose(1, 2)
+            self.k[i, :, :, s:e] = _rotate(k, cos, sin)
+            self.v[i, :, :, s:e] = v
+            o = F.scaled_dot_product_attention(
+                _rotate(q, cos, sin), self.k[i, :, :, :e], self.v[i, :, :, :e], attn_mask=mask,
+                enable_gqa=self.nh != self.kvh,
+            )
+            x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), a.o_proj.weight, a.o_proj.bias)
+            mlp = layer.mlp
+            h = _rms(x, layer.post_attention_layernorm.weight, self.eps)
+            x = x + F.linear(F.silu(F.linear(h, mlp.gate_proj.weight)) * F.linear(h, mlp.up_proj.weight), mlp.down_proj.weight)
+        self.len = e
+        return x
+
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        h = _rms(x[:, -1], self.m.model.norm.weight, self.eps)
+        return F.linear(h, self.m.lm_head.weight, getattr(self.m.lm_head, "bias", None))
+
+    @torch.no_grad()
+    def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, P) left-padded ids and mask -> (B, V) logits of the next token."""
+        b, t = ids.shape
+        self.key_ok[:, :t] = mask.bool()
+        self.padded = not bool(mask.all())
+        pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        self._next_pos = pos[:, -1] + 1
+        causal = torch.ones((t, t), dtype=torch.bool, device=ids.device).tril()
+        eye = torch.eye(t, dtype=torch.bool, device=ids.device)
+        attn = (causal[None] & self.key_ok[:, None, :t]) | eye[None]  # padded rows see themselves: no NaN
+        x = self.m.model.embed_tokens.weight[ids]
+        return self._head(self._layers(x, pos, attn[:, None] if self.padded else causal))
+
+    @torch.no_grad()
+    def step(self, tok: torch.Tensor) -> torch.Tensor:
+        """(B,) the last sampled tokens -> (B, V) logits of the next token."""
+        self.key_ok[:, self.len] = True
+        attn = self.key_ok[:, None, None, : self.len + 1] if self.padded else None  # no padding: every key counts
+        pos = self._next_pos[:, None]
+        self._next_pos = self._next_pos + 1
+        x = self.m.model.embed_tokens.weight[tok][:, None]
+        return self._head(self._layers(x, pos, attn))
