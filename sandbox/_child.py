@@ -44,6 +44,7 @@ class ChildSpec:
     seccomp: bool
     read_only: tuple[str, ...]
     limits: dict[str, int]
+    workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
 
 
 def _place_fds(fds: list[int]) -> None:
@@ -119,17 +120,20 @@ def _setup(spec: ChildSpec, fds: list[int]) -> None:
     _place_fds(fds)
     if spec.mounts:
         _mount_private_tmp(spec)
-    os.chdir("/tmp")
+    os.chdir(spec.workdir)
     _rlimits(spec.limits)
     if spec.uid is not None:
         _drop_uid(spec.uid)
     _sys.set_no_new_privs()
     if spec.landlock_abi:
-        _sys.landlock_restrict(list(spec.read_only), ["/tmp", "/dev/shm", "/dev/null"], spec.landlock_abi)
+        writable = ["/tmp", "/dev/shm", "/dev/null"] if spec.mounts else [spec.workdir, "/dev/null"]
+        _sys.landlock_restrict(list(spec.read_only), writable, spec.landlock_abi)
     if spec.seccomp:
         _sys.seccomp_install(_sys.seccomp_program())
     os.environ.clear()
     os.environ.update(SAFE_ENV)
+    if not spec.mounts:
+        os.environ.update(HOME=spec.workdir, TMPDIR=spec.workdir)
     os.umask(0o077)
     _fresh_stdio()
 

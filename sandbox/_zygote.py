@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -145,6 +147,7 @@ class Server:
         self.sock, self.layers, self.roots = sock, layers, roots
         self.jobs: dict[int, list[tuple[int, _cgroups.JobCgroup | None, tuple[int, int]]]] = {}
         self.groups: dict[tuple[int, int], _cgroups.JobCgroup] = {}
+        self.workdirs: dict[int, list[str]] = {}
         self.statuses: dict[int, int] = {}
         self.live: set[int] = set()
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
@@ -172,8 +175,15 @@ class Server:
                 if self.roots is not None:
                     cg = self._group(slot, i, limits)
                     before = cg.counters()
+                uid = c["uid"] if self.layers["uid"] else None
+                workdir = "/tmp"
+                if not self.layers["mntns"]:
+                    workdir = tempfile.mkdtemp(prefix="sbx-work-")
+                    self.workdirs.setdefault(job, []).append(workdir)
+                    if uid is not None:
+                        os.chown(workdir, uid, uid)
                 spec = _child.ChildSpec(
-                    role=c["role"], uid=c["uid"] if self.layers["uid"] else None,
+                    role=c["role"], uid=uid, workdir=workdir,
                     cgroup_dirs=tuple(str(d) for d in (cg.dirs if cg else [])), mounts=self.layers["mntns"],
                     landlock_abi=self.layers["landlock_abi"], seccomp=self.layers["seccomp"],
                     read_only=self.read_only, limits=limits)
@@ -227,6 +237,8 @@ class Server:
             self.live.discard(pid)
             exits.append(None if st is None else {"code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
                                                   "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None})
+        for d in self.workdirs.pop(job, []):
+            shutil.rmtree(d, ignore_errors=True)
         self.reap()
         return {"ok": True, "exits": exits, "oom": ooms, "pids_refused": refused}
 
