@@ -84,12 +84,23 @@ def _score_one(fns: dict, task: tuple) -> dict:
     return d
 
 
+def _preload() -> None:
+    """Import the built-in and plugin reward modules before saying ready, so no call's clock pays for them."""
+    from harness.registry import list_rewards
+
+    try:
+        list_rewards()
+    except Exception:  # a broken reward module shows up again, per task, as that task's error
+        pass
+
+
 def worker_main(conn: Connection, memory_limit_mb: int | None) -> None:
     """Serve ``("tasks", [(tid, name, module, params, params_key, sample, completion), ...])`` until the pipe closes."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _limit_memory(memory_limit_mb)
     fns: dict = {}
+    _preload()
     conn.send(("ready", os.getpid()))
     while True:
         try:
