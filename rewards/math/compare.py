@@ -30,7 +30,7 @@ from rewards.math.values import (
     DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, IvlUnion, Rel, Seq, Text, Value,
 )
 
-__all__ = ["Options", "equivalent", "OutOfTime"]
+__all__ = ["Options", "equivalent", "OutOfTime", "expand_values"]
 
 _EXACT_REL = sp.Float("1e-30", 60)
 _MAX_OPS = 400
@@ -150,6 +150,11 @@ def _expand(v: Value) -> list[Value]:
     if isinstance(v, Expr) and not isinstance(v.e, sp.MatrixBase) and v.e.has(PM):
         return list(dict.fromkeys(Expr(v.e.subs(PM, s)) for s in (1, -1)))
     return [v]
+
+
+def expand_values(v: Value) -> list[Value]:
+    """The separate values an answer states (list items, both signs of ``\\pm``)."""
+    return _expand(v)
 
 
 def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: Options) -> tuple[bool, str]:

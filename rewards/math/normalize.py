@@ -105,7 +105,7 @@ def _text_commands(s: str) -> str:
         if word in _CONNECTIVES:
             return _CONNECTIVES[word]
         before = s[: m.start()].rstrip()
-        if before and re.search(r"[\d}%)]$", before) and re.fullmatch(r"[A-Za-z .$/^0-9]*", inner):
+        if before and not re.search(r"[-+*/=(,^_{&]$", before) and re.fullmatch(r"[A-Za-z .$/^0-9]*", inner):
             return ""  # a unit after a value: \text{ cm}, \text{ square feet}, \text{ cm}^2
         tail = m.group(2) or ""
         if len(inner.strip()) == 1 and inner.strip().isalpha():

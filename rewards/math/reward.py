@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from harness.registry import reward
 from harness.types import Sample, Score
-from rewards.math.compare import Options, OutOfTime, equivalent
+from rewards.math.compare import Options, OutOfTime, equivalent, expand_values
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
@@ -76,7 +76,8 @@ def _gold_text(gold: Any) -> str:
 
 
 def _is_multi(v: Value) -> bool:
-    return isinstance(v, Seq) and v.kind != "tuple" and len(v.items) > 1
+    """True for a gold with several values (a list, a set, a ``\\pm``), which several boxes may state."""
+    return not (isinstance(v, Seq) and v.kind == "tuple") and len(expand_values(v)) > 1
 
 
 def verify(
@@ -92,7 +93,7 @@ def verify(
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
     gold_s = _gold_text(gold)
     try:
-        g = parse_answer(gold_s)
+        g = _gold_choice(gold_s) or parse_answer(gold_s)
     except ParseError as e:
         g = _raw_gold(gold_s)
         if g is None:
@@ -140,11 +141,18 @@ def _raw_gold(gold: str) -> Text | None:
     return Text(key, raw=True)
 
 
+def _gold_choice(gold: str) -> Text | None:
+    """A gold that names an option with its content, ``\\textbf{(A) }5``, is that option's letter."""
+    m = re.match(r"^\s*(?:\\text(?:bf)?\{\s*)?\(([A-J])\)", gold)
+    return Text(m.group(1).lower(), choice=True) if m else None
+
+
 def _parse_for(gold: Value, answer: str) -> Value:
     if isinstance(gold, Text) and gold.raw:
         return Text(_raw_key(answer) or "", raw=True)
     if isinstance(gold, Text) and gold.choice:
-        letter = choice_letter(answer)
+        single = re.fullmatch(r"\s*(?:\\text(?:bf)?\{)?\(?([a-jA-J])\)?\}?\s*", answer)
+        letter = single.group(1).upper() if single else choice_letter(answer)
         if letter is not None:
             return Text(letter.lower(), choice=True)
     return parse_answer(answer)
