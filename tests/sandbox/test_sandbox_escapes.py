@@ -1,0 +1,69 @@
+"""Escape routes through the interpreter: ctypes, posix, os.system, subprocess, exec of other binaries.
+
+Each attack tries to leave a mark on the host (a file in a host directory) or to gain privileges; the host
+side checks the mark is absent.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _run(sandbox, src: str):
+    from sandbox import Limits
+
+    return sandbox.run_program(src, "", Limits(timeout_s=2.0))
+
+
+@pytest.fixture
+def mark(tmp_path):
+    return tmp_path / "escaped"
+
+
+ROUTES = {
+    "ctypes_libc_system": "import ctypes\nctypes.CDLL(None).system(b'touch {mark}')",
+    "os_system": "import os\nos.system('touch {mark}')",
+    "subprocess_shell": "import subprocess\nsubprocess.run('touch {mark}', shell=True)",
+    "posix_open": "import posix\nfd = posix.open('{mark}', posix.O_CREAT | posix.O_WRONLY)\nposix.write(fd, b'x')",
+    "reload_os_then_open": "import importlib, os\nos = importlib.reload(os)\nos.close(os.open('{mark}', os.O_CREAT | os.O_WRONLY))",
+    "execv_shell": "import os\nos.execv('/bin/sh', ['sh', '-c', 'touch {mark}'])",
+    "ctypes_raw_openat": "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.syscall(257, -100, b'{mark}', 0o101, 0o644)",
+    "fork_then_write": "import os\nif os.fork() == 0:\n    open('{mark}', 'w').write('x')\n    os._exit(0)\nos.wait()",
+    "proc_self_root": "open('/proc/self/root{mark}', 'w').write('x')",
+    "proc_1_root": "open('/proc/1/root{mark}', 'w').write('x')",
+    "rename_into_host_dir": "import os\nopen('a', 'w').write('x')\nos.rename('a', '{mark}')",
+    "multiprocessing_child": "import multiprocessing as mp\ndef w():\n    open('{mark}', 'w').write('x')\n"
+                             "p = mp.get_context('fork').Process(target=w)\np.start()\np.join()",
+}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_escape_route_leaves_no_mark_on_the_host(sandbox, mark, clean, route):
+    _run(sandbox, ROUTES[route].format(mark=mark))
+    assert not mark.exists(), f"{route} wrote to the host"
+
+
+def test_setuid_binary_does_not_grant_root(sandbox, clean):
+    src = ("import subprocess, shutil\nsu = shutil.which('su') or '/bin/su'\n"
+           "r = subprocess.run([su, '-c', 'id -u'], capture_output=True, text=True, input='')\nprint('uid0' if r.stdout.strip() == '0' else 'denied')")
+    r = _run(sandbox, src)
+    assert b"uid0" not in r.stdout
+
+
+def test_setns_into_host_namespaces_is_denied(sandbox, clean):
+    src = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\ntry:\n    fd = os.open('/proc/1/ns/net', os.O_RDONLY)\n"
+           "    print(libc.setns(fd, 0), ctypes.get_errno())\nexcept OSError as e:\n    print('open denied', e.errno)")
+    r = _run(sandbox, src)
+    assert r.stdout.startswith((b"open denied", b"-1 1"))
+
+
+def test_chroot_is_denied(sandbox, clean):
+    r = _run(sandbox, "import os\ntry:\n    os.chroot('.')\n    print('chrooted')\nexcept OSError as e:\n    print(e.errno)")
+    assert r.stdout == b"1\n"
+
+
+def test_clone3_falls_back_and_threads_still_work(sandbox, clean):
+    src = ("import ctypes, threading\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.syscall(435, 0, 0), ctypes.get_errno())\n"
+           "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()\nprint('threads ok')")
+    r = _run(sandbox, src)
+    assert r.stdout == b"-1 38\nthreads ok\n"

@@ -1,0 +1,130 @@
+"""The plain-data wire format and the seccomp program: pure functions, checked without running a sandbox."""
+
+from __future__ import annotations
+
+import collections
+import enum
+import math
+import os
+import struct
+import threading
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+from sandbox import _sys, _wire
+
+
+def _roundtrip(v):
+    handles = []
+
+    def to_handle(obj):
+        handles.append(obj)
+        return ["H", len(handles), type(obj).__name__, callable(obj)]
+
+    tag = _wire.encode(v, to_handle)
+    return _wire.decode(tag, lambda h: ("handle", h.id, h.type_name)), handles
+
+
+@pytest.mark.parametrize("v", [None, True, 0, -(2**20000), 2**64, 1.5, -0.0, math.inf, 1e-320, 3 + 4j, "ü\ud800", b"\x00\xff",
+                               bytearray(b"ab"), [1, [2]], (1, (2,)), {"a": {1: (2, 3)}}, {1, 2}, frozenset({3}),
+                               Fraction(1, 3), Decimal("1.10"), range(1, 10, 2)], ids=lambda v: type(v).__name__)
+def test_plain_values_roundtrip_exactly(v):
+    out, handles = _roundtrip(v)
+    assert out == v and type(out) is type(v) and handles == []
+
+
+def test_nan_roundtrips():
+    out, _ = _roundtrip(float("nan"))
+    assert math.isnan(out)
+
+
+def test_subclasses_arrive_as_their_base_value_without_their_eq():
+    class Liar(int):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    class Color(enum.IntEnum):
+        RED = 2
+
+    out, _ = _roundtrip([Liar(0), Color.RED, collections.Counter("aab"), collections.namedtuple("P", "x")(1)])
+    assert out == [0, 2, {"a": 2, "b": 1}, (1,)]
+    assert [type(x) for x in out] == [int, int, dict, tuple]
+    assert out[0] != 1
+
+
+def test_other_objects_become_handles():
+    obj = object()
+    out, handles = _roundtrip({"k": obj, "f": len})
+    assert handles == [obj, len] and out == {"k": ("handle", 1, "object"), "f": ("handle", 2, "builtin_function_or_method")}
+
+
+@pytest.mark.parametrize("tag", [["I", 5], ["F", "0x1p+1" * 20], ["D", [[["L", []], ["N"]]]], ["X"], "str", [],
+                                 ["H", "1", "x", True], ["S", 3], ["L", "notalist"], ["Y", "!!"]])
+def test_malformed_tags_raise_protocol_error(tag):
+    with pytest.raises(_wire.ProtocolError):
+        _wire.decode(tag, lambda h: h)
+
+
+def test_nesting_is_limited_both_ways():
+    deep: list = []
+    for _ in range(_wire.MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(ValueError):
+        _wire.encode(deep, lambda o: ["N"])
+    tag: list = ["N"]
+    for _ in range(_wire.MAX_DEPTH + 5):
+        tag = ["L", [tag]]
+    with pytest.raises(_wire.ProtocolError):
+        _wire.decode(tag, lambda h: h)
+
+
+def test_frames_roundtrip_and_oversized_frames_are_refused():
+    r, w = os.pipe()
+    try:
+        _wire.send(w, {"ok": ["I", "ff"]})
+        assert _wire.recv(r) == {"ok": ["I", "ff"]}
+        os.write(w, struct.pack(">I", 1 << 30))
+        with pytest.raises(_wire.ProtocolError):
+            _wire.recv(r, max_frame=1 << 20)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_closed_channel_is_eof():
+    r, w = os.pipe()
+    os.close(w)
+    with pytest.raises(EOFError):
+        _wire.recv(r)
+    os.close(r)
+
+
+@pytest.mark.skipif(not _sys.seccomp_supported(), reason="seccomp table is x86_64 only")
+def test_seccomp_program_is_well_formed():
+    prog = _sys.seccomp_program()
+    assert all(len(ins) == 8 for ins in prog) and len(prog) < 4096
+    for i, ins in enumerate(prog):  # every jump lands inside the program
+        code, jt, jf, _ = struct.unpack("=HBBI", ins)
+        if code & 0x07 == 0x05:
+            assert i + 1 + max(jt, jf) < len(prog)
+    last = struct.unpack("=HBBI", prog[-1])
+    assert last[0] == 0x06 and last[3] == 0x7FFF0000  # default: allow (a denylist)
+
+
+def test_concurrent_calls_share_one_server_and_keep_verdicts_apart(generous_fn, sandbox, clean):
+    results: dict[int, float] = {}
+
+    def one(i: int) -> None:
+        body = "return a + b" if i % 2 else "return a - b"
+        results[i] = generous_fn({"tests": "assert add(2, 3) == 5"}, f"def add(a, b):\n    {body}\n").value
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {i: 1.0 if i % 2 else 0.0 for i in range(8)}
