@@ -210,6 +210,8 @@ def _load_entry_point(ep: md.EntryPoint) -> None:
     _STATE.origin_override = label
     try:
         obj = ep.load()
+    except DuplicateRewardError:  # raised by @reward while the plugin module imports: a clash, not a broken plugin
+        raise
     except Exception as e:  # a broken plugin package must not take the others down
         warnings.warn(f"reward plugin {label} failed to import and is skipped: {type(e).__name__}: {e}", stacklevel=2)
         log.warning("reward plugin %s failed to import: %s", label, e)

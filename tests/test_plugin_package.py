@@ -147,6 +147,6 @@ def test_a_broken_plugin_is_a_warning_and_a_duplicate_names_both_origins(plugin_
     assert "broken-plugin 0.0.1" in listing.stderr and "no numpyy" in listing.stderr
 
     clash = _harness(["rewards", "list"], plugin_site, PYTHONPATH=f"{plugin_site}{os.pathsep}{site_dup}")
+    assert clash.returncode != 0  # a name clash fails loudly instead of one plugin silently shadowing the other
+    assert "registered twice" in clash.stderr
     assert "grpo-harness-example-plugin 0.1.0" in clash.stderr and "copycat-plugin 0.0.1" in clash.stderr
-    if clash.returncode == 0:  # listed anyway: the first registration must have been kept, not replaced
-        assert "grpo-harness-example-plugin 0.1.0" in _block(clash.stdout, "keyword_bonus")
