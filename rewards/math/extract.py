@@ -27,9 +27,12 @@ _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _ANCHOR = re.compile(
     r"final\s+answer\s*(?:is|:|=)?|"
-    r"(?:the\s+)?(?:correct\s+|right\s+)?(?:answer|option|choice)\s+(?:is|would\s+be|will\s+be)\s*:?|"
+    r"(?:the\s+)?(?:correct\s+|right\s+)?(?:answer|option|choice)\s+(?:is|(?:would|will|must|should)\s+be)\s*:?|"
     r"\banswer\s*[:：]|####",
     re.IGNORECASE,
+)
+_CHOICE = re.compile(
+    r"\b(?:option|choice|answer)?\s*\(?\b([A-J])\)?\s+is\s+(?:the\s+)?(?:correct|right|best)\b", re.IGNORECASE
 )
 _TAIL_NOISE = re.compile(r"\s*(?:I\s+hope\s+it\s+is\s+correct\.?|\(?final\)?\.?)\s*$", re.IGNORECASE)
 _MATH_WORDS = {"sqrt", "frac", "dfrac", "pi", "infty", "text", "boxed", "cdot", "times", "left", "right", "none",
@@ -109,15 +112,16 @@ def _statement(rest: str) -> str:
     rest = rest.lstrip(" \t:*=")
     rest = re.sub(r"^(?:is\b|:)\s*", "", rest).lstrip(" \t*:")
     rest = rest.strip().lstrip("*").strip()  # the statement may start on the next line
-    if rest.startswith(("$", "\\[", "\\(")):
-        return _delimited(rest[:4000]).strip()
+    if rest.startswith(("$$", "\\[")):
+        return _delimited(rest[:4000]).strip()  # display math may span lines
     line = rest.split("\n", 1)[0]
     line = _TAIL_NOISE.sub("", line)
     m = re.search(r"\.(?=\s|$)|[!?](?=\s|$)|,?\s+(?:because|since|as|which|so|when|where|given|if)\b", line)
     if m:
         line = line[: m.start()]
     line = re.sub(r"(?<![\w)}])\*\*|\*\*(?![\w({-])", "", line)  # bold markup, not a ** power
-    return line.strip().strip("$").strip()
+    line = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", line)  # inline math delimiters; every part of the sentence counts
+    return line.strip()
 
 
 def _bold_final_line(text: str) -> str | None:
@@ -180,6 +184,9 @@ def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
     if _BOX.search(text):
         return Extraction(None, "none", reason="empty \\boxed{}")
     anchors = list(_ANCHOR.finditer(text))
+    choices = [m for m in _CHOICE.finditer(text) if m.group(1).isupper()]
+    if choices and (not anchors or choices[-1].start() > anchors[-1].start()):
+        return Extraction(choices[-1].group(1), "anchor")  # "Option (C) is correct"
     if anchors:
         ans = _statement(text[anchors[-1].end() :])
         if ans:

@@ -87,6 +87,9 @@ def clean(s: str) -> str:
     s = re.sub(r"^\s*(?:\\approx|\\sim|=)\s*", "", s)
     s = s.replace("{,}", "").replace(r"\cdot10", r"\cdot 10")
     s = _text_commands(s)
+    s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
+    s = re.sub(r"(?<=\d)j\b", "i", s)  # python's complex unit: 14-1j
+    s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
     s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
     s = _REPEATING.sub(_repeating, s)
     s = _BASE.sub(_base, s)

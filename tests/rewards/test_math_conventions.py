@@ -63,6 +63,7 @@ MIXED = [
     ("-\\frac72", "\\boxed{-3\\frac12}", 1.0),
     ("\\frac{2\\pi}{3}", "\\boxed{2\\frac{\\pi}{3}}", 1.0),  # a product, not a mixed number
     ("\\frac52", "\\boxed{2\\frac{1}{3}}", 0.0),
+    ("\\frac52", "The answer is 2 1/2", 1.0),
 ]
 
 UNITS_PERCENT = [
@@ -105,6 +106,8 @@ LISTS = [
     ("2", "\\boxed{2 \\text{ or } 3}", 0.0),
     ("2", "It is $\\boxed{2}$ or $\\boxed{3}$.", 0.0),
     ("2", "The answer is 2 or 3.", 0.0),
+    ("2", "The answer is $x = 2$ or $x = -3$.", 0.0),
+    ("2, -3", "The answer is $x = 2$ or $x = -3$.", 1.0),
     ("-1, 2", "The solutions are $\\boxed{-1}$ and $\\boxed{2}$.", 1.0),
 ]
 
@@ -113,6 +116,9 @@ TEXT_CHOICE = [
     ("C", "The answer is (C) 12", 1.0),
     ("C", "\\boxed{\\text{(C)}}", 1.0),
     ("C", "The correct option is B.", 0.0),
+    ("C", "Checking all five, option (C) is correct.", 1.0),
+    ("C", "The answer is C or D.", 0.0),
+    ("\\textbf{(A) }5", "\\boxed{A}", 1.0),
     ("\\text{Monday}", "The answer is Monday.", 1.0),
     ("\\text{Monday}", "\\boxed{\\text{Tuesday}}", 0.0),
     ("\\text{odd}", "\\boxed{\\text{Odd}}", 1.0),
@@ -140,6 +146,8 @@ PLAIN_TEXT = [
     ("-3", "The answer is \u22123", 1.0),
     ("1000", "The answer is 1,000", 1.0),
     ("1024", "The answer is 2**10", 1.0),
+    ("14 - i", "The answer is (14-1j)", 1.0),
+    ("1500", "The answer is 1.5 x 10^3", 1.0),
     ("\\sqrt{3}/2", "The answer is sqrt(3)/2", 1.0),
     ("\\frac{\\pi}{2}", "The answer is pi/3", 0.0),
 ]
