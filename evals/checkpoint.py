@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 _STEP = re.compile(r"^step-(\d+)$")
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+_ADAPTER = ("adapter_model.safetensors", "adapter_model.bin")
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,9 @@ def resolve_checkpoint(path: str | Path) -> CheckpointInfo:
 
 
 def is_ready(path: Path) -> bool:
-    """True when a checkpoint directory looks complete: a model config and weights are present."""
+    """True when a checkpoint directory looks complete: a model config and weights (or a LoRA adapter) are present."""
+    if (path / "adapter_config.json").is_file():
+        return any((path / w).exists() for w in _ADAPTER)
     return (path / "config.json").is_file() and any((path / w).exists() for w in _WEIGHTS)
 
 

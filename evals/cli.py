@@ -1,0 +1,200 @@
+"""``harness eval``: score checkpoints on held-out prompts with the training rewards.
+
+::
+
+    harness eval --checkpoint runs/r1/checkpoints/step-000010 --data heldout.jsonl --k 8
+    harness eval --checkpoints runs/r1 --watch --data hf:gsm8k:main:test --backend vllm
+    harness eval --checkpoint DIR --data SOURCE --backend openai --base-url http://127.0.0.1:8000/v1
+
+Rewards default to the specs saved in the run's config.yaml; ``--reward NAME[=WEIGHT]`` adds one or overrides
+one of the same name. Every other setting defaults to the run config's ``eval`` section, then to the built-in
+defaults; the sampling parameters in force are printed before each evaluation and recorded in results.json.
+
+``add_parser`` plugs the command into the ``harness`` CLI; :func:`main` runs it standalone. This module parses
+arguments, picks checkpoints and prints; the work is :func:`evals.runner.evaluate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint
+from evals.runner import EvalResult, evaluate
+from harness.cfg.common import FieldMap
+from harness.cfg.eval import EvalSection
+from harness.errors import HarnessError
+from harness.types import RewardSpec
+
+__all__ = ["add_parser", "run_eval", "main", "merge_specs", "settings_from_args"]
+
+log = logging.getLogger(__name__)
+
+# flag dest -> EvalSection field, for flags that override the eval settings when given
+_SETTING_FLAGS = {
+    "k": "k", "backend": "backend", "temperature": "temperature", "top_p": "top_p",
+    "max_new_tokens": "max_new_tokens", "seed": "seed", "batch_size": "batch_size",
+    "success_reward": "success_reward", "threshold": "success_threshold", "ngram": "ngram", "limit": "limit",
+    "score_timeout": "score_timeout", "workers": "workers", "device": "device", "base_url": "base_url",
+    "model": "model", "concurrency": "concurrency", "request_timeout": "request_timeout",
+    "max_retries": "max_retries",
+}
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help="one checkpoint directory (or any save_pretrained directory)")
+    which.add_argument("--checkpoints", metavar="RUN_DIR", help="every checkpoint of a run")
+    p.add_argument("--watch", action="store_true", help="with --checkpoints: keep scoring new checkpoints")
+    p.add_argument("--watch-interval", type=float, default=30.0, help="seconds between looks for new checkpoints")
+    p.add_argument("--watch-timeout", type=float, default=None, help="stop watching after this many idle seconds")
+    p.add_argument("--data", help="held-out set: .jsonl/.json/.parquet or hf:NAME[:CONFIG]:SPLIT (default: data.heldout)")
+    p.add_argument("--field", action="append", default=[], metavar="KEY=COLUMN",
+                   help="column mapping, KEY in id/prompt/answer/tests/messages (repeatable)")
+    p.add_argument("--k", type=int, help="samples per prompt (default 8)")
+    p.add_argument("--backend", choices=["hf", "vllm", "openai"], help="generation backend (default hf)")
+    p.add_argument("--reward", action="append", default=[], metavar="NAME[=WEIGHT]",
+                   help="add a reward or override a saved one (repeatable)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME.KEY=VALUE", help="a --reward parameter")
+    p.add_argument("--only-rewards", action="store_true", help="use only the --reward rewards, not the saved ones")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--batch-size", type=int, help="hf: prompts per generate call")
+    p.add_argument("--success-reward", help="the reward pass@k/maj@k judge (default: the first weighted one)")
+    p.add_argument("--threshold", type=float, help="success when that reward >= this (default 1.0)")
+    p.add_argument("--ngram", type=int, help="contamination n-gram size (default 13)")
+    p.add_argument("--fail-on-overlap", action="store_true", help="error when held-out prompts overlap training ones")
+    p.add_argument("--strict", action="store_true", help="a bad data row is an error, not skipped")
+    p.add_argument("--limit", type=int, help="only the first N prompts")
+    p.add_argument("--train-data", help="training prompts for the contamination check (default: data.train)")
+    p.add_argument("--no-chat-template", action="store_true", help="give the model plain text, no chat template")
+    p.add_argument("--system-prompt", help="a system message before each prompt")
+    p.add_argument("--output", help="output directory (with --checkpoints: one subdirectory per checkpoint)")
+    p.add_argument("--restart", action="store_true", help="discard finished samples in the output and start over")
+    p.add_argument("--score-timeout", type=float, help="seconds per reward call")
+    p.add_argument("--workers", type=int, help="scoring worker processes")
+    p.add_argument("--device", help="hf: cpu, cuda, cuda:1 ... (default auto)")
+    p.add_argument("--base-url", help="openai: server URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", help="openai: model name (default: the server's first); vllm: model path")
+    p.add_argument("--concurrency", type=int, help="openai: requests in flight")
+    p.add_argument("--request-timeout", type=float, help="openai: seconds per request")
+    p.add_argument("--max-retries", type=int, help="openai: retries per request")
+    p.add_argument("--no-telemetry", action="store_true", help="record no eval span in the run's traces")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run_eval)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``eval`` subcommand to the ``harness`` parser."""
+    _configure(subparsers.add_parser("eval", help="score checkpoints on held-out prompts with the training rewards"))
+
+
+def merge_specs(base: Sequence[RewardSpec], extra: Sequence[RewardSpec]) -> list[RewardSpec]:
+    """``base`` with each ``extra`` spec replacing the one of the same name, or appended."""
+    out = {s.name: s for s in base}
+    for s in extra:
+        out[s.name] = s
+    return list(out.values())
+
+
+def settings_from_args(args: argparse.Namespace, info: CheckpointInfo) -> EvalSection:
+    """The run config's eval section (or defaults) with the flags that were given applied on top."""
+    base = info.config.eval if info.config is not None else EvalSection()
+    update = {field: getattr(args, dest) for dest, field in _SETTING_FLAGS.items() if getattr(args, dest) is not None}
+    if args.fail_on_overlap:
+        update["fail_on_overlap"] = True
+    if args.strict:
+        update["strict"] = True
+    try:
+        return EvalSection.model_validate({**base.model_dump(), **update})
+    except ValueError as e:
+        raise HarnessError(f"invalid eval setting: {e}") from None
+
+
+def _fields(items: Sequence[str], info: CheckpointInfo) -> FieldMap | None:
+    if not items:
+        return None
+    base = (info.config.data.fields if info.config else FieldMap()).model_dump()
+    for item in items:
+        key, eq, col = item.partition("=")
+        if not eq or key not in base:
+            raise HarnessError(f"--field {item!r}: expected KEY=COLUMN with KEY one of {', '.join(base)}")
+        base[key] = col or None
+    return FieldMap.model_validate(base)
+
+
+def _eval_one(args: argparse.Namespace, path: Path, output: Path | None) -> EvalResult:
+    from harness.cli import parse_reward_args
+
+    info = resolve_checkpoint(path)
+    settings = settings_from_args(args, info)
+    extra = parse_reward_args(args.reward, args.param)
+    saved = [] if args.only_rewards or info.config is None else list(info.config.rewards)
+    specs = merge_specs(saved, extra) or None
+    print(f"harness eval: {path} (step {info.step}) backend={settings.backend} k={settings.k} "
+          f"temperature={settings.temperature:g} top_p={settings.top_p:g} max_new_tokens={settings.max_new_tokens} "
+          f"seed={settings.seed}; rewards: {', '.join(s.name for s in specs) if specs else '(none)'}",
+          file=sys.stderr)
+    res = evaluate(
+        path, args.data, specs, settings=settings, output_dir=output, resume=not args.restart,
+        fields=_fields(args.field, info), chat_template=False if args.no_chat_template else None,
+        system_prompt=args.system_prompt, train_data=args.train_data, telemetry=not args.no_telemetry,
+        progress=not args.no_progress,
+    )
+    contamination = res.results.get("contamination", {})
+    if contamination.get("checked") and (contamination.get("exact") or contamination.get("ngram")):
+        print(f"warning: {contamination['exact']} exact and {contamination['ngram']} {contamination['n']}-gram "
+              f"overlaps with the training prompts (see results.json)", file=sys.stderr)
+    if res.results["dataset"]["skipped_rows"]:
+        print(f"warning: {res.results['dataset']['skipped_rows']} bad data rows skipped, first: "
+              f"{res.results['dataset']['row_errors'][0]}", file=sys.stderr)
+    print(res.table())
+    print(f"results: {res.output_dir / 'results.json'}", file=sys.stderr)
+    return res
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Handler of ``harness eval``."""
+    if args.checkpoint:
+        _eval_one(args, Path(args.checkpoint), Path(args.output) if args.output else None)
+        return 0
+    run_dir = Path(args.checkpoints)
+    done: set[Path] = set()
+    idle_since = time.monotonic()
+    while True:
+        new = [c for c in list_checkpoints(run_dir) if c not in done]
+        for ckpt in new:
+            _eval_one(args, ckpt, Path(args.output) / ckpt.name if args.output else None)
+            done.add(ckpt)
+            idle_since = time.monotonic()
+        if not args.watch:
+            if not done:
+                raise HarnessError(f"{run_dir}: no complete checkpoints under checkpoints/")
+            return 0
+        if args.watch_timeout is not None and time.monotonic() - idle_since > args.watch_timeout:
+            print(f"harness eval: no new checkpoint for {args.watch_timeout:g} s; stopping", file=sys.stderr)
+            return 0
+        time.sleep(max(0.1, args.watch_interval))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``harness eval`` standalone (``python -m evals.cli ...``)."""
+    parser = argparse.ArgumentParser(prog="harness eval", description=__doc__.split("\n")[0])
+    _configure(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return run_eval(args)
+    except HarnessError as e:
+        print(f"harness eval: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
