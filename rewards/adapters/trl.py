@@ -12,7 +12,9 @@ columns (``answer``, ``tests``, any other) become :class:`harness.Sample` fields
 (``trainer_state``, ``log_extra``, ``log_metric``, ``environments``) are not columns and are left out.
 
 Weights: TRL applies ``GRPOConfig(reward_weights=...)``; :func:`trl_reward_weights` gives them from the specs.
-This module does not import TRL.
+Note that TRL's total is a ``nansum`` over rewards, so an unscored reward adds nothing to that completion's total
+(only a completion with every reward unscored gets no total); the per-reward means skip it. This module does not
+import TRL.
 """
 
 from __future__ import annotations
