@@ -36,7 +36,8 @@ _FUNCS: dict[str, Callable[..., sp.Basic]] = {
     "cbrt": lambda x: sp.real_root(x, 3), "arg": sp.arg,
 }
 _TRIG = {"sin", "cos", "tan", "sec", "csc", "cot"}
-_CONSTS = {"pi": sp.pi, "oo": sp.oo, "inf": sp.oo, "infinity": sp.oo, "infty": sp.oo, "e": sp.E, "i": sp.I}
+_CONSTS = {"pi": sp.pi, "oo": sp.oo, "inf": sp.oo, "infinity": sp.oo, "infty": sp.oo, "e": sp.E, "i": sp.I,
+           "E": sp.E, "I": sp.I}  # sympy's printed names
 _GREEK = {
     "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
     "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega",
@@ -411,6 +412,8 @@ class _Parser:
             self._need_scalar(n, arg)
             return sp.root(arg, n)  # type: ignore[arg-type]
         arg = self._arg(single=name == "sqrt")
+        if name == "log" and isinstance(arg, Seq) and arg.kind == "tuple" and len(arg.items) == 2 and base is None:
+            arg, base = (x.e if isinstance(x, Expr) else x for x in arg.items)  # sympy's log(x, b)
         self._need_scalar(arg) if base is None else self._need_scalar(arg, base)
         if name in _TRIG and isinstance(arg, sp.Basic) and DEG in arg.free_symbols:
             arg = arg.subs(DEG, sp.pi / 180)
