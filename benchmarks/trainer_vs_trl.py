@@ -3,8 +3,10 @@
 Both train a random-init Qwen2-style model (2 layers, hidden 64, char-level tokenizer; built from a config, no
 download) on the toy task (reward: count of "a" in the completion / 32), with G=8, 16 completions per step,
 completion length 32, loss ``grpo`` with group std scaling, beta 0, the same optimizer settings, one torch thread.
-Each trainer runs in its own child process (so peak RSS is its own); the parent prints median step time, peak
-RSS and the reward curve for both, and the ratios (ours / TRL).
+Each trainer runs in its own child process (so peak RSS is its own). The two children run at the same time, one
+thread each, so on a 2-core machine each has a core and both see the same background load (``--sequential``
+runs them one after the other). The parent prints median step time, peak RSS and the reward curve for both, and
+the ratios (ours / TRL).
 
     OMP_NUM_THREADS=1 python benchmarks/trainer_vs_trl.py [--steps 100]
 
@@ -95,14 +97,20 @@ def run_trl(steps: int, out_dir: str) -> dict:
     return {"step_s": times, "reward": rewards, "peak_rss_mb": _peak_rss_mb()}
 
 
-def _child(which: str, steps: int) -> dict:
+def _children(steps: int, sequential: bool) -> tuple[dict, dict]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "result.json")
-        subprocess.run([sys.executable, __file__, "--child", which, "--steps", str(steps), "--out", out], env=env,
-                       check=True)
-        with open(out) as f:
-            return json.load(f)
+        outs = {w: os.path.join(d, f"{w}.json") for w in ("ours", "trl")}
+        procs = []
+        for w, out in outs.items():
+            procs.append(subprocess.Popen([sys.executable, __file__, "--child", w, "--steps", str(steps), "--out", out],
+                                          env=env))
+            if sequential:
+                procs[-1].wait()
+        for pr in procs:
+            if pr.wait() != 0:
+                raise SystemExit(f"benchmark child failed: {pr.args}")
+        return tuple(json.load(open(outs[w])) for w in ("ours", "trl"))  # type: ignore[return-value]
 
 
 def _summary(r: dict) -> dict:
@@ -118,6 +126,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--child", choices=["ours", "trl"])
     p.add_argument("--out")
+    p.add_argument("--sequential", action="store_true", help="run the two trainers one after the other")
     a = p.parse_args()
     if a.child:
         with tempfile.TemporaryDirectory() as d:
@@ -125,7 +134,8 @@ def main() -> None:
         with open(a.out, "w") as f:
             json.dump(res, f)
         return
-    ours, trl = _summary(_child("ours", a.steps)), _summary(_child("trl", a.steps))
+    ours_raw, trl_raw = _children(a.steps, a.sequential)
+    ours, trl = _summary(ours_raw), _summary(trl_raw)
     print(f"{'':<8}{'median step s':>15}{'peak RSS MB':>13}{'reward first':>14}{'reward final':>14}")
     for name, s in (("ours", ours), ("trl", trl)):
         print(f"{name:<8}{s['median_step_s']:>15.4f}{s['peak_rss_mb']:>13.0f}{s['reward_first']:>14.3f}{s['reward_final']:>14.3f}")

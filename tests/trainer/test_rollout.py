@@ -72,3 +72,22 @@ def test_concat_repads_batches():
     c = RolloutBatch.concat([a, b], pad_id=0)
     assert c.prompt_ids.tolist() == [[0, 5, 6], [5, 6, 8]]
     assert c.completion_ids.tolist() == [[7, 1], [9, 0]] and c.texts == ["x", "y"]
+
+
+def test_lean_decoder_logits_match_the_transformers_forward_with_gqa_and_padding():
+    from trainer.rollout.fast_decode import LeanDecoder, supports
+
+    tok = char_tokenizer()
+    model = _model(tok)  # 4 query heads over 2 key/value heads, q/k/v biases (Qwen2)
+    assert supports(model)
+    ids, mask = left_pad([[5, 6, 7, 8, 9], [10, 11]], 0)
+    dec = LeanDecoder(model, 2, 12)
+    got = [dec.prefill(ids, mask)]
+    for _ in range(3):
+        nxt = got[-1].argmax(-1)
+        ids, mask = torch.cat([ids, nxt[:, None]], 1), torch.cat([mask, torch.ones(2, 1, dtype=torch.long)], 1)
+        got.append(dec.step(nxt))
+    with torch.no_grad():
+        ref = model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits
+    for j, logits in enumerate(got):
+        assert torch.allclose(logits, ref[:, 4 + j], atol=1e-4), j

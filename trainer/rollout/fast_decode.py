@@ -40,6 +40,8 @@ def supports(model: Any) -> bool:
 
 def _rms(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
     dtype = x.dtype
+    if dtype == torch.float32:
+        return F.rms_norm(x, (x.shape[-1],), w, eps)
     x = x.float()
     x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
     return w * x.to(dtype)
@@ -49,6 +51,16 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     h = x.shape[-1] // 2
     rot = torch.cat((-x[..., h:], x[..., :h]), dim=-1)
     return x * cos + rot * sin
+
+
+def _fuse(linears: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One (weight, bias) for several nn.Linear over the same input, outputs concatenated in order."""
+    w = torch.cat([lin.weight for lin in linears], dim=0)
+    biases = [lin.bias for lin in linears]
+    if all(b is None for b in biases):
+        return w, None
+    return w, torch.cat([b if b is not None else torch.zeros(lin.weight.shape[0], dtype=w.dtype, device=w.device)
+                         for b, lin in zip(biases, linears)])
 
 
 class LeanDecoder:
@@ -74,27 +86,32 @@ class LeanDecoder:
         cos, sin = model.model.rotary_emb(self.k[0, :1, 0].to(p.dtype), pos)  # (1, max_len, hd)
         self.cos, self.sin = cos[0], sin[0]
         self.len = 0
+        # q/k/v and gate/up fused into one matmul each; rebuilt per decoder, i.e. per generate call, so the
+        # concatenated copies always hold the current weights
+        with torch.no_grad():
+            self.qkv = [_fuse([a.q_proj, a.k_proj, a.v_proj]) for a in (lyr.self_attn for lyr in model.model.layers)]
+            self.gate_up = [_fuse([lyr.mlp.gate_proj, lyr.mlp.up_proj]) for lyr in model.model.layers]
 
     def _layers(self, x: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         cos, sin = self.cos[pos][:, None], self.sin[pos][:, None]  # (B, 1, t, hd)
         s, e = self.len, self.len + t
+        nq = self.nh + self.kvh
         for i, layer in enumerate(self.m.model.layers):
             a = layer.self_attn
             h = _rms(x, layer.input_layernorm.weight, self.eps)
-            q = F.linear(h, a.q_proj.weight, a.q_proj.bias).view(b, t, self.nh, self.hd).transpose(1, 2)
-            k = F.linear(h, a.k_proj.weight, a.k_proj.bias).view(b, t, self.kvh, self.hd).transpose(1, 2)
-            v = F.linear(h, a.v_proj.weight, a.v_proj.bias).view(b, t, self.kvh, self.hd).transpose(1, 2)
-            self.k[i, :, :, s:e] = _rotate(k, cos, sin)
-            self.v[i, :, :, s:e] = v
+            qkv = F.linear(h, *self.qkv[i]).view(b, t, nq + self.kvh, self.hd).transpose(1, 2)  # (B, heads, t, hd)
+            qk = _rotate(qkv[:, :nq], cos, sin)  # q and k heads rotated together
+            self.k[i, :, :, s:e] = qk[:, self.nh:]
+            self.v[i, :, :, s:e] = qkv[:, nq:]
             o = F.scaled_dot_product_attention(
-                _rotate(q, cos, sin), self.k[i, :, :, :e], self.v[i, :, :, :e], attn_mask=mask,
-                enable_gqa=self.nh != self.kvh,
+                qk[:, : self.nh], self.k[i, :, :, :e], self.v[i, :, :, :e], attn_mask=mask,
+                is_causal=False, enable_gqa=self.nh != self.kvh,
             )
             x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), a.o_proj.weight, a.o_proj.bias)
-            mlp = layer.mlp
             h = _rms(x, layer.post_attention_layernorm.weight, self.eps)
-            x = x + F.linear(F.silu(F.linear(h, mlp.gate_proj.weight)) * F.linear(h, mlp.up_proj.weight), mlp.down_proj.weight)
+            gate, up = F.linear(h, self.gate_up[i][0]).chunk(2, dim=-1)
+            x = x + F.linear(F.silu(gate) * up, layer.mlp.down_proj.weight)
         self.len = e
         return x
 
