@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from rewards.math.sets import as_intervals, intervals_equal
 from rewards.math.values import (
-    DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, IvlUnion, Rel, Seq, Text, Value,
+    DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value,
 )
 
 __all__ = ["Options", "equivalent", "OutOfTime", "expand_values"]
@@ -73,18 +74,18 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     asol = _solutions(ans) if not isinstance(gold, Rel) else None
     gold = Seq("list", tuple(gsol)) if gsol is not None else gold
     ans = Seq("list", tuple(asol)) if asol is not None else ans
-    gset, aset = _as_intervals(gold, ans), _as_intervals(ans, gold)
+    gset, aset = as_intervals(gold, ans), as_intervals(ans, gold)
     if gset is not None and aset is not None:
-        return _intervals_equal(gset, aset, opt), "compared as sets of reals"
+        return intervals_equal(gset, aset, lambda x, y: _end_equal(x, y, opt)), "compared as sets of reals"
     gs, as_ = _expand(gold), _expand(ans)
     if len(gs) > 1 or len(as_) > 1 or (isinstance(gold, Seq) and isinstance(ans, Seq)):
         return _seq_equal(gold, ans, gs, as_, opt)
     g, a = gs[0], as_[0]
-    gset, aset = _as_intervals(g, a), _as_intervals(a, g)
+    gset, aset = as_intervals(g, a), as_intervals(a, g)
     if gset is not None or aset is not None:
         if gset is None or aset is None:
             return False, "a set of reals against a value"
-        return _intervals_equal(gset, aset, opt), "compared as sets of reals"
+        return intervals_equal(gset, aset, lambda x, y: _end_equal(x, y, opt)), "compared as sets of reals"
     if isinstance(g, Rel) or isinstance(a, Rel):
         return _rel_equal(g, a, opt)
     if isinstance(g, Expr) and isinstance(a, Expr):
@@ -222,80 +223,6 @@ def _solutions(v: Value) -> list[Value] | None:
     if sum(roots.values()) != poly.degree():
         return None
     return [Expr(r) for r in roots]
-
-
-# -- intervals and inequalities ----------------------------------------------------------------------------
-_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
-
-
-def _as_intervals(v: Value, other: Value) -> list[Ivl] | None:
-    if isinstance(v, Ivl):
-        return [v]
-    if isinstance(v, IvlUnion):
-        return list(v.parts)
-    if isinstance(v, Seq) and v.kind == "tuple" and len(v.items) == 2 and isinstance(other, (Ivl, IvlUnion, Rel)):
-        if isinstance(other, Rel) and not set(other.ops) & {*_FLIP, "in"}:
-            return None
-        lo, hi = v.items
-        if isinstance(lo, Expr) and isinstance(hi, Expr):
-            return [Ivl(lo.e, hi.e, False, False)]
-    if isinstance(v, Rel):
-        return _rel_intervals(v)
-    if isinstance(v, Seq) and v.kind == "list" and any(isinstance(i, (Ivl, IvlUnion, Rel)) for i in v.items):
-        parts: list[Ivl] = []
-        for it in v.items:
-            sub = _as_intervals(it, other)
-            if sub is None:
-                return None
-            parts.extend(sub)
-        return parts
-    return None
-
-
-def _rel_intervals(r: Rel) -> list[Ivl] | None:
-    if r.ops == ("in",) and isinstance(r.terms[1], (Ivl, IvlUnion, Seq)):
-        return _as_intervals(r.terms[1], Ivl(sp.S.Zero, sp.S.One, False, False))
-    if r.ops == ("!=",) and isinstance(r.terms[0], sp.Symbol) and isinstance(r.terms[1], sp.Basic):
-        b = r.terms[1]
-        return [Ivl(-sp.oo, b, False, False), Ivl(b, sp.oo, False, False)]
-    if not r.ops or not all(o in _FLIP for o in r.ops) or len(r.ops) > 2:
-        return None
-    syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]
-    if len(syms) != 1 or any(not isinstance(t, sp.Basic) for t in r.terms):
-        return None
-    k = syms[0]
-    lo, hi, lc, hc = -sp.oo, sp.oo, False, False
-    for i, op in enumerate(r.ops):
-        left, right = r.terms[i], r.terms[i + 1]
-        if i + 1 == k:
-            bound, op = left, _FLIP[op]  # "bound op x" -> "x flip(op) bound"
-        elif i == k:
-            bound = right
-        else:
-            return None
-        if op in ("<", "<="):
-            hi, hc = bound, op == "<="
-        else:
-            lo, lc = bound, op == ">="
-    return [Ivl(lo, hi, lc, hc)]  # type: ignore[arg-type]
-
-
-def _intervals_equal(gs: list[Ivl], as_: list[Ivl], opt: Options) -> bool:
-    if len(gs) != len(as_):
-        return False
-    key = lambda v: float(sp.N(v.lo)) if v.lo.is_number else 0.0  # noqa: E731
-    try:
-        gs, as_ = sorted(gs, key=key), sorted(as_, key=key)
-    except (TypeError, ValueError):
-        pass
-    for g, a in zip(gs, as_):
-        if not (_end_equal(g.lo, a.lo, opt) and _end_equal(g.hi, a.hi, opt)):
-            return False
-        if (g.lo.is_finite is not False and g.lo_closed != a.lo_closed) or (
-            g.hi.is_finite is not False and g.hi_closed != a.hi_closed
-        ):
-            return False
-    return True
 
 
 def _end_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:

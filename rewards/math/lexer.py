@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Token", "tokenize", "LexError", "KNOWN_NAMES"]
+__all__ = ["Token", "tokenize", "LexError", "ParseError", "KNOWN_NAMES"]
 
 Kind = Literal["num", "name", "cmd", "op", "end"]
 
@@ -36,7 +36,11 @@ _ALPHA = re.compile(r"[A-Za-z]+")
 _OPS = set("+-*/^_!=<>()[]{},;|&%°:'")
 
 
-class LexError(ValueError):
+class ParseError(ValueError):
+    """The text is not an answer the grammar understands (the message says where and what)."""
+
+
+class LexError(ParseError):
     """The answer contains a character the parser does not know."""
 
 

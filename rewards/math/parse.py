@@ -7,7 +7,8 @@ postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric `
 convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
 
 Every step is bounded: a token cap, a nesting cap, a literal-length cap, and the guarded power/factorial of
-:mod:`rewards.math.values`. This module does not normalize raw LaTeX (see :mod:`rewards.math.normalize`) and does
+:mod:`rewards.math.values`. Bracketed structures (tuples, intervals, matrices) are parsed by :mod:`rewards.math.structures`, name tables live
+in :mod:`rewards.math.tables`. This module does not normalize raw LaTeX (see :mod:`rewards.math.normalize`) and does
 not compare.
 """
 
@@ -17,9 +18,11 @@ from typing import Callable
 
 import sympy as sp
 
-from rewards.math.lexer import Token, tokenize
+from rewards.math.lexer import ParseError, Token, tokenize
+from rewards.math.structures import StructureMixin
+from rewards.math.tables import ATOM_CMDS, CONSTS, FRACS, FUNCS, GREEK, MUL_CMDS, RELOPS, TRIG
 from rewards.math.values import (
-    DEG, PCT, PM, Based, Expr, Ivl, IvlUnion, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
+    DEG, PCT, PM, Based, Expr, Ivl, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
 )
 
 __all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS", "MAX_TOKENS"]
@@ -28,33 +31,6 @@ MAX_DEPTH = 40
 MAX_TOKENS = 500
 MAX_LITERAL_DIGITS = 1000
 
-_FUNCS: dict[str, Callable[..., sp.Basic]] = {
-    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "sec": sp.sec, "csc": sp.csc, "cot": sp.cot,
-    "arcsin": sp.asin, "arccos": sp.acos, "arctan": sp.atan, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan,
-    "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "exp": sp.exp, "ln": sp.log, "log": sp.log,
-    "lg": lambda x: sp.log(x, 10), "abs": sp.Abs, "sgn": sp.sign, "sqrt": sp.sqrt,
-    "cbrt": lambda x: sp.real_root(x, 3), "arg": sp.arg,
-}
-_TRIG = {"sin", "cos", "tan", "sec", "csc", "cot"}
-_CONSTS = {"pi": sp.pi, "oo": sp.oo, "inf": sp.oo, "infinity": sp.oo, "infty": sp.oo, "e": sp.E, "i": sp.I,
-           "E": sp.E, "I": sp.I}  # sympy's printed names
-_GREEK = {
-    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
-    "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega",
-    "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
-}
-_RELOPS = {"=": "=", "<": "<", ">": ">", "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=",
-           "geqslant": ">=", "ne": "!=", "neq": "!=", "in": "in", "approx": "=", "equiv": "="}
-_MUL_CMDS = {"cdot", "times", "ast"}
-_FRACS = {"frac", "dfrac", "tfrac", "cfrac"}
-_ATOM_CMDS = _FRACS | {"sqrt", "pi", "infty", "infinity", "binom", "dbinom", "tbinom", "lfloor", "lceil", "begin",
-                       "mathrm", "operatorname", "mathbf", "based"} | _GREEK | set(_FUNCS)
-
-
-class ParseError(ValueError):
-    """The text is not an answer this grammar understands (the message says where and what)."""
-
-
 def parse_value(text: str) -> Value:
     """Parse a normalized answer string into a value.
 
@@ -62,10 +38,7 @@ def parse_value(text: str) -> Value:
         ParseError: when the answer is malformed, too deep or too long (message names the problem).
         HugeValue: when the answer is too large to evaluate (the caller keeps its source text).
     """
-    try:
-        toks = tokenize(text)
-    except ValueError as e:
-        raise ParseError(str(e)) from None
+    toks = tokenize(text)
     if len(toks) > MAX_TOKENS:
         raise ParseError(f"answer longer than {MAX_TOKENS} tokens ({len(toks)})")
     p = _Parser(toks)
@@ -79,7 +52,7 @@ def _is_sym(x: object) -> bool:
     return isinstance(x, sp.Basic)
 
 
-class _Parser:
+class _Parser(StructureMixin):
     def __init__(self, toks: list[Token]) -> None:
         self.toks = toks
         self.pos = 0
@@ -127,22 +100,6 @@ class _Parser:
             return self._union(items)
         return Seq("list", tuple(self._as_value(i) for i in items))
 
-    def _union(self, items: list[object]) -> IvlUnion:
-        parts: list[Ivl] = []
-        for it in items:
-            if isinstance(it, Ivl):
-                parts.append(it)
-            elif isinstance(it, IvlUnion):
-                parts.extend(it.parts)
-            elif isinstance(it, Seq) and it.kind == "tuple" and len(it.items) == 2:
-                a, b = (x.e if isinstance(x, Expr) else x for x in it.items)
-                parts.append(Ivl(a, b, False, False))
-            elif isinstance(it, Seq) and it.kind == "set" and all(isinstance(x, Expr) for x in it.items):
-                parts.extend(Ivl(x.e, x.e, True, True) for x in it.items)  # type: ignore[union-attr]
-            else:
-                raise ParseError("\\cup joins something that is not an interval")
-        return IvlUnion(tuple(parts))
-
     @staticmethod
     def _as_value(x: object) -> Value:
         return Expr(x) if _is_sym(x) else x  # type: ignore[return-value]
@@ -172,9 +129,9 @@ class _Parser:
         if t.is_op("!") and self.peek(1).is_op("="):
             self.pos += 2
             return "!="
-        if t.kind == "cmd" and t.text in _RELOPS:
+        if t.kind == "cmd" and t.text in RELOPS:
             self.next()
-            return _RELOPS[t.text]
+            return RELOPS[t.text]
         return None
 
     # -- arithmetic ----------------------------------------------------------------------------------------
@@ -206,7 +163,7 @@ class _Parser:
         int_literal = self._only(start, lambda t: t.kind == "num" and t.text.isdigit() or t.is_op("-"))
         while True:
             t = self.peek()
-            if t.is_op("*") or t.is_cmd(*_MUL_CMDS):
+            if t.is_op("*") or t.is_cmd(*MUL_CMDS):
                 self.next()
                 right = self.parse_unary()
                 self._need_scalar(left, right)
@@ -220,7 +177,7 @@ class _Parser:
                 at = self.pos
                 right = self.parse_power()
                 self._need_scalar(left, right)
-                if int_literal and t.is_cmd(*_FRACS) and self._only(at, _frac_token) and right.is_Rational:
+                if int_literal and t.is_cmd(*FRACS) and self._only(at, _frac_token) and right.is_Rational:
                     left = left - right if left.is_negative else left + right  # type: ignore[operator]
                 else:
                     left = left * right  # type: ignore[operator]
@@ -237,7 +194,7 @@ class _Parser:
         if t.kind == "name":
             return t.text not in ("or", "and")
         if t.kind == "cmd":
-            return t.text in _ATOM_CMDS or t.text == "{"
+            return t.text in ATOM_CMDS or t.text == "{"
         if t.kind == "op":
             return t.text in ("(", "{") or (t.text == "|" and self.abs_depth == 0)
         return False
@@ -340,10 +297,10 @@ class _Parser:
         return val
 
     def _name(self, name: str) -> object:
-        if name in _FUNCS:
+        if name in FUNCS:
             return self._apply(name)
-        if name in _CONSTS:
-            return _CONSTS[name]
+        if name in CONSTS:
+            return CONSTS[name]
         if name in ("or", "and"):
             raise ParseError(f"unexpected {name!r}")
         return self._symbol(name)
@@ -397,7 +354,7 @@ class _Parser:
 
     def _apply(self, name: str) -> sp.Basic:
         power = None
-        if name in _TRIG | {"log", "ln"} and self.peek().is_op("^"):
+        if name in TRIG | {"log", "ln"} and self.peek().is_op("^"):
             self.next()
             power = self._group_or_unary()
         base = None
@@ -415,23 +372,23 @@ class _Parser:
         if name == "log" and isinstance(arg, Seq) and arg.kind == "tuple" and len(arg.items) == 2 and base is None:
             arg, base = (x.e if isinstance(x, Expr) else x for x in arg.items)  # sympy's log(x, b)
         self._need_scalar(arg) if base is None else self._need_scalar(arg, base)
-        if name in _TRIG and isinstance(arg, sp.Basic) and DEG in arg.free_symbols:
+        if name in TRIG and isinstance(arg, sp.Basic) and DEG in arg.free_symbols:
             arg = arg.subs(DEG, sp.pi / 180)
         if name == "exp":
             out = safe_pow(sp.E, arg)  # type: ignore[arg-type]
         else:
-            out = sp.log(arg, base) if base is not None else _FUNCS[name](arg)
+            out = sp.log(arg, base) if base is not None else FUNCS[name](arg)
         return safe_pow(out, power) if power is not None else out  # type: ignore[arg-type]
 
     def _command(self, name: str) -> object:
-        if name in _FRACS:
+        if name in FRACS:
             num = self._arg(single=True)
             den = self._arg(single=True)
             self._need_scalar(num, den)
             return num / den  # type: ignore[operator]
-        if name in _FUNCS or name in ("pi", "infty", "infinity"):
+        if name in FUNCS or name in ("pi", "infty", "infinity"):
             return self._name(name)
-        if name in _GREEK:
+        if name in GREEK:
             return self._symbol(name)
         if name in ("binom", "dbinom", "tbinom"):
             n, k = self._arg(single=True), self._arg(single=True)
@@ -463,59 +420,5 @@ class _Parser:
             return Ivl(-sp.oo, sp.oo, False, False)
         raise ParseError(f"unsupported command \\{name}")
 
-    def _bracket(self, opener: str) -> object:
-        self._enter()
-        v = self.parse_list(closers=(")", "]"))
-        self.depth -= 1
-        closer = self.next()
-        if not closer.is_op(")", "]"):
-            raise ParseError(f"unclosed {opener!r}")
-        items = v.items if isinstance(v, Seq) and v.kind == "list" else None
-        if items is None:
-            if opener == "(" and closer.text == ")":
-                return v.e if isinstance(v, Expr) else v
-            if opener == "[" and closer.text == "]" and isinstance(v, Expr):
-                return v.e
-            raise ParseError(f"{opener}...{closer.text} around a single value")
-        ends = [i.e if isinstance(i, Expr) else None for i in items]
-        mixed = opener + closer.text in ("(]", "[)")
-        inf = any(e is not None and e.has(sp.oo) for e in ends)
-        if len(items) == 2 and None not in ends and (mixed or inf or opener + closer.text == "[]"):
-            return Ivl(ends[0], ends[1], opener == "[", closer.text == "]")
-        return Seq("tuple", items)
-
-    def _matrix(self) -> sp.Basic:
-        env = self._raw_arg()
-        if env.rstrip("*") not in ("pmatrix", "bmatrix", "matrix", "Bmatrix", "vmatrix", "array"):
-            raise ParseError(f"unsupported environment {env!r}")
-        if env == "array" and self.peek().is_op("{"):
-            self._raw_arg()
-        rows: list[list[object]] = [[]]
-        while True:
-            if self.peek().is_cmd("end"):
-                self.next()
-                self._raw_arg()
-                break
-            if self.peek().kind == "end":
-                raise ParseError(f"unclosed environment {env!r}")
-            rows[-1].append(self.parse_add())
-            t = self.next()
-            if t.is_op("&"):
-                continue
-            if t.is_cmd("\\"):
-                rows.append([])
-                continue
-            if t.is_cmd("end"):
-                self._raw_arg()
-                break
-            raise ParseError(f"unexpected {t.text!r} in a matrix")
-        rows = [r for r in rows if r]
-        if not rows or len({len(r) for r in rows}) != 1:
-            raise ParseError("matrix rows of different lengths")
-        self._need_scalar(*(c for r in rows for c in r))
-        m = sp.ImmutableMatrix(rows)
-        return m.det() if env == "vmatrix" else m
-
-
 def _frac_token(t: Token) -> bool:
-    return (t.kind == "num" and t.text.isdigit()) or t.is_op("{", "}") or t.is_cmd(*_FRACS)
+    return (t.kind == "num" and t.text.isdigit()) or t.is_op("{", "}") or t.is_cmd(*FRACS)

@@ -1,0 +1,91 @@
+"""Sets of reals: intervals, unions, inequalities and ``x \\in I`` as lists of :class:`~rewards.math.values.Ivl`.
+
+``[2, 5)``, ``2 \\le x < 5``, ``x \\in [2, 5)`` and ``\\{x \\mid 2 \\le x < 5\\}`` (after normalization) all become
+the same interval; ``x \\ne 1`` becomes two open rays; a bare pair ``(a, b)`` is an open interval only when the
+other side of the comparison is a set. Endpoint equality is the caller's (passed in), so this module does no
+arithmetic of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import sympy as sp
+
+from rewards.math.values import Expr, Ivl, IvlUnion, Rel, Seq, Value
+
+__all__ = ["as_intervals", "intervals_equal"]
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def as_intervals(v: Value, other: Value) -> list[Ivl] | None:
+    """``v`` as a list of intervals when it describes a set of reals (given what it is compared with), else None."""
+    if isinstance(v, Ivl):
+        return [v]
+    if isinstance(v, IvlUnion):
+        return list(v.parts)
+    if isinstance(v, Seq) and v.kind == "tuple" and len(v.items) == 2 and isinstance(other, (Ivl, IvlUnion, Rel)):
+        if isinstance(other, Rel) and not set(other.ops) & {*_FLIP, "in"}:
+            return None
+        lo, hi = v.items
+        if isinstance(lo, Expr) and isinstance(hi, Expr):
+            return [Ivl(lo.e, hi.e, False, False)]
+    if isinstance(v, Rel):
+        return _rel_intervals(v)
+    if isinstance(v, Seq) and v.kind == "list" and any(isinstance(i, (Ivl, IvlUnion, Rel)) for i in v.items):
+        parts: list[Ivl] = []
+        for it in v.items:
+            sub = as_intervals(it, other)
+            if sub is None:
+                return None
+            parts.extend(sub)
+        return parts
+    return None
+
+
+def _rel_intervals(r: Rel) -> list[Ivl] | None:
+    if r.ops == ("in",) and isinstance(r.terms[1], (Ivl, IvlUnion, Seq)):
+        return as_intervals(r.terms[1], Ivl(sp.S.Zero, sp.S.One, False, False))
+    if r.ops == ("!=",) and isinstance(r.terms[0], sp.Symbol) and isinstance(r.terms[1], sp.Basic):
+        b = r.terms[1]
+        return [Ivl(-sp.oo, b, False, False), Ivl(b, sp.oo, False, False)]
+    if not r.ops or not all(o in _FLIP for o in r.ops) or len(r.ops) > 2:
+        return None
+    syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]
+    if len(syms) != 1 or any(not isinstance(t, sp.Basic) for t in r.terms):
+        return None
+    k = syms[0]
+    lo, hi, lc, hc = -sp.oo, sp.oo, False, False
+    for i, op in enumerate(r.ops):
+        left, right = r.terms[i], r.terms[i + 1]
+        if i + 1 == k:
+            bound, op = left, _FLIP[op]  # "bound op x" -> "x flip(op) bound"
+        elif i == k:
+            bound = right
+        else:
+            return None
+        if op in ("<", "<="):
+            hi, hc = bound, op == "<="
+        else:
+            lo, lc = bound, op == ">="
+    return [Ivl(lo, hi, lc, hc)]  # type: ignore[arg-type]
+
+
+def intervals_equal(gs: list[Ivl], as_: list[Ivl], same: Callable[[sp.Basic, sp.Basic], bool]) -> bool:
+    """Equal unions of intervals: same count, endpoints equal by ``same``, same closedness at finite ends."""
+    if len(gs) != len(as_):
+        return False
+    key = lambda v: float(sp.N(v.lo)) if v.lo.is_number else 0.0  # noqa: E731
+    try:
+        gs, as_ = sorted(gs, key=key), sorted(as_, key=key)
+    except (TypeError, ValueError):
+        pass
+    for g, a in zip(gs, as_):
+        if not (same(g.lo, a.lo) and same(g.hi, a.hi)):
+            return False
+        if (g.lo.is_finite is not False and g.lo_closed != a.lo_closed) or (
+            g.hi.is_finite is not False and g.hi_closed != a.hi_closed
+        ):
+            return False
+    return True

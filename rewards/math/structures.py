@@ -1,0 +1,89 @@
+"""Bracketed structures of the answer grammar: tuples vs intervals, unions, matrices (a mixin of the parser).
+
+``(a, b)`` is a tuple (or an open interval, decided at comparison), ``[a, b)`` / ``(a, b]`` / ``[a, b]`` and
+anything with an infinite end are intervals, ``\\cup`` joins intervals (and finite sets of points), and
+``pmatrix``/``bmatrix``/``matrix``/``array`` environments are matrices (``vmatrix`` is a determinant).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from rewards.math.lexer import ParseError
+from rewards.math.values import Expr, Ivl, IvlUnion, Seq
+
+__all__ = ["StructureMixin"]
+
+
+class StructureMixin:
+    """Parser methods for bracketed structures; :class:`rewards.math.parse._Parser` supplies ``next``, ``peek``,
+    ``parse_list``, ``parse_add``, ``_raw_arg``, ``_enter`` and ``_need_scalar``."""
+
+    def _union(self, items: list[object]) -> IvlUnion:
+        parts: list[Ivl] = []
+        for it in items:
+            if isinstance(it, Ivl):
+                parts.append(it)
+            elif isinstance(it, IvlUnion):
+                parts.extend(it.parts)
+            elif isinstance(it, Seq) and it.kind == "tuple" and len(it.items) == 2:
+                a, b = (x.e if isinstance(x, Expr) else x for x in it.items)
+                parts.append(Ivl(a, b, False, False))
+            elif isinstance(it, Seq) and it.kind == "set" and all(isinstance(x, Expr) for x in it.items):
+                parts.extend(Ivl(x.e, x.e, True, True) for x in it.items)  # type: ignore[union-attr]
+            else:
+                raise ParseError("\\cup joins something that is not an interval")
+        return IvlUnion(tuple(parts))
+
+    def _bracket(self, opener: str) -> object:
+        self._enter()
+        v = self.parse_list(closers=(")", "]"))
+        self.depth -= 1
+        closer = self.next()
+        if not closer.is_op(")", "]"):
+            raise ParseError(f"unclosed {opener!r}")
+        items = v.items if isinstance(v, Seq) and v.kind == "list" else None
+        if items is None:
+            if opener == "(" and closer.text == ")":
+                return v.e if isinstance(v, Expr) else v
+            if opener == "[" and closer.text == "]" and isinstance(v, Expr):
+                return v.e
+            raise ParseError(f"{opener}...{closer.text} around a single value")
+        ends = [i.e if isinstance(i, Expr) else None for i in items]
+        mixed = opener + closer.text in ("(]", "[)")
+        inf = any(e is not None and e.has(sp.oo) for e in ends)
+        if len(items) == 2 and None not in ends and (mixed or inf or opener + closer.text == "[]"):
+            return Ivl(ends[0], ends[1], opener == "[", closer.text == "]")
+        return Seq("tuple", items)
+
+    def _matrix(self) -> sp.Basic:
+        env = self._raw_arg()
+        if env.rstrip("*") not in ("pmatrix", "bmatrix", "matrix", "Bmatrix", "vmatrix", "array"):
+            raise ParseError(f"unsupported environment {env!r}")
+        if env == "array" and self.peek().is_op("{"):
+            self._raw_arg()
+        rows: list[list[object]] = [[]]
+        while True:
+            if self.peek().is_cmd("end"):
+                self.next()
+                self._raw_arg()
+                break
+            if self.peek().kind == "end":
+                raise ParseError(f"unclosed environment {env!r}")
+            rows[-1].append(self.parse_add())
+            t = self.next()
+            if t.is_op("&"):
+                continue
+            if t.is_cmd("\\"):
+                rows.append([])
+                continue
+            if t.is_cmd("end"):
+                self._raw_arg()
+                break
+            raise ParseError(f"unexpected {t.text!r} in a matrix")
+        rows = [r for r in rows if r]
+        if not rows or len({len(r) for r in rows}) != 1:
+            raise ParseError("matrix rows of different lengths")
+        self._need_scalar(*(c for r in rows for c in r))
+        m = sp.ImmutableMatrix(rows)
+        return m.det() if env == "vmatrix" else m
