@@ -92,7 +92,7 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator) -> Any:
+def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator, bf16: bool) -> Any:
     if t.backend == "vllm":
         from trainer.rollout.vllm import VLLMRollout
 
@@ -100,7 +100,7 @@ def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator) -> A
                            max_completion_length=t.max_completion_length, gpu_memory_utilization=t.vllm_gpu_memory_utilization)
     from trainer.rollout.hf import HFRollout
 
-    return HFRollout(model, tok, max_prompt_length=t.max_prompt_length, generator=generator)
+    return HFRollout(model, tok, max_prompt_length=t.max_prompt_length, generator=generator, bf16=bf16)
 
 
 def _inputs_fn(col: Collected, t: Any) -> Callable[[], UpdateInputs]:
@@ -192,7 +192,7 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
         log.info("resuming %s from step %d", ckpt, start)
     loss_cfg = LossConfig(t.loss, float(t.epsilon), float(t.epsilon_high), t.cispo_cap, t.beta, t.max_completion_length)
     bf16 = t.bf16 if t.bf16 is not None else info.device.startswith("cuda")
-    ctx = _Ctx(config, t, info, model, tok, ref, optimizer, scheduler, stream, _make_rollout(t, model, tok, generator),
+    ctx = _Ctx(config, t, info, model, tok, ref, optimizer, scheduler, stream, _make_rollout(t, model, tok, generator, bf16),
                session, loss_cfg, SamplingConfig(t.max_completion_length, t.temperature, t.top_p), bf16, generator)
     return ctx, run_dir, start
 

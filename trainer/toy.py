@@ -36,12 +36,19 @@ def is_toy_data(source: str | None) -> bool:
     return bool(source) and str(source).startswith("toy:")
 
 
-def char_tokenizer() -> Any:
-    """A character-level tokenizer with ``<pad>``, ``<eos>`` and ``<unk>``; decode joins characters back."""
+def char_tokenizer(vocab_size: int | None = None) -> Any:
+    """A character-level tokenizer with ``<pad>``, ``<eos>`` and ``<unk>``; decode joins characters back.
+
+    Args:
+        vocab_size: pad the vocabulary with filler tokens (``<f0>``, ``<f1>``...) up to this size, for models
+            with a realistic embedding size; encoding never produces them, sampling may.
+    """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {t: i for i, t in enumerate(_SPECIAL + list(CHARS))}
+    tokens = _SPECIAL + list(CHARS)
+    tokens += [f"<f{i}>" for i in range(max(0, (vocab_size or 0) - len(tokens)))]
+    vocab = {t: i for i, t in enumerate(tokens)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()

@@ -70,21 +70,22 @@ class LeanDecoder:
         model: a model for which :func:`supports` is True.
         batch: rows to decode.
         max_len: prompt width + max new tokens.
+        cache_dtype: dtype of the KV cache (default: the weights'); bfloat16 under bf16 autocast.
     """
 
-    def __init__(self, model: Any, batch: int, max_len: int) -> None:
+    def __init__(self, model: Any, batch: int, max_len: int, cache_dtype: torch.dtype | None = None) -> None:
         self.m, cfg = model, model.config
         self.eps = cfg.rms_norm_eps
         self.nh, self.kvh = cfg.num_attention_heads, cfg.num_key_value_heads
         self.hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.nh
         p = next(model.parameters())
         n_layers = len(model.model.layers)
-        self.k = torch.zeros((n_layers, batch, self.kvh, max_len, self.hd), dtype=p.dtype, device=p.device)
+        self.k = torch.zeros((n_layers, batch, self.kvh, max_len, self.hd), dtype=cache_dtype or p.dtype, device=p.device)
         self.v = torch.zeros_like(self.k)
         self.key_ok = torch.zeros((batch, max_len), dtype=torch.bool, device=p.device)
         pos = torch.arange(max_len, device=p.device)[None]
         cos, sin = model.model.rotary_emb(self.k[0, :1, 0].to(p.dtype), pos)  # (1, max_len, hd)
-        self.cos, self.sin = cos[0], sin[0]
+        self.cos, self.sin = cos[0].to(self.k.dtype), sin[0].to(self.k.dtype)
         self.len = 0
         # q/k/v and gate/up fused into one matmul each; rebuilt per decoder, i.e. per generate call, so the
         # concatenated copies always hold the current weights
@@ -101,6 +102,7 @@ class LeanDecoder:
             a = layer.self_attn
             h = _rms(x, layer.input_layernorm.weight, self.eps)
             qkv = F.linear(h, *self.qkv[i]).view(b, t, nq + self.kvh, self.hd).transpose(1, 2)  # (B, heads, t, hd)
+            qkv = qkv.to(self.k.dtype)
             qk = _rotate(qkv[:, :nq], cos, sin)  # q and k heads rotated together
             self.k[i, :, :, s:e] = qk[:, self.nh:]
             self.v[i, :, :, s:e] = qkv[:, nq:]
@@ -108,10 +110,10 @@ class LeanDecoder:
                 qk[:, : self.nh], self.k[i, :, :, :e], self.v[i, :, :, :e], attn_mask=mask,
                 is_causal=False, enable_gqa=self.nh != self.kvh,
             )
-            x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), a.o_proj.weight, a.o_proj.bias)
+            x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), a.o_proj.weight, a.o_proj.bias).to(x.dtype)
             h = _rms(x, layer.post_attention_layernorm.weight, self.eps)
             gate, up = F.linear(h, self.gate_up[i][0]).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, layer.mlp.down_proj.weight)
+            x = x + F.linear(F.silu(gate) * up, layer.mlp.down_proj.weight).to(x.dtype)
         self.len = e
         return x
 

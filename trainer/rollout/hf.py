@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from contextlib import nullcontext
 from typing import Any, Sequence
 
 import torch
@@ -51,15 +52,17 @@ class HFRollout:
         max_prompt_length: prompts longer than this are cut from the left (their end is kept).
         generator: the torch RNG used for sampling (the trainer saves its state in checkpoints).
         lean: use :class:`LeanDecoder` when the architecture allows (False: always the transformers forward).
+        bf16: sample under bfloat16 autocast (CUDA only).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, max_prompt_length: int, generator: torch.Generator | None = None,
-                 lean: bool = True):
+                 lean: bool = True, bf16: bool = False):
         self.model = model
         self.tokenizer = tokenizer
         self.max_prompt_length = max_prompt_length
         self.generator = generator
         self.lean = lean and supports(model)
+        self.bf16 = bf16
         self.eos_id = tokenizer.eos_token_id
         if self.eos_id is None:
             raise ValueError("the tokenizer has no eos_token; set one so completions can end")
@@ -99,6 +102,16 @@ class HFRollout:
         device = next(self.model.parameters()).device
         ids, attn = prompt_ids.to(device), prompt_mask.to(device)
         b = ids.shape[0]
+        amp = torch.autocast("cuda", dtype=torch.bfloat16) if self.bf16 and device.type == "cuda" else nullcontext()
+        with amp:
+            tokens = self._sample_loop(ids, attn, sampling)
+        if was_training:
+            self.model.train()
+        steps = torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros((b, 0), dtype=torch.long)
+        return [_cut_at_eos(steps[i].tolist(), self.eos_id) for i in range(b)]
+
+    def _sample_loop(self, ids: torch.Tensor, attn: torch.Tensor, sampling: SamplingConfig) -> list[torch.Tensor]:
+        b, device = ids.shape[0], ids.device
         step_fn, logits = self._start(ids, attn, sampling.max_new_tokens)
         done = torch.zeros(b, dtype=torch.bool, device=device)
         tokens: list[torch.Tensor] = []
@@ -110,16 +123,14 @@ class HFRollout:
             if bool(done.all()) or t == sampling.max_new_tokens - 1:
                 break
             logits = step_fn(tok)
-        if was_training:
-            self.model.train()
-        steps = torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros((b, 0), dtype=torch.long)
-        return [_cut_at_eos(steps[i].tolist(), self.eos_id) for i in range(b)]
+        return tokens
 
 
     def _start(self, ids: torch.Tensor, attn: torch.Tensor, max_new: int) -> tuple[Any, torch.Tensor]:
         """Prefill; returns (a function from the last tokens to the next logits, the first logits)."""
         if self.lean:
-            dec = LeanDecoder(self.model, ids.shape[0], ids.shape[1] + max_new)
+            dtype = torch.bfloat16 if self.bf16 and ids.device.type == "cuda" else None
+            dec = LeanDecoder(self.model, ids.shape[0], ids.shape[1] + max_new, cache_dtype=dtype)
             return dec.step, dec.prefill(ids, attn)
         pos = position_ids_from_mask(attn)
         out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
