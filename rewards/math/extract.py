@@ -28,7 +28,7 @@ _BRACE = re.compile(r"(?<!\\)[{}]")
 _ANCHOR = re.compile(
     r"final\s+answer\s*(?:is|:|=)?|"
     r"(?:the\s+)?(?:correct\s+|right\s+)?(?:answer|option|choice)\s+(?:is|(?:would|will|must|should)\s+be)\s*:?|"
-    r"\banswer\s*[:：]|####",
+    r"\banswer\s*(?:\*\*|\*|\})?\s*[:：]|####",
     re.IGNORECASE,
 )
 _CHOICE = re.compile(
@@ -109,7 +109,7 @@ def _delimited(s: str) -> str:
 
 
 def _statement(rest: str) -> str:
-    rest = rest.lstrip(" \t:*=")
+    rest = rest.lstrip(" \t:*=}")
     rest = re.sub(r"^(?:is\b|:)\s*", "", rest).lstrip(" \t*:")
     rest = rest.strip().lstrip("*").strip()  # the statement may start on the next line
     if rest.startswith(("$$", "\\[")):
