@@ -54,3 +54,13 @@ def test_an_all_unscored_batch_warns_and_changes_no_weight(tmp_path):
     init = tiny_model(len(char_tokenizer()), seed=0).state_dict()
     for name, w in saved.items():
         assert torch.equal(w, init[name]), name
+
+
+def test_lora_trains_only_the_adapters_and_beta_loads_a_reference(tmp_path):
+    cfg = toy_config(tmp_path, "lora", max_steps=2, beta=0.04, lora={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    res = train(cfg, progress=False)
+    trainable = [n for n, p in res.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    assert all(m["kl"] >= 0.0 for m in res.metrics)
+    assert res.metrics[-1]["kl"] > 0.0  # the adapters moved the policy away from the frozen reference
+    assert (res.last_checkpoint / "adapter_config.json").is_file()
