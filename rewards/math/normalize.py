@@ -4,7 +4,7 @@ What it does, in order: caps the length; maps unicode math (``−`` ``×`` ``≤
 math delimiters, spacing and sizing commands (``$``, ``\(``, ``\left``, ``\,``); turns ``^\circ`` into ``°`` and
 ``\%`` into ``%``; drops currency; reads ``\text{...}`` as a unit (after a value), a connective ("or") or plain
 words; drops thousands separators (``1,000`` and ``1{,}000``); rewrites repeating decimals
-(``0.\overline{36}`` -> ``(4/11)``) and numerals with a base subscript (``1011_2`` -> ``\based{1011}{2}``); strips
+(``0.\overline{36}`` and ``0.3636...`` -> ``(4/11)``) and numerals with a base subscript (``1011_2`` -> ``\based{1011}{2}``); strips
 trailing unit words (``12 cm``, ``5 square feet``) but never single letters, so ``3ab`` stays a product.
 
 It also recognises text answers (words, yes/no, "no solution") and multiple-choice letters. It does not parse
@@ -55,6 +55,7 @@ _TRAILING_WORDS = re.compile(r"(?<=[\d})%°.])\s+(" + _WORD + r"(?:\s+" + _WORD 
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mbox|mathrm|mathit|mathsf|texttt|emph)\s*\{([^{}]*)\}(\s*\^\s*\{?\d\}?)?")
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 _REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
+_ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d{2,40})\s*(?:\.\.\.|\\ldots|\\dots|\\cdots|…)")
 _BASE = re.compile(r"(?<![A-Za-z\\\d])([0-9][0-9A-Za-z]*|[A-F][0-9A-F]*)_\{?\(?(\d{1,2})\)?\}?")
 _CONNECTIVES = {"or": " or ", "and": " and ", ",": ","}
 _NOSOL = {"nosolution", "nosolutions", "norealsolution", "norealsolutions", "none", "emptyset", "nosuchvalue",
@@ -92,6 +93,7 @@ def clean(s: str) -> str:
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
     s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
     s = _REPEATING.sub(_repeating, s)
+    s = _ELLIPSIS.sub(_ellipsis, s)
     s = _BASE.sub(_base, s)
     s = _ATTACHED_UNIT.sub("", s)
     s = re.sub(r"\s*(?:degrees?|percent)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
@@ -145,6 +147,19 @@ def _repeating(m: re.Match[str]) -> str:
     value = Fraction(int(whole)) + (Fraction(int(fixed), 10 ** len(fixed)) if fixed else 0)
     value += Fraction(int(rep), (10 ** len(rep) - 1) * 10 ** len(fixed))
     return f"({value.numerator}/{value.denominator})"
+
+
+def _ellipsis(m: re.Match[str]) -> str:
+    """``0.363636...`` -> 4/11 when the shown digits repeat a block at least twice; else left as written."""
+    whole, digits = m.group(1) or "0", m.group(2)
+    for start in range(len(digits)):
+        tail = digits[start:]
+        for period in range(1, len(tail) // 2 + 1):
+            if all(tail[i] == tail[i % period] for i in range(len(tail))):
+                value = Fraction(int(whole)) + (Fraction(int(digits[:start]), 10**start) if start else 0)
+                value += Fraction(int(tail[:period]), (10**period - 1) * 10**start)
+                return f"({value.numerator}/{value.denominator})"
+    return m.group(0)
 
 
 def _base(m: re.Match[str]) -> str:

@@ -48,6 +48,8 @@ FORMS = [
 EXACT_AND_APPROXIMATE = [
     ("\\frac{4}{11}", "\\boxed{0.\\overline{36}}", 1.0),
     ("\\frac{1}{6}", "\\boxed{0.1\\overline{6}}", 1.0),
+    ("\\frac{4}{11}", "\\boxed{0.363636\\ldots}", 1.0),
+    ("\\frac{1}{3}", "\\boxed{0.3333}", 0.0),
     ("1500", "\\boxed{1.5 \\times 10^3}", 1.0),
     ("0.00125", "The answer is 1.25e-3", 1.0),
     ("\\frac{9}{4}", "\\boxed{2.25}", 1.0),
