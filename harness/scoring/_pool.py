@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 _CHUNK_MAX = 16
 _START_TIMEOUT_S = 120.0
+#: Extra seconds for the first call of a reward in a worker, which also builds the plugin (a tokenizer, a sandbox).
+BUILD_GRACE_S = 60.0
 
 
 @dataclass
@@ -61,6 +63,7 @@ class _Worker:
     started: float = field(default_factory=time.monotonic)
     inflight: collections.deque = field(default_factory=collections.deque)
     head_since: float = 0.0
+    built: set = field(default_factory=set)  # (name, params_key) of plugins this worker has built
 
 
 def _describe_exit(code: int | None) -> str:
@@ -77,8 +80,16 @@ def _describe_exit(code: int | None) -> str:
 class WorkerPool:
     """``workers`` warm processes serving :class:`Task` s; see the module docstring."""
 
-    def __init__(self, workers: int | None = None, *, memory_limit_mb: int | None = 8192, start_method: str = "spawn"):
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        memory_limit_mb: int | None = 8192,
+        start_method: str = "spawn",
+        build_grace_s: float = BUILD_GRACE_S,
+    ):
         self.size = max(1, workers or os.cpu_count() or 1)
+        self.build_grace_s = build_grace_s
         self.memory_limit_mb = memory_limit_mb
         self._ctx = mp.get_context(start_method)
         self._queue: collections.deque[Task] = collections.deque()
@@ -185,6 +196,7 @@ class WorkerPool:
         _, tid, score, seconds = msg
         if w.inflight and w.inflight[0].tid == tid:
             t = w.inflight.popleft()
+            w.built.add((t.name, t.params_key))
             t.done(t, score, seconds, None)
         w.head_since = time.monotonic()
 
@@ -196,9 +208,10 @@ class WorkerPool:
                     raise ScoringError(f"a scoring worker did not start within {_START_TIMEOUT_S:.0f} s")
                 continue
             if w.inflight:
-                left = w.inflight[0].timeout - (now - w.head_since)
+                head = w.inflight[0]
+                grace = 0.0 if (head.name, head.params_key) in w.built else self.build_grace_s
+                left = head.timeout + grace - (now - w.head_since)
                 if left <= 0:
-                    head = w.inflight[0]
                     self._replace(w, f"reward {head.name!r} ran past its {head.timeout:g} s wall-clock limit; worker killed", "timeout")
                 else:
                     wait_s = min(wait_s, left)

@@ -75,6 +75,22 @@ def _cache_key(entry: RewardEntry, pkey: str, sample: dict[str, Any], completion
     return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
 
 
+def _validate(entry: RewardEntry, spec: RewardSpec) -> None:
+    """Build the plugin once here so a bad parameter value fails at load, not as an error on every sample."""
+    from harness.errors import RewardParameterError
+    from harness.registry import RewardFn
+
+    entry.check_params(spec.params)
+    try:
+        RewardFn(entry, spec.params)
+    except RewardParameterError:
+        raise
+    except Exception as e:
+        raise RewardParameterError(
+            f"reward {spec.name!r} ({entry.origin}) rejected its parameters {spec.params!r}: {type(e).__name__}: {e}"
+        ) from e
+
+
 def _to_sample(raw: Sample | Mapping[str, Any], index: int) -> Sample | str:
     if isinstance(raw, Sample):
         return raw
@@ -162,7 +178,7 @@ class ScoringSession:
             raise ScoringError(f"reward names must be unique in one session, got {names}")
         self.entries = {s.name: get_entry(s.name) for s in self.specs}
         for s in self.specs:
-            self.entries[s.name].check_params(s.params)
+            _validate(self.entries[s.name], s)
         self._pkeys = {s.name: _params_key(s.params) for s in self.specs}
         self.timeout = float(timeout or DEFAULT_TIMEOUT_S)
         self._workers, self._mem = workers, memory_limit_mb

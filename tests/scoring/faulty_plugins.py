@@ -17,6 +17,8 @@ __all__: list[str] = []
 @reward("test_faulty", reads=())
 def test_faulty(*, scale: float = 1.0):
     """Value = scale * len(completion); completions named after a fault trigger it."""
+    if scale <= 0:
+        raise ValueError("scale must be positive")
 
     def score(sample, completion: str) -> Score:
         if completion == "raise":

@@ -18,7 +18,7 @@ SPEC = [RewardSpec(name="test_faulty", params={"scale": 2.0})]
 @pytest.fixture(scope="module")
 def pool():
     # a private pool with a 1 GiB address-space limit per worker, so the memory bomb stays small
-    p = WorkerPool(2, memory_limit_mb=1024)
+    p = WorkerPool(2, memory_limit_mb=1024, build_grace_s=2.0)
     yield p
     p.close()
 

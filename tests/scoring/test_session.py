@@ -11,7 +11,7 @@ from harness.scoring import WorkerPool
 
 @pytest.fixture(scope="module")
 def pool():
-    p = WorkerPool(2)
+    p = WorkerPool(2, build_grace_s=2.0)
     yield p
     p.close()
 
@@ -92,6 +92,26 @@ def test_weighted_total_weight_zero_logs_only_and_all_unscored_is_none(pool) -> 
 def test_specs_accept_names_and_dicts(pool) -> None:
     with ScoringSession(["test_counter", {"name": "test_faulty", "weight": 2}], pool=pool) as s:
         assert [sp.weight for sp in s.specs] == [1.0, 2.0]
+
+
+def test_bad_parameter_value_fails_at_load_not_per_sample() -> None:
+    with pytest.raises(RewardParameterError, match="format_regex.*does not compile"):
+        ScoringSession([RewardSpec(name="format_regex", params={"pattern": "("})])
+
+
+def test_factory_that_raises_fails_at_load_naming_the_reward() -> None:
+    with pytest.raises(RewardParameterError, match="test_faulty.*rejected its parameters.*scale must be positive"):
+        ScoringSession([RewardSpec(name="test_faulty", params={"scale": -1.0})])
+
+
+def test_first_call_in_a_worker_gets_a_build_grace_then_the_plain_limit() -> None:
+    pool = WorkerPool(1, build_grace_s=30.0)
+    try:
+        with ScoringSession(["test_faulty"], pool=pool, cache=False, timeout=1.0) as s:
+            res = s.score([{"id": "1"}, {"id": "2"}], ["ok", "sleep"])
+        assert [x.status for x in res.scores["test_faulty"]] == ["ok", "timeout"]
+    finally:
+        pool.close()
 
 
 def test_duplicate_spec_names_are_rejected() -> None:
