@@ -10,7 +10,7 @@ with a character tokenizer, built from a config; nothing downloaded):
 Prints completions per second for each, the ratio to generation alone, and how much of the evaluation's wall time
 was spent waiting for scores (scoring overlaps the next batch's generation, so the wait is what scoring costs).
 
-    OMP_NUM_THREADS=1 python benchmarks/eval_throughput.py [--prompts 32] [--k 8] [--max-new-tokens 32]
+    OMP_NUM_THREADS=1 python benchmarks/eval_throughput.py [--prompts 32] [--k 8] [--max-new-tokens 32] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
 
     import torch
@@ -65,26 +66,38 @@ def main() -> None:
     print(f"tiny model, {args.prompts} prompts x k={args.k} = {n} completions, <= {args.max_new_tokens} new tokens")
 
     be = HFBackend(model_dir, chat_template=False, batch_size=1)
-    be.generate([PromptRequest("warm", "warm up", 0)], 1, params)
-    t0 = time.perf_counter()
-    be.generate([PromptRequest(s.id, s.prompt, prompt_seed(0, s.id)) for s in samples], args.k, params)
-    gen_only = time.perf_counter() - t0
-    print(f"generation only (batch_size 1)         {n / gen_only:8.1f} completions/s  ({gen_only:.2f} s)")
-
-    for bs in (1, 4):
-        settings = EvalSection(k=args.k, temperature=1.0, top_p=1.0, max_new_tokens=args.max_new_tokens,
-                               batch_size=bs, workers=args.workers)
+    requests = [PromptRequest(s.id, s.prompt, prompt_seed(0, s.id)) for s in samples]
+    be.generate(requests[:4], args.k, params)  # warm up (first calls allocate and pick kernels)
+    best: dict[str, tuple[float, dict]] = {}
+    for rnd in range(args.rounds):  # alternate the variants; keep each one's fastest round (a shared machine is noisy)
+        # a new seed per round: new completions, so no round is served from the scoring cache
+        params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=args.max_new_tokens, seed=rnd + 1)
+        requests = [PromptRequest(s.id, s.prompt, prompt_seed(rnd + 1, s.id)) for s in samples]
         t0 = time.perf_counter()
-        res = evaluate(model_dir, data, specs, settings=settings, output_dir=root / f"out-bs{bs}", resume=False,
-                       chat_template=False, telemetry=False)
+        be.generate(requests, args.k, params)
         wall = time.perf_counter() - t0
-        t = res.results["timing"]
+        if wall < best.get("gen", (float("inf"), {}))[0]:
+            best["gen"] = (wall, {})
+        for bs in (1, 4):
+            settings = EvalSection(k=args.k, temperature=1.0, top_p=1.0, max_new_tokens=args.max_new_tokens,
+                                   batch_size=bs, workers=args.workers, seed=rnd + 1)
+            t0 = time.perf_counter()
+            res = evaluate(model_dir, data, specs, settings=settings, output_dir=root / f"out-bs{bs}", resume=False,
+                           chat_template=False, telemetry=False)
+            wall = time.perf_counter() - t0
+            if wall < best.get(f"bs{bs}", (float("inf"), {}))[0]:
+                best[f"bs{bs}"] = (wall, res.results["timing"])
+    gen_only = best["gen"][0]
+    print(f"best of {args.rounds} rounds each")
+    print(f"generation only (batch_size 1)         {n / gen_only:8.1f} completions/s  ({gen_only:.2f} s)")
+    for bs in (1, 4):
+        wall, t = best[f"bs{bs}"]
         print(f"evaluate, scoring included (batch {bs})  {n / wall:8.1f} completions/s  ({wall:.2f} s; "
-              f"{n / wall / (n / gen_only):.2f}x generation-only rate)")
+              f"{gen_only / wall:.2f}x the generation-only rate)")
         print(f"    generate {t['generate_s']:.2f} s, waiting for scores {t['score_wait_s']:.2f} s "
               f"({100 * t['score_wait_s'] / wall:.1f}% of wall), reward calls {t['score_call_s']:.2f} s summed "
-              f"over {2 * n} calls")
-
+              f"over {2 * n} calls (overlapped with generation), other (model load, data, writes) "
+              f"{wall - t['generate_s'] - t['score_wait_s']:.2f} s")
 
 if __name__ == "__main__":
     main()
