@@ -164,6 +164,33 @@ def _score_python(code: str, source: str, entry_point: str | None, limits: Limit
     return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
 
 
+def _isolation_info(min_isolation: str, allow_weaker: bool) -> tuple[dict[str, Any], Score | None]:
+    """The isolation fields for ``Score.info``, and the refusal Score when the level is below the floor."""
+    try:
+        report = get_sandbox().isolation()
+    except SandboxError as e:
+        return {}, Score.unscored("sandbox_error", str(e))
+    info: dict[str, Any] = {"isolation": report.level, "speed_factor": round(report.speed_factor, 3)}
+    if report.at_least(min_isolation):
+        return info, None
+    if allow_weaker:
+        info["isolation_waived"] = True
+        return info, None
+    reason = (f"isolation level {report.level!r} is below the required {min_isolation!r} (missing: "
+              f"{', '.join(report.missing)}); set allow_weaker_isolation=true to run untrusted code anyway")
+    return info, Score.unscored("sandbox_error", reason, **info)
+
+
+def _score_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial: bool, info: dict) -> Score:
+    status, passed, results = _run_stdio(code, cases, limits, partial)
+    info.update(passed=passed, total=len(cases), tests=results)
+    if status == "pass":
+        return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)
+    info["reason"] = next((r.get("reason", r["status"]) for r in results if r["status"] != "pass"), status)
+    value = passed / len(cases) if partial else 0.0
+    return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
+
+
 @reward("code", reads=("tests", "entry_point"))
 def code_reward(
     *,
@@ -199,32 +226,15 @@ def code_reward(
         entry_point = (sample.model_extra or {}).get("entry_point")
         if entry_point is not None and not isinstance(entry_point, str):
             return Score.unscored("bad_input", f"entry_point must be a string, got {type(entry_point).__name__}")
-        try:
-            report = get_sandbox().isolation()
-        except SandboxError as e:
-            return Score.unscored("sandbox_error", str(e))
-        info: dict[str, Any] = {"isolation": report.level, "speed_factor": round(report.speed_factor, 3)}
-        if not report.at_least(min_isolation):
-            if not allow_weaker_isolation:
-                return Score.unscored(
-                    "sandbox_error",
-                    f"isolation level {report.level!r} is below the required {min_isolation!r} (missing: "
-                    f"{', '.join(report.missing)}); set allow_weaker_isolation=true to run untrusted code anyway",
-                    **info,
-                )
-            info["isolation_waived"] = True
+        info, refusal = _isolation_info(min_isolation, allow_weaker_isolation)
+        if refusal is not None:
+            return refusal
         code = extract_code(completion)
         try:
             if kind == "python":
                 return _score_python(code, tests, entry_point, limits, partial, info)
-            status, passed, results = _run_stdio(code, tests, limits, partial)
+            return _score_stdio(code, tests, limits, partial, info)
         except SandboxError as e:
             return Score.unscored("sandbox_error", str(e), **info)
-        info.update(passed=passed, total=len(tests), tests=results)
-        if status == "pass":
-            return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)
-        info["reason"] = next((r.get("reason", r["status"]) for r in results if r["status"] != "pass"), status)
-        value = passed / len(tests) if partial else 0.0
-        return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
 
     return score

@@ -15,9 +15,13 @@ __all__ = ["Pump", "Stream"]
 
 @dataclass
 class Stream:
+    """One pipe read by the host: ``over`` once more than ``cap`` bytes came; only the last ``keep`` are kept."""
+
     fd: int
     buf: bytearray = field(default_factory=bytearray)
     cap: int = 1 << 20
+    keep: int = 1 << 20
+    total: int = 0
     done: bool = False
     over: bool = False
 
@@ -32,9 +36,9 @@ class Pump:
         self.writes: dict[int, memoryview] = {}
         self.timed_out = False
 
-    def read(self, fd: int, cap: int) -> Stream:
+    def read(self, fd: int, cap: int, keep: int) -> Stream:
         os.set_blocking(fd, False)
-        s = self.streams[fd] = Stream(fd, cap=cap)
+        s = self.streams[fd] = Stream(fd, cap=cap, keep=min(keep, cap))
         self.sel.register(fd, selectors.EVENT_READ)
         return s
 
@@ -77,13 +81,16 @@ class Pump:
                     s.done = True
                     self.sel.unregister(fd)
                     continue
+                s.total += len(chunk)
                 s.buf += chunk
-                if len(s.buf) > s.cap:
+                if len(s.buf) > s.keep:
+                    del s.buf[: len(s.buf) - s.keep]
+                if s.total > s.cap:
                     s.over = True
                     return
-            if sum(len(s.buf) for s in self.streams.values()) > total_cap:
+            if sum(s.total for s in self.streams.values()) > total_cap:
                 for s in self.streams.values():
-                    s.over = s.over or len(s.buf) > 0
+                    s.over = s.over or s.total > 0
                 return
 
     def close(self) -> None:

@@ -24,97 +24,23 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sandbox import _child
-from sandbox._pump import Pump
+from sandbox._pump import Pump, Stream
+from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, TestsResult, level_of
 
 __all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "Sandbox", "SandboxError", "get_sandbox",
            "isolation_level", "LEVELS"]
 
 log = logging.getLogger(__name__)
 
-#: Isolation levels, weakest first.
-LEVELS: tuple[str, ...] = ("basic", "strong", "full")
 _UID_BASE = 1_000_000
 
 
 class SandboxError(RuntimeError):
     """The sandbox could not run the code at all (the server did not start, a child could not be set up)."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one execution. ``timeout_s`` is multiplied by the machine's speed factor."""
-
-    timeout_s: float = 4.0
-    memory_bytes: int = 1 << 30
-    max_pids: int = 128
-    max_output_bytes: int = 8 << 20
-    disk_bytes: int = 64 << 20
-    file_size_bytes: int = 32 << 20
-    open_files: int = 256
-    address_space_bytes: int = 8 << 30
-
-    def for_child(self, deadline_s: float) -> dict[str, int]:
-        return {"cpu_s": int(deadline_s) + 2, "memory_bytes": self.memory_bytes, "max_pids": self.max_pids,
-                "disk_bytes": self.disk_bytes, "file_size_bytes": self.file_size_bytes,
-                "open_files": self.open_files, "address_space_bytes": self.address_space_bytes}
-
-
-@dataclass(frozen=True)
-class IsolationReport:
-    """What the server found: the level, each layer, and what keeps the level from being higher."""
-
-    level: str
-    layers: dict[str, Any]
-    missing: tuple[str, ...]
-    speed_factor: float
-
-    def at_least(self, level: str) -> bool:
-        return LEVELS.index(self.level) >= LEVELS.index(level)
-
-
-def _level(layers: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
-    strong = {"unprivileged uid or user namespace": layers.get("uid") or layers.get("userns"),
-              "landlock": layers.get("landlock_abi", 0) >= 1, "seccomp": layers.get("seccomp"),
-              "kill of every descendant (cgroup)": layers.get("cgroup_kill")}
-    full = {"unprivileged uid": layers.get("uid"), "memory cgroup": layers.get("cgroup_memory"),
-            "pids cgroup": layers.get("cgroup_pids"), "network namespace": layers.get("netns"),
-            "mount namespace": layers.get("mntns")}
-    miss_strong = tuple(k for k, v in strong.items() if not v)
-    miss_full = tuple(k for k, v in full.items() if not v)
-    if miss_strong:
-        return "basic", miss_strong + miss_full
-    return ("strong", miss_full) if miss_full else ("full", ())
-
-
-@dataclass(frozen=True)
-class ProgramResult:
-    """How a program run ended. ``status``: ok (exit 0), crash, timeout, memory, output_limit."""
-
-    status: Literal["ok", "crash", "timeout", "memory", "output_limit"]
-    stdout: bytes
-    stderr: bytes
-    exit_code: int | None
-    signal: int | None
-    duration_s: float
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class TestsResult:
-    """The judge's verdict. ``status``: pass, fail, error (the solution did not load), timeout, memory."""
-
-    status: Literal["pass", "fail", "error", "timeout", "memory"]
-    passed: int
-    total: int
-    tests: list[dict[str, Any]] = field(default_factory=list)
-    reason: str = ""
-    duration_s: float = 0.0
-    output: bytes = b""
 
 
 class Sandbox:
@@ -157,7 +83,7 @@ class Sandbox:
             raise SandboxError(f"sandbox server did not start: {ready.get('error', 'it exited')}")
         self._sock = host
         self._server_pid = int(ready["pid"])
-        level, missing = _level(ready["layers"])
+        level, missing = level_of(ready["layers"])
         self._report = IsolationReport(level, ready["layers"], missing, float(ready["speed_factor"]))
         log.info("sandbox server %d up: isolation %s (missing: %s), speed factor %.2f", self._server_pid, level,
                  ", ".join(missing) or "none", self._report.speed_factor)
@@ -269,69 +195,83 @@ class Sandbox:
     def _finish(self, job: int) -> dict[str, Any]:
         return self._request({"op": "end", "job": job})
 
-    def _execute(self, children: list[tuple[str, list[Any]]], payloads: dict[str, bytes], stdin: bytes,
-                 limits: Limits, finish_on: str) -> tuple[Pump, dict[str, Any], float, float, dict[str, Any]]:
-        """Start the children, pump their pipes, end the job. Pipe names in ``children`` are created here.
+    def _pipes(self, children: list[tuple[str, list[str | None]]], writers: set[str], uids: tuple[int, int]
+               ) -> tuple[list[tuple[str, int, list[int]]], dict[str, int], list[int]]:
+        """Create the named pipes; return the children's (role, uid, fds), the host's ends by name, the child ends.
 
-        Each child's fd list names pipes: ``"<name>:r"``/``"<name>:w"`` for the child's end, ``None`` for
-        /dev/null. Returns the pump (streams by name in ``pump.named``), the server's end reply, the deadline,
-        the duration and the named streams.
+        A child fd spec is ``"<name>:r"``/``"<name>:w"`` (the child's end), ``"rpc"`` (one end of the socket pair
+        between solution and judge) or ``None`` (/dev/null). Names in ``writers`` are written by the host.
         """
-        deadline_s = self._deadline(limits)
-        names = {spec.split(":")[0] for _, fds in children for spec in fds if spec}
+        names = sorted({f.partition(":")[0] for _, fds in children for f in fds if f})
         pipes: dict[str, tuple[int, int]] = {}
+        ours: dict[str, int] = {}
         theirs: list[int] = []
-        ours: list[int] = []
-        slot = self._acquire()
         try:
-            for name in sorted(names):
+            for name in names:
                 if name == "rpc":
                     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                     pipes[name] = (a.detach(), b.detach())
                     theirs += pipes[name]
+                    continue
+                r, w = pipes[name] = os.pipe()
+                ours[name], child_end = (w, r) if name in writers else (r, w)
+                theirs.append(child_end)
+        except OSError:
+            for fd in list(ours.values()) + theirs:
+                os.close(fd)
+            raise
+        spec = []
+        for i, (role, fds) in enumerate(children):
+            fd_list = []
+            for f in fds:
+                name, _, end = (f or "").partition(":")
+                if not name:
+                    fd_list.append(-1)
+                elif name == "rpc":
+                    fd_list.append(pipes[name][i])
                 else:
-                    pipes[name] = os.pipe()
-                    ours.append(pipes[name][1] if name in payloads or name == "stdin" else pipes[name][0])
-                    theirs.append(pipes[name][0] if name in payloads or name == "stdin" else pipes[name][1])
-            uids = self._uids(slot)
-            spec = []
-            for i, (role, fds) in enumerate(children):
-                fd_list = []
-                for f in fds:
-                    if f is None:
-                        fd_list.append(-1)
-                        continue
-                    name, _, end = f.partition(":")
-                    r, w = pipes[name]
-                    fd_list.append((r if end == "r" else w) if name != "rpc" else (r if i == 0 else w))
-                spec.append((role, uids[i], fd_list))
+                    fd_list.append(pipes[name][0 if end == "r" else 1])
+            spec.append((role, uids[i], fd_list))
+        return spec, ours, theirs
+
+    def _execute(self, children: list[tuple[str, list[str | None]]], writes: dict[str, bytes], limits: Limits,
+                 finish_on: list[str]) -> tuple[Pump, dict[str, Any], float, float, dict[str, Stream]]:
+        """Start the children, feed ``writes``, read every other pipe until ``finish_on`` close, end the job.
+
+        Returns the pump, the server's end reply, the deadline, the duration and the read streams by name.
+
+        Raises:
+            SandboxError: the server could not start a child, or a child failed its setup.
+        """
+        deadline_s = self._deadline(limits)
+        slot = self._acquire()
+        ours: dict[str, int] = {}
+        theirs: list[int] = []
+        streams: dict[str, Stream] = {}
+        try:
+            spec, ours, theirs = self._pipes(children, set(writes), self._uids(slot))
             t0 = time.monotonic()
             job = self._launch(spec, limits, deadline_s, slot)
             for fd in theirs:
                 os.close(fd)
             theirs = []
             pump = Pump(t0 + deadline_s)
-            streams: dict[str, Any] = {}
-            for name in sorted(names - {"rpc"}):
-                fd = ours.pop(0)
-                if name in payloads:
-                    pump.write(fd, payloads[name])
-                elif name == "stdin":
-                    pump.write(fd, stdin)
+            for name, fd in list(ours.items()):
+                del ours[name]
+                if name in writes:
+                    pump.write(fd, writes[name])
                 else:
-                    cap = 4096 if name.startswith("setup") else limits.max_output_bytes if name == "out" else 1 << 16
-                    streams[name] = pump.read(fd, cap)
+                    keep = 4096 if name.startswith("setup") else limits.max_output_bytes if name == "out" else 1 << 14
+                    streams[name] = pump.read(fd, cap=limits.max_output_bytes, keep=keep)
             try:
-                until = [streams[finish_on]] + [v for k, v in streams.items() if k.startswith("setup")]
-                if finish_on == "out":
-                    until.append(streams["err"])
-                pump.pump(until, limits.max_output_bytes + (4 << 20))
+                until = [streams[n] for n in finish_on] + [v for k, v in streams.items() if k.startswith("setup")]
+                pump.pump(until, 2 * limits.max_output_bytes)
             finally:
                 duration = time.monotonic() - t0
                 end = self._finish(job)
                 pump.close()
         finally:
-            for fd in theirs + ours:
+            for fd in theirs + list(ours.values()):
                 os.close(fd)
             self._release(slot)
         for k, v in streams.items():
@@ -347,8 +287,9 @@ class Sandbox:
         """
         limits = limits or self.limits
         data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
-        children = [("program", ["stdin:r", "out:w", "err:w", "pay:r", "setup0:w"])]
-        pump, end, deadline_s, duration, st = self._execute(children, {"pay": _json({"code": code})}, data, limits, "out")
+        children: list[tuple[str, list[str | None]]] = [("program", ["stdin:r", "out:w", "err:w", "pay:r", "setup0:w"])]
+        writes = {"pay": _json({"code": code}), "stdin": data}
+        pump, end, deadline_s, duration, st = self._execute(children, writes, limits, ["out", "err"])
         out, err = st["out"], st["err"]
         ex = (end.get("exits") or [None])[0] or {}
         code_, sig = ex.get("code"), ex.get("signal")
@@ -378,11 +319,11 @@ class Sandbox:
         """
         limits = limits or self.limits
         compile(tests, "tests.py", "exec", dont_inherit=True)
-        children = [("solution", [None, "sout:w", "sout:w", "spay:r", "setup0:w", "rpc"]),
-                    ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"])]
-        payloads = {"spay": _json({"code": code}),
-                    "jpay": _json({"tests": tests, "entry_point": entry_point, "partial": partial})}
-        pump, end, deadline_s, duration, st = self._execute(children, payloads, b"", limits, "verdict")
+        children: list[tuple[str, list[str | None]]] = [
+            ("solution", [None, "sout:w", "sout:w", "spay:r", "setup0:w", "rpc"]),
+            ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"])]
+        writes = {"spay": _json({"code": code}), "jpay": _json({"tests": tests, "entry_point": entry_point, "partial": partial})}
+        pump, end, deadline_s, duration, st = self._execute(children, writes, limits, ["verdict"])
         output = bytes(st["sout"].buf[-4096:])
         ooms = end.get("oom") or [False, False]
         verdict = _parse_verdict(bytes(st["verdict"].buf))

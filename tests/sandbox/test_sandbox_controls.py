@@ -43,6 +43,8 @@ PASSING = {
                             "import math\nassert fact(3000) == (math.factorial(3000), -math.factorial(3000))"),
     "numpy_if_installed": ("def total(xs):\n    try:\n        import numpy as np\n    except ImportError:\n        return sum(xs)\n"
                            "    return np.array(xs).sum()\n", "assert total([1, 2, 3]) == 6"),
+    "chatty_debug_output": ("import sys\ndef f(x):\n    for i in range(3000):\n        print('debug line', i, 'x' * 60)\n"
+                            "        print('warn', i, file=sys.stderr)\n    return x\n", "assert f(3) == 3"),
     "writes_its_own_files": ("def roundtrip(s):\n    open('f.txt', 'w').write(s)\n    return open('f.txt').read()\n",
                              "assert roundtrip('hello') == 'hello'"),
 }
@@ -79,6 +81,11 @@ def test_stdin_program_passes(generous_fn, clean):
     cases = [{"input": "3\n1 2 3\n", "output": "6\n"}, {"input": "1\n-5\n", "output": "-5"}]
     src = "n = int(input())\nprint(sum(map(int, input().split())))"
     assert generous_fn({"tests": cases}, src).value == 1.0
+
+
+def test_stdin_program_with_chatty_stderr_passes(generous_fn, clean):
+    src = "import sys\nfor i in range(5000):\n    print('trace', i, file=sys.stderr)\nprint(int(input()) + 1)"
+    assert generous_fn({"tests": [{"input": "41", "output": "42"}]}, src).value == 1.0
 
 
 def test_stdin_program_with_truncated_output_fails(generous_fn, clean):

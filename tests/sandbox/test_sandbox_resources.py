@@ -32,13 +32,21 @@ def test_fork_bomb_is_contained(code_fn, sandbox, clean):
     assert s.status in ("timeout", "fail") and s.value == 0.0
 
 
-def test_memory_bomb_reports_memory(code_fn, clean):
-    s = code_fn({"tests": RUNS_TESTS}, "def f():\n    x = []\n    while True:\n        x.append(' ' * (1 << 22))")
+@pytest.fixture(scope="module")
+def small_memory_fn():
+    """256 MiB and a longer limit: the memory limit, not the clock, must end these runs even on a loaded machine."""
+    from harness import get_reward
+
+    return get_reward("code", timeout=3.0, memory_mb=256)
+
+
+def test_memory_bomb_reports_memory(small_memory_fn, clean):
+    s = small_memory_fn({"tests": RUNS_TESTS}, "def f():\n    x = []\n    while True:\n        x.append(' ' * (1 << 22))")
     assert (s.status, s.value) == ("memory", 0.0)
 
 
-def test_single_huge_allocation_reports_memory(code_fn, clean):
-    s = code_fn({"tests": ONE_CASE}, "x = bytearray(3 << 30)\nprint('done')")
+def test_single_huge_allocation_reports_memory(small_memory_fn, clean):
+    s = small_memory_fn({"tests": ONE_CASE}, "x = bytearray(3 << 30)\nprint('done')")
     assert (s.status, s.value) == ("memory", 0.0)
 
 
