@@ -2,7 +2,8 @@
 
 Each stored line is one ``ExportTraceServiceRequest``; it is sent as is (same trace and span ids, so links made
 in the original run still resolve), over http/protobuf (POST ``application/x-protobuf``) or grpc. Lines are sent
-in order, one request each; the first failed request stops the replay with an error naming the line.
+in order, one request each, after every line has been checked; the first failed request stops the replay with
+an error naming the line.
 This module does not deduplicate: pushing the same store twice stores the spans twice where the backend allows.
 """
 
@@ -79,6 +80,11 @@ def push_file_store(path: str | Path, endpoint: str, *, protocol: str = "http/pr
         raise PushError(f"{p}: no trace file store to push")
     if protocol not in ("http/protobuf", "grpc"):
         raise PushError(f"--protocol: expected http/protobuf or grpc, got {protocol!r}")
+    for line_no, doc in read_requests(p):  # validate every line before sending any, so nothing is half pushed
+        try:
+            otlp_json_to_request(doc)
+        except ValueError as e:
+            raise PushError(f"{p}:{line_no}: {e}") from None
     headers = dict(headers or {})
     channel = None
     if protocol == "grpc":
@@ -86,10 +92,7 @@ def push_file_store(path: str | Path, endpoint: str, *, protocol: str = "http/pr
     n_req = n_spans = 0
     try:
         for line_no, doc in read_requests(p):
-            try:
-                req = otlp_json_to_request(doc)
-            except ValueError as e:
-                raise PushError(f"{p}:{line_no}: {e}") from None
+            req = otlp_json_to_request(doc)
             try:
                 if channel is not None:
                     send_grpc(req)
