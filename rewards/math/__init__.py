@@ -9,4 +9,6 @@ from rewards.math.extract import Extraction, extract_answer
 from rewards.math.parse import ParseError
 from rewards.math.reward import math_reward, parse_answer, verify
 
-__all__ = ["math_reward", "verify", "parse_answer", "extract_answer", "Extraction", "equivalent", "Options", "ParseError"]
+__all__ = [
+    "math_reward", "verify", "parse_answer", "extract_answer", "Extraction", "equivalent", "Options", "ParseError",
+]

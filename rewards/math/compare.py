@@ -107,7 +107,8 @@ def _text_equal(g: Value, a: Value) -> tuple[bool, str]:
         if g.raw:
             return g.s == a.s, "gold outside the grammar: compared as normalized strings"
         return g.s == a.s, "text answers compared after normalization"
-    if isinstance(g, Text) and g.s == "nosolution" and a == empty or isinstance(a, Text) and a.s == "nosolution" and g == empty:
+    nosol = Text("nosolution")
+    if (g == nosol and a == empty) or (a == nosol and g == empty):
         return True, "no solution = empty set"
     return False, "text against math"
 
@@ -127,7 +128,8 @@ def _unassign(v: Value) -> Value:
     """``x = 3`` -> 3; a worked chain ``x = 3 + 4 = 7`` or ``3 + 4 = 7`` -> its last value."""
     if isinstance(v, Rel) and len(v.ops) >= 1 and set(v.ops) == {"="} and all(isinstance(t, sp.Basic) for t in v.terms):
         first, rest = v.terms[0], v.terms[1:]
-        if all(not t.free_symbols for t in rest) and (isinstance(first, sp.Symbol) or not first.free_symbols):  # type: ignore[union-attr]
+        numeric = all(not t.free_symbols for t in rest)  # type: ignore[union-attr]
+        if numeric and (isinstance(first, sp.Symbol) or not first.free_symbols):  # type: ignore[union-attr]
             return Expr(rest[-1])  # type: ignore[arg-type]
     if isinstance(v, Rel) and v.ops == ("=",):
         lhs, rhs = v.terms
@@ -146,7 +148,8 @@ def _expand(v: Value) -> list[Value]:
             items.extend(_expand(it))
         return items
     if isinstance(v, Rel) and v.ops == ("=",) and any(isinstance(t, sp.Basic) and t.has(PM) for t in v.terms):
-        return [_unassign(Rel(tuple(t.subs(PM, s) for t in v.terms), v.ops)) for s in (1, -1)]  # type: ignore[union-attr]
+        signs = (Rel(tuple(t.subs(PM, s) for t in v.terms), v.ops) for s in (1, -1))  # type: ignore[union-attr]
+        return [_unassign(r) for r in signs]
     v = _unassign(v)
     if isinstance(v, Expr) and not isinstance(v.e, sp.MatrixBase) and v.e.has(PM):
         return list(dict.fromkeys(Expr(v.e.subs(PM, s)) for s in (1, -1)))

@@ -1,10 +1,11 @@
 r"""String normalization of an extracted answer before it is parsed.
 
-What it does, in order: caps the length; maps unicode math (``−`` ``×`` ``≤`` ``π`` ``√`` ``°``) to LaTeX; drops
+What it does, in order: caps the length; maps unicode math (``−`` ``×`` ``≤`` ``π`` ``√``) to LaTeX; drops
 math delimiters, spacing and sizing commands (``$``, ``\(``, ``\left``, ``\,``); turns ``^\circ`` into ``°`` and
 ``\%`` into ``%``; drops currency; reads ``\text{...}`` as a unit (after a value), a connective ("or") or plain
 words; drops thousands separators (``1,000`` and ``1{,}000``); rewrites repeating decimals
-(``0.\overline{36}`` and ``0.3636...`` -> ``(4/11)``) and numerals with a base subscript (``1011_2`` -> ``\based{1011}{2}``); strips
+(``0.\overline{36}`` and ``0.3636...`` -> ``(4/11)``) and numerals with a base subscript
+(``1011_2`` -> ``\based{1011}{2}``); strips
 trailing unit words (``12 cm``, ``5 square feet``) but never single letters, so ``3ab`` stays a product.
 
 It also recognises text answers (words, yes/no, "no solution") and multiple-choice letters. It does not parse
@@ -32,7 +33,8 @@ _UNICODE = {
     "\u22c5": r"\cdot ", "\u00b7": r"\cdot ", "\u00f7": r"\div ", "\u2264": r"\le ", "\u2265": r"\ge ",
     "\u2260": r"\ne ", "\u221e": r"\infty ", "\u03c0": r"\pi ", "\u221a": r"\sqrt", "\u00ba": "°",
     "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2032": "'", "\u222a": r"\cup ", "\u2208": r"\in ",
-    "\u2205": r"\emptyset ", "\u2248": r"\approx ", "\u2223": r"\mid ", "\uff0c": ",", "\u00bd": "(1/2)", "\u00bc": "(1/4)", "\u00be": "(3/4)",
+    "\u2205": r"\emptyset ", "\u2248": r"\approx ", "\u2223": r"\mid ", "\uff0c": ",", "\u00bd": "(1/2)",
+    "\u00bc": "(1/4)", "\u00be": "(3/4)",
     "\u00b2": "^2", "\u00b3": "^3", "\u2217": "*", "\u00b1": r"\pm ", "\u2213": r"\mp ",
 }
 _DROP = re.compile(
@@ -51,8 +53,11 @@ _MATH_WORDS = {
 }
 _UNIT_TAIL = 80
 _WORD = r"[A-Za-z]+(?:\.|/[A-Za-z]+)?(?:\^\{?\d\}?)?"
-_TRAILING_WORDS = re.compile(r"(?<=[\d})%°.])\s+(" + _WORD + r"(?:\s+" + _WORD + r")*)\s*$")  # no nested ambiguity: linear
-_TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mbox|mathrm|mathit|mathsf|texttt|emph)\s*\{([^{}]*)\}(\s*\^\s*\{?\d\}?)?")
+# words separated by required whitespace: no nested ambiguity, so no catastrophic backtracking
+_TRAILING_WORDS = re.compile(r"(?<=[\d})%°.])\s+(" + _WORD + r"(?:\s+" + _WORD + r")*)\s*$")
+_TEXT_CMD = re.compile(
+    r"\\(?:text|textbf|textit|textrm|mbox|mathrm|mathit|mathsf|texttt|emph)\s*\{([^{}]*)\}(\s*\^\s*\{?\d\}?)?"
+)
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 _REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
 _ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d{2,40})\s*(?:\.\.\.|\\ldots|\\dots|\\cdots|…)")

@@ -7,9 +7,9 @@ postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric `
 convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
 
 Every step is bounded: a token cap, a nesting cap, a literal-length cap, and the guarded power/factorial of
-:mod:`rewards.math.values`. Bracketed structures (tuples, intervals, matrices) are parsed by :mod:`rewards.math.structures`, name tables live
-in :mod:`rewards.math.tables`. This module does not normalize raw LaTeX (see :mod:`rewards.math.normalize`) and does
-not compare.
+:mod:`rewards.math.values`. Bracketed structures (tuples, intervals, matrices) are parsed by
+:mod:`rewards.math.structures`, name tables live in :mod:`rewards.math.tables`. This module does not normalize raw
+LaTeX (see :mod:`rewards.math.normalize`) and does not compare.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS", "MAX_
 MAX_DEPTH = 40
 MAX_TOKENS = 500
 MAX_LITERAL_DIGITS = 1000
+
 
 def parse_value(text: str) -> Value:
     """Parse a normalized answer string into a value.

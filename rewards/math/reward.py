@@ -28,7 +28,7 @@ import time
 from typing import Any, Callable
 
 from harness.registry import reward
-from harness.types import Sample, Score
+from harness.types import Sample, Score, Status
 from rewards.math.compare import Options, OutOfTime, equivalent, expand_values
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
@@ -104,18 +104,18 @@ def verify(
     if ex.answer is None:
         return Score(value=0.0, status="no_answer", info={**info, "reason": ex.reason})
     if ex.hedged and not _is_multi(g):
-        return Score(value=0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": "hedged: several different boxed answers"})
+        return _zero("ok", ex.answer, info, "hedged: several different boxed answers")
     try:
         a = _parse_for(g, ex.answer)
     except ParseError as e:
-        return Score(value=0.0, status="parse_error", answer=ex.answer[:500], info={**info, "reason": f"answer cannot be parsed: {e}"})
+        return _zero("parse_error", ex.answer, info, f"answer cannot be parsed: {e}")
     info["answer_parsed"] = show(a)
     opt = Options(percent_optional=percent_optional, tolerance=tolerance, deadline=deadline,
                   gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)))
     try:
         same, reason = equivalent(g, a, opt)
     except OutOfTime:
-        return Score(value=0.0, status="timeout", answer=ex.answer[:500], info={**info, "reason": "comparison ran past the time limit"})
+        return _zero("timeout", ex.answer, info, "comparison ran past the time limit")
     except RecursionError:
         same, reason = False, "comparison nested too deeply"
     return Score(value=1.0 if same else 0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
@@ -145,6 +145,10 @@ def _gold_choice(gold: str) -> Text | None:
     """A gold that names an option with its content, ``\\textbf{(A) }5``, is that option's letter."""
     m = re.match(r"^\s*(?:\\text(?:bf)?\{\s*)?\(([A-J])\)", gold)
     return Text(m.group(1).lower(), choice=True) if m else None
+
+
+def _zero(status: Status, answer: str, info: dict[str, Any], reason: str) -> Score:
+    return Score(value=0.0, status=status, answer=answer[:500], info={**info, "reason": reason})
 
 
 def _parse_for(gold: Value, answer: str) -> Value:

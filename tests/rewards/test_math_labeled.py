@@ -42,5 +42,6 @@ def test_every_labeled_pair_gets_its_label(rows: list[dict]) -> None:
         expected = r["label"]
         ok = s.value is None if expected is None else s.value == float(expected)
         if not ok:
-            wrong.append(f"{r['id']} ({r['category']}): expected {expected}, got {s.value} {s.status} {s.info.get('reason')}")
+            got = f"{s.value} {s.status} {s.info.get('reason')}"
+            wrong.append(f"{r['id']} ({r['category']}): expected {expected}, got {got}")
     assert not wrong, "\n".join(wrong)
