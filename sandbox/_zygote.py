@@ -256,6 +256,8 @@ class Server:
                     reply = self.start(msg, fds)
                 elif msg["op"] == "end":
                     reply = self.end(int(msg["job"]))
+                elif msg["op"] == "calibrate":
+                    reply = {"ok": True, "speed_factor": calibrate(2)}
                 else:
                     reply = {"ok": False, "error": f"unknown op {msg['op']!r}"}
             finally:

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ __all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "Sandbox
 log = logging.getLogger(__name__)
 
 _UID_BASE = 1_000_000
+#: Seconds after which the machine's speed factor is measured again before the next execution.
+RECALIBRATE_S = 30.0
 
 
 class SandboxError(RuntimeError):
@@ -58,6 +61,7 @@ class Sandbox:
         self._job = 0
         self._pid = os.getpid()
         self._server_pid = 0
+        self._calibrated_at = 0.0
 
     # ------------------------------------------------------------ server lifecycle
     def _start(self) -> None:
@@ -85,6 +89,7 @@ class Sandbox:
         self._server_pid = int(ready["pid"])
         level, missing = level_of(ready["layers"])
         self._report = IsolationReport(level, ready["layers"], missing, float(ready["speed_factor"]))
+        self._calibrated_at = time.monotonic()
         log.info("sandbox server %d up: isolation %s (missing: %s), speed factor %.2f", self._server_pid, level,
                  ", ".join(missing) or "none", self._report.speed_factor)
 
@@ -167,7 +172,15 @@ class Sandbox:
 
     # ------------------------------------------------------------ running
     def _deadline(self, limits: Limits) -> float:
+        """``timeout_s`` times the speed factor, re-measured when older than ``RECALIBRATE_S`` (load changes)."""
         report = self.isolation()
+        if time.monotonic() - self._calibrated_at > RECALIBRATE_S:
+            self._calibrated_at = time.monotonic()
+            reply = self._request({"op": "calibrate"})
+            factor = float(reply.get("speed_factor", report.speed_factor))
+            with self._lock:
+                if self._report is not None:
+                    self._report = report = replace(self._report, speed_factor=factor)
         return limits.timeout_s * report.speed_factor
 
     def _launch(self, children: list[tuple[str, int, list[int]]], limits: Limits, deadline_s: float, slot: int) -> int:

@@ -120,3 +120,17 @@ def test_the_deadline_scales_with_the_speed_factor(sandbox):
     res = sandbox.run_program("while True: pass", limits=Limits(timeout_s=0.3))
     assert res.status == "timeout"
     assert f"{0.3 * sandbox.isolation().speed_factor:.1f}s" in res.reason
+
+
+def test_speed_factor_is_measured_again_when_stale(monkeypatch):
+    import sandbox.service as service
+
+    sb = Sandbox()
+    try:
+        sb.isolation()
+        first = sb._calibrated_at
+        monkeypatch.setattr(service, "RECALIBRATE_S", 0.0)
+        assert sb.run_program("print(1)").stdout == b"1\n"
+        assert sb._calibrated_at > first and sb.isolation().speed_factor >= 1.0
+    finally:
+        sb.close()
