@@ -115,7 +115,10 @@ def _text_commands(s: str) -> str:
         if word in _CONNECTIVES:
             return _CONNECTIVES[word]
         before = s[: m.start()].rstrip()
-        if before and not re.search(r"[-+*/=(,^_{&]$", before) and re.fullmatch(r"[A-Za-z .$/^0-9]*", inner):
+        unit = re.fullmatch(r"[A-Za-z .$/^0-9]*", inner) and all(
+            _UNIT_RE.match(w) or len(w) >= 3 for w in re.findall(r"[A-Za-z]+(?:/[A-Za-z]+)?", inner)
+        )
+        if before and not re.search(r"[-+*/=(,^_{&]$", before) and unit:
             return ""  # a unit after a value: \text{ cm}, \text{ square feet}, \text{ cm}^2
         tail = m.group(2) or ""
         if len(inner.strip()) == 1 and inner.strip().isalpha():
