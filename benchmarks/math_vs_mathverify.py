@@ -105,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
             x, y = x * 1000, y * 1000
         ratio = f"{x / y:.2f}x" if y else "-"
         print(f"{label:<22}{fmt.format(x):>12}{fmt.format(y):>14}{ratio:>10}")
-    print(f"{'broken gold unscored':<22}{a['unscored_right']:>10}/{a['unscored_rows']}{b['unscored_right']:>12}/{b['unscored_rows']}")
+    ours_u, mv_u = f"{a['unscored_right']}/{a['unscored_rows']}", f"{b['unscored_right']}/{b['unscored_rows']}"
+    print(f"{'broken gold unscored':<22}{ours_u:>12}{mv_u:>14}")
     if args.show_errors:
         for name, res in (("ours", a), ("Math-Verify", b)):
             for r, p in zip(rows, res["preds"]):
                 if r.get("label") is not None and (p == 1.0) != (r["label"] == 1):
-                    print(f"[{name}] {r.get('id')} {r.get('category')} label={r['label']} got={p} gold={str(r['answer'])[:40]!r}")
+                    gold = str(r["answer"])[:40]
+                    print(f"[{name}] {r.get('id')} {r.get('category')} label={r['label']} got={p} gold={gold!r}")
     return 0
 
 
