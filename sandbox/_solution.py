@@ -26,11 +26,19 @@ from sandbox import _wire
 __all__ = ["run_program", "serve_functions"]
 
 
-def _main_module() -> dict[str, Any]:
+def _main_module(source: str) -> dict[str, Any]:
+    """A fresh ``__main__`` whose file exists in the private working directory (``multiprocessing`` spawn
+    re-imports the main module from its path)."""
+    path = os.path.abspath("solution.py")
+    try:
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(source)
+    except OSError:
+        pass
     mod = types.ModuleType("__main__")
-    mod.__dict__["__builtins__"] = builtins
-    mod.__dict__["__file__"] = "solution.py"
+    mod.__dict__.update(__builtins__=builtins, __file__=path)
     sys.modules["__main__"] = mod
+    sys.argv = [path]
     return mod.__dict__
 
 
@@ -67,14 +75,13 @@ def _compile(source: str) -> Any:
 
 def run_program(source: str) -> None:
     """Program mode: run ``source`` as ``__main__`` and exit with its status (never returns)."""
-    sys.argv = ["solution.py"]
     try:
         code = _compile(source)
     except (SyntaxError, ValueError) as e:
         traceback.print_exception(e, limit=0)
         _finish(2)
     try:
-        exec(code, _main_module())
+        exec(code, _main_module(source))
     except SystemExit as e:
         _finish(_exit_code(e))
     except BaseException as e:
@@ -173,10 +180,9 @@ def _safe_str(e: BaseException) -> str:
 
 def serve_functions(source: str, fd: int) -> None:
     """Function mode: run ``source``, report its names to the judge on ``fd``, then serve calls (never returns)."""
-    sys.argv = ["solution.py"]
     server = _Server(fd)
     try:
-        ns = _main_module()
+        ns = _main_module(source)
         exec(_compile(source), ns)
     except SyntaxError as e:
         _wire.send(fd, {"loaded": False, "kind": "syntax", "error": f"SyntaxError: {e.msg} (line {e.lineno})"})

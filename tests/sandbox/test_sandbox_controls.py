@@ -23,6 +23,9 @@ PASSING = {
     "multiprocessing": ("import multiprocessing as mp\ndef _sq(x):\n    return x * x\ndef squares(xs):\n"
                         "    with mp.get_context('fork').Pool(2) as p:\n        return p.map(_sq, xs)\n",
                         "assert squares([1, 2, 3]) == [1, 4, 9]"),
+    "multiprocessing_spawn": ("import multiprocessing as mp\ndef _sq(x):\n    return x * x\ndef squares(xs):\n"
+                              "    with mp.get_context('spawn').Pool(2) as p:\n        return p.map(_sq, xs)\n",
+                              "assert squares([1, 2, 3]) == [1, 4, 9]"),
     "own_subprocess": ("import subprocess, sys\ndef run():\n"
                        "    return subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True, text=True).stdout.strip()\n",
                        "assert run() == '42'"),
