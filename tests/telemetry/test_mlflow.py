@@ -119,3 +119,47 @@ def test_push_file_store_into_mlflow_and_report_from_it(mlflow_server, tmp_path,
     text = capsys.readouterr().out
     assert "pushed-run" in text and "ALARM math @ step 12" in text
     assert (out / "report.png").stat().st_size > 5000
+
+
+def test_real_trainer_run_traced_into_mlflow_from_otel_env(mlflow_server, tmp_path, monkeypatch):
+    """The real trainer on the toy task (random-init ~77k-parameter model), exporting via OTEL_* variables.
+
+    Each checkpoint is then evaluated the way the evaluator records it: a fresh RunTelemetry (another process in
+    real use) reads ``<checkpoint>/telemetry.json`` and opens ``eval.checkpoint`` with it. Held-out scores are
+    fixed numbers here; the evaluator's own tests cover real held-out scoring.
+    """
+    import trainer.toy_reward  # noqa: F401  (registers char_count)
+    from harness.config import load_config
+    from trainer.loop import train
+
+    from tel_backends import ROOT
+
+    url = mlflow_server.url
+    exp = _experiment(url, "trainer")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)  # a base URL: /v1/traces is appended
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"x-mlflow-experiment-id={exp}")
+    cfg = load_config(ROOT / "examples" / "train_cpu.yaml", overrides={
+        "run.output_dir": str(tmp_path), "run.id": "trainer-run", "trainer.max_steps": 6, "trainer.save_steps": 3})
+    train(cfg, progress=False)
+    run_dir = tmp_path / "trainer-run"
+    for ck in sorted((run_dir / "checkpoints").glob("step-*")):
+        ctx = json.loads((ck / "telemetry.json").read_text())
+        tel = RunTelemetry.start(run_dir, "trainer-run", cfg.telemetry)
+        with tel.eval_checkpoint(ctx["step"], ctx) as ev:
+            ev.record_reward("char_count", 0.25)
+        tel.shutdown()
+
+    n = 6 * 2 + 2 * 2  # train.step + reward/char_count per step; eval.checkpoint + eval.reward per checkpoint
+    spans = _wait_spans(url, exp, n, "trainer-run")
+    assert {s["span_id"] for s in spans} == {s["span_id"] for s in load_file_store(run_dir)}
+    by_id = {s["span_id"]: s for s in spans}
+    evals = sorted((s for s in spans if s["name"] == "eval.reward/char_count"),
+                   key=lambda s: s["attributes"]["harness.train.step"])
+    assert [s["attributes"]["harness.train.step"] for s in evals] == [3, 6]
+    for ev in evals:
+        target = by_id[ev["links"][0]["span_id"]]
+        assert target["name"] == "reward/char_count"
+        assert target["attributes"]["harness.train.step"] == ev["attributes"]["harness.train.step"]
+        assert "harness.reward.mean" in target["attributes"]
+    rows = build_report(spans).rows
+    assert [(r.step, r.link, r.train_steps) for r in rows] == [(3, "resolved", 3), (6, "resolved", 3)]
