@@ -43,6 +43,8 @@ def cases() -> list[tuple[str, str, str]]:
         ("empty box", "1", r"\boxed{}"),
         ("flood of $", "1", "$" * 200_000),
         ("flood of answer:", "1", "answer: " * 25_000),
+        ("flood of 'is the answer'", "1", "so 1 is the answer " * 12_000),
+        ("regex bait: lead clauses", "5", "ab, " * 5000 + ("ab " * 30) + "5 is the answer"),
         ("flood of \\frac", "1", r"\boxed{" + r"\frac" * 5000 + "}"),
         ("long sum", "900", r"\boxed{" + "+".join(["1"] * 900) + "}"),
         ("many list items", "1", r"\boxed{" + ", ".join(str(i) for i in range(400)) + "}"),

@@ -34,6 +34,11 @@ _ANCHOR = re.compile(
 _CHOICE = re.compile(
     r"\b(?:option|choice|answer)?\s*\(?\b([A-J])\)?\s+is\s+(?:the\s+)?(?:correct|right|best)\b", re.IGNORECASE
 )
+_IS_THE_ANSWER = re.compile(
+    r"([^\n.:;!?]{1,80}?)\s+is\s+(?:the|our|my)\s+(?:final\s+|correct\s+|required\s+)?answer\b", re.IGNORECASE
+)
+_LEAD_CLAUSES = re.compile(r"^(?:[A-Za-z']+(?:\s+[A-Za-z']+)*\s*,\s*)+")  # words need spaces: no backtracking blowup
+_LEAD_WORDS = re.compile(r"^\s*(?:(?:so|thus|therefore|hence|and|then|finally)\b[\s,]*)+", re.IGNORECASE)
 _TAIL_NOISE = re.compile(r"\s*(?:I\s+hope\s+it\s+is\s+correct\.?|\(?final\)?\.?)\s*$", re.IGNORECASE)
 _MATH_WORDS = {"sqrt", "frac", "dfrac", "pi", "infty", "text", "boxed", "cdot", "times", "left", "right", "none",
                "undefined", "exp", "log", "sin", "cos", "tan", "and", "begin", "end", "pmatrix", "mathrm"}
@@ -124,6 +129,25 @@ def _statement(rest: str) -> str:
     return line.strip()
 
 
+def _anchored(text: str) -> str | None:
+    """The latest anchored statement: "The answer is X", "X is the answer", "Option (C) is correct"."""
+    found: list[tuple[int, str]] = []
+    anchors = list(_ANCHOR.finditer(text))
+    if anchors:
+        found.append((anchors[-1].start(), _statement(text[anchors[-1].end() :])))
+    choices = [m for m in _CHOICE.finditer(text) if m.group(1).isupper()]
+    if choices:
+        found.append((choices[-1].start(), choices[-1].group(1)))
+    trailing = list(_IS_THE_ANSWER.finditer(text[-3000:]))
+    if trailing:
+        m = trailing[-1]
+        stmt = _LEAD_CLAUSES.sub("", m.group(1).strip())  # "Hmm, so 5" -> "so 5"
+        stmt = _LEAD_WORDS.sub("", stmt).replace("**", "")
+        found.append((len(text) - len(text[-3000:]) + m.start(), re.sub(r"(?<!\\)\$", "", stmt).strip()))
+    found = [f for f in found if f[1]]
+    return max(found)[1] if found else None
+
+
 def _bold_final_line(text: str) -> str | None:
     lines = [ln.strip() for ln in text.strip().split("\n") if ln.strip()]
     if not lines:
@@ -183,14 +207,9 @@ def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
         return Extraction(boxes[-1], "boxed")
     if _BOX.search(text):
         return Extraction(None, "none", reason="empty \\boxed{}")
-    anchors = list(_ANCHOR.finditer(text))
-    choices = [m for m in _CHOICE.finditer(text) if m.group(1).isupper()]
-    if choices and (not anchors or choices[-1].start() > anchors[-1].start()):
-        return Extraction(choices[-1].group(1), "anchor")  # "Option (C) is correct"
-    if anchors:
-        ans = _statement(text[anchors[-1].end() :])
-        if ans:
-            return Extraction(ans, "anchor")
+    anchored = _anchored(text)
+    if anchored:
+        return Extraction(anchored, "anchor")
     bold = _bold_final_line(text)
     if bold:
         return Extraction(bold, "bold")

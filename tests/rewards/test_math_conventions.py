@@ -28,6 +28,8 @@ EXTRACTION = [
     ("7", "<think>Adding 3 and 4 gives 7", 0.0),  # reasoning never closed: no answer
     ("7", "Adding 3 and 4 we could get 7, or 8, depending on the reading of the problem.", 0.0),
     ("7", "The answer is 7 because 3 + 4 = 7.", 1.0),
+    ("7", "Adding the two parts, 7 is the answer.", 1.0),
+    ("7", "The answer is 6. Hmm, rechecking, 7 is the correct answer.", 1.0),
     ("7", "\\boxed{}", 0.0),
 ]
 
