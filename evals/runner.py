@@ -194,6 +194,67 @@ def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any]) -> bool:
     return True
 
 
+@dataclass
+class _Plan:
+    """What one evaluation runs on: the prompts, rewards, prompt rendering and sampling parameters."""
+
+    source: str
+    held: LoadResult
+    specs: list[RewardSpec]
+    success: str
+    fields: FieldMap
+    chat_template: bool
+    system_prompt: str | None
+    params: SamplingParams
+
+    def identity(self, cfg: EvalSection, model_id: Any) -> dict[str, Any]:
+        """The settings that determine the samples (compared on resume)."""
+        return {"dataset_fingerprint": self.held.fingerprint, "k": cfg.k, "sampling": self.params.to_dict(),
+                "rewards": [s.model_dump() for s in self.specs], "backend": cfg.backend, "model": model_id,
+                "chat_template": self.chat_template, "system_prompt": self.system_prompt}
+
+    def dataset_record(self) -> dict[str, Any]:
+        """The dataset part of results.json."""
+        return {"source": self.source, "fingerprint": self.held.fingerprint, "prompts": len(self.held.samples),
+                "skipped_rows": len(self.held.errors), "row_errors": [str(e) for e in self.held.errors[:20]],
+                "fields": self.fields.model_dump(), "chat_template": self.chat_template,
+                "system_prompt": self.system_prompt}
+
+
+def _plan(info: CheckpointInfo, cfg: EvalSection, data: str | Path | None,
+          specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None, fields: FieldMap | None,
+          chat_template: bool | None, system_prompt: str | None) -> _Plan:
+    reward_specs = resolve_specs(specs, info)
+    data_cfg = info.config.data if info.config else None
+    source = str(data) if data is not None else (data_cfg.heldout if data_cfg else None)
+    if not source:
+        raise EvalError("no held-out data: pass --data SOURCE (or set data.heldout in the run config)")
+    fmap = fields or (data_cfg.fields if data_cfg else FieldMap())
+    held = load_samples(source, fmap, strict=cfg.strict, limit=cfg.limit)
+    if not held.samples:
+        raise EvalError(f"{source}: no usable prompts ({len(held.errors)} bad rows)")
+    return _Plan(
+        source=source, held=held, specs=reward_specs, success=_success_reward(reward_specs, cfg), fields=fmap,
+        chat_template=chat_template if chat_template is not None else (data_cfg.chat_template if data_cfg else True),
+        system_prompt=system_prompt if system_prompt is not None else (data_cfg.system_prompt if data_cfg else None),
+        params=SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed),
+    )
+
+
+def _metrics(plan: _Plan, cfg: EvalSection, output: EvalOutput) -> dict[str, Any]:
+    """Metrics over every record of this evaluation's prompts (a redone partial prompt: its last records win)."""
+    ids = {s.id for s in plan.held.samples}
+    latest = {(str(r["prompt_id"]), int(r["sample_index"])): r for r in read_records(output.samples_path)[0]}
+    records = [r for key, r in latest.items() if key[0] in ids]
+    metrics = build_results(records, plan.specs, k=cfg.k, success_reward=plan.success, threshold=cfg.success_threshold)
+    trunc = metrics["completions"]["truncated_frac"]
+    metrics["truncation_warning"] = trunc > TRUNCATION_WARN_FRAC
+    if metrics["truncation_warning"]:
+        log.warning("%.0f%% of completions hit max_new_tokens=%d: scores are likely cut short; raise the limit",
+                    100 * trunc, plan.params.max_new_tokens)
+    return metrics
+
+
 def evaluate(
     checkpoint: str | Path,
     data: str | Path | None = None,
@@ -235,67 +296,41 @@ def evaluate(
     started = datetime.now(timezone.utc)
     info = resolve_checkpoint(checkpoint)
     cfg = _settings(info, settings, k, backend)
-    reward_specs = resolve_specs(specs, info)
-    success = _success_reward(reward_specs, cfg)
-    data_cfg = info.config.data if info.config else None
-    source = str(data) if data is not None else (data_cfg.heldout if data_cfg else None)
-    if not source:
-        raise EvalError("no held-out data: pass --data SOURCE (or set data.heldout in the run config)")
-    fmap = fields or (data_cfg.fields if data_cfg else FieldMap())
-    use_chat = chat_template if chat_template is not None else (data_cfg.chat_template if data_cfg else True)
-    system = system_prompt if system_prompt is not None else (data_cfg.system_prompt if data_cfg else None)
-    held = load_samples(source, fmap, strict=cfg.strict, limit=cfg.limit)
-    if not held.samples:
-        raise EvalError(f"{source}: no usable prompts ({len(held.errors)} bad rows)")
-    contamination = _contamination(held, info, train_data, fmap, cfg)
-    params = SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed)
-    log.info("sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d", cfg.k, params.temperature,
-             params.top_p, params.max_new_tokens, params.seed)
+    plan = _plan(info, cfg, data, specs, fields, chat_template, system_prompt)
+    contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)
+    log.info("sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d", cfg.k, plan.params.temperature,
+             plan.params.top_p, plan.params.max_new_tokens, plan.params.seed)
     model_id = str(Path(checkpoint).resolve()) if cfg.backend != "openai" else (cfg.base_url, cfg.model)
-    identity = {"dataset_fingerprint": held.fingerprint, "k": cfg.k, "sampling": params.to_dict(),
-                "rewards": [s.model_dump() for s in reward_specs], "backend": cfg.backend, "model": model_id,
-                "chat_template": use_chat, "system_prompt": system}
-    output = EvalOutput(Path(output_dir) if output_dir else info.default_output, identity, cfg.k)
+    output = EvalOutput(Path(output_dir) if output_dir else info.default_output, plan.identity(cfg, model_id), cfg.k)
     finished = output.open(resume=resume)
-    todo = [s for s in held.samples if s.id not in finished]
+    todo = [s for s in plan.held.samples if s.id not in finished]
     owned = backend is None or isinstance(backend, str)  # a Backend object passed in stays the caller's to close
-    be: Backend | None = None
+    be: Backend | None = None if owned else backend  # type: ignore[assignment]
     timing: dict[str, float] = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
     t0 = time.perf_counter()
     try:
         if todo:
-            be = make_backend(cfg.backend, info.path, cfg, chat_template=use_chat, system_prompt=system) if owned else backend  # type: ignore[assignment]
-            timing = _generate_and_score(be, todo, reward_specs, cfg, params, output, progress)  # type: ignore[arg-type]
+            if be is None:
+                be = make_backend(cfg.backend, info.path, cfg, chat_template=plan.chat_template,
+                                  system_prompt=plan.system_prompt)
+            timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress)
         describe = be.describe() if be is not None else {"backend": cfg.backend, "model": model_id}
     finally:
         if owned and be is not None:
             be.close()
-    wall = time.perf_counter() - t0
-    ids = {s.id for s in held.samples}
-    latest = {(str(r["prompt_id"]), int(r["sample_index"])): r for r in read_records(output.samples_path)[0]}
-    records = [r for key, r in latest.items() if key[0] in ids]  # a redone partial prompt: its last records win
-    metrics = build_results(records, reward_specs, k=cfg.k, success_reward=success, threshold=cfg.success_threshold)
-    trunc = metrics["completions"]["truncated_frac"]
-    if trunc > TRUNCATION_WARN_FRAC:
-        log.warning("%.0f%% of completions hit max_new_tokens=%d: scores are likely cut short; raise the limit",
-                    100 * trunc, params.max_new_tokens)
+    timing = {"wall_s": time.perf_counter() - t0, **timing, "prompts_generated": len(todo),
+              "prompts_resumed": len(plan.held.samples) - len(todo)}
     results = {
         "checkpoint": str(info.path), "step": info.step, "run_id": info.run_id, "k": cfg.k,
-        **metrics,
-        "dataset": {"source": source, "fingerprint": held.fingerprint, "prompts": len(held.samples),
-                    "skipped_rows": len(held.errors), "row_errors": [str(e) for e in held.errors[:20]],
-                    "fields": fmap.model_dump(), "chat_template": use_chat, "system_prompt": system},
-        "sampling": params.to_dict(),
-        "seeds": {"run_seed": params.seed, "per_prompt": "sha256(run_seed, prompt id) -> 31 bits; openai adds the sample index"},
-        "truncation_warning": trunc > TRUNCATION_WARN_FRAC,
-        "backend": describe,
-        "contamination": contamination,
-        "timing": {"wall_s": wall, **timing, "prompts_generated": len(todo), "prompts_resumed": len(held.samples) - len(todo)},
-        "versions": package_versions(),
+        **_metrics(plan, cfg, output),
+        "dataset": plan.dataset_record(),
+        "sampling": plan.params.to_dict(),
+        "seeds": {"run_seed": plan.params.seed,
+                  "per_prompt": "sha256(run_seed, prompt id) -> 31 bits; openai adds the sample index"},
+        "backend": describe, "contamination": contamination, "timing": timing, "versions": package_versions(),
         "started": started.isoformat(), "finished": datetime.now(timezone.utc).isoformat(),
     }
     output.write_results(results)
     if telemetry:
-        results_linked = _record_telemetry(info, results)
-        log.debug("eval span recorded: %s", results_linked)
+        _record_telemetry(info, results)
     return EvalResult(results=results, output_dir=output.dir)

@@ -4,6 +4,7 @@ Each generate call takes ``batch_size`` prompts (left-padded) and asks for ``k``
 one call samples ``batch_size * k`` completions. Before each call the torch RNG is seeded with the first prompt's
 seed; with ``batch_size=1`` (the default) a prompt's completions therefore depend only on the run seed and the
 prompt id, not on which prompts ran before it, so a resumed evaluation reproduces an uninterrupted one.
+Greedy decoding (``temperature == 0``) decodes each prompt once and repeats the completion ``k`` times.
 
 Not covered: tensor parallelism, quantized loading (except what ``from_pretrained`` does on its own), stopping
 strings other than the tokenizer's end-of-sequence tokens.
@@ -102,8 +103,9 @@ class HFBackend:
         texts = [self.render(r) for r in batch]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         sample = params.temperature > 0
+        per_prompt = k if sample else 1  # greedy: one decode per prompt, repeated k times
         gen_kw: dict[str, Any] = {"do_sample": sample, "max_new_tokens": params.max_new_tokens,
-                                  "num_return_sequences": k, "pad_token_id": self.tokenizer.pad_token_id}
+                                  "num_return_sequences": per_prompt, "pad_token_id": self.tokenizer.pad_token_id}
         if sample:
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         else:
@@ -111,8 +113,10 @@ class HFBackend:
         torch.manual_seed(batch[0].seed)
         with torch.inference_mode():
             seqs = self.model.generate(**enc, **gen_kw)
-        new = seqs[:, enc["input_ids"].shape[1] :].tolist()  # (len(batch) * k, <= max_new_tokens)
+        new = seqs[:, enc["input_ids"].shape[1] :].tolist()  # (len(batch) * per_prompt, <= max_new_tokens)
         gens = [self._to_generation(row, params.max_new_tokens) for row in new]
+        if not sample:
+            return [[gens[j]] * k for j in range(len(batch))]
         return [gens[j * k : (j + 1) * k] for j in range(len(batch))]
 
     def _to_generation(self, row: list[int], limit: int) -> Generation:

@@ -1,0 +1,122 @@
+"""Backends: the hf backend on the tiny random-init model (see conftest); the vllm backend against a stand-in
+``vllm`` module, because vLLM needs a CUDA GPU and cannot run here; prompt seeds."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.backends import PromptRequest, SamplingParams, make_backend, prompt_seed
+from evals.backends.hf import HFBackend
+from evals.errors import BackendError
+from harness.cfg.eval import EvalSection
+
+
+def _reqs(*prompts: str) -> list[PromptRequest]:
+    return [PromptRequest(f"p{i}", p, prompt_seed(0, f"p{i}")) for i, p in enumerate(prompts)]
+
+
+def test_hf_is_deterministic_per_prompt_whatever_the_order(tiny_model_dir: Path) -> None:
+    be = HFBackend(tiny_model_dir, batch_size=1, chat_template=False)
+    params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=10, seed=0)
+    a, b = _reqs("12 + 3 =", "hello there")
+    ab = be.generate([a, b], 3, params)
+    ba = be.generate([b, a], 3, params)
+    assert [g.text for g in ab[0]] == [g.text for g in ba[1]]
+    assert [g.text for g in ab[1]] == [g.text for g in ba[0]]
+    assert len(ab[0]) == 3 and len({g.text for g in ab[0]}) > 1  # k different samples
+    for g in ab[0] + ab[1]:
+        assert g.finish_reason in ("stop", "length") and g.tokens is not None and g.tokens <= 10
+        if g.finish_reason == "length":  # no end-of-sequence within the limit
+            assert g.tokens == 10
+
+
+def test_hf_batches_prompts_with_left_padding_and_greedy(tiny_model_dir: Path) -> None:
+    one = HFBackend(tiny_model_dir, batch_size=1, chat_template=False)
+    two = HFBackend(tiny_model_dir, batch_size=2, chat_template=False)
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=6)
+    reqs = _reqs("a", "a much longer prompt here")
+    solo = one.generate(reqs, 2, greedy)
+    batched = two.generate(reqs, 2, greedy)
+    assert len(batched) == 2 and all(len(row) == 2 for row in batched)
+    assert solo[0][0].text == solo[0][1].text  # greedy: identical samples
+    # left padding with an attention mask: the padded short prompt decodes the same tokens greedily
+    assert [g.text for g in batched[0]] == [g.text for g in solo[0]]
+    assert two.describe()["batch_size"] == 2 and two.describe()["chat_template"] is False
+
+
+def test_hf_chat_template_is_applied(tiny_model_dir: Path) -> None:
+    be = HFBackend(tiny_model_dir, system_prompt="be brief")
+    assert be.render(PromptRequest("x", "2+2?", 0)) == "s:be brief\nu:2+2?\na:"
+    plain = HFBackend(tiny_model_dir, chat_template=False, system_prompt="be brief")
+    assert plain.render(PromptRequest("x", [{"role": "user", "content": "2+2?"}], 0)) == "be brief\n\n2+2?"
+
+
+def test_hf_missing_model_is_a_backend_error(tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match="cannot load model/tokenizer"):
+        HFBackend(tmp_path)
+
+
+class _StandInVLLM(types.ModuleType):
+    """Records how the backend calls vLLM's documented offline API (LLM, SamplingParams, LLM.generate)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__("vllm")
+        self.__version__ = "stand-in"
+        self.calls: list[tuple[str, Any]] = []
+        outer = self
+
+        class SamplingParams:
+            def __init__(self, **kw: Any) -> None:
+                self.kw = kw
+
+        class LLM:
+            def __init__(self, **kw: Any) -> None:
+                outer.calls.append(("LLM", kw))
+
+            def get_tokenizer(self) -> Any:
+                return tokenizer
+
+            def generate(self, prompts: list[str], sps: list[Any], use_tqdm: bool = True) -> list[Any]:
+                outer.calls.append(("generate", (prompts, [sp.kw for sp in sps])))
+                out = []
+                for sp in sps:
+                    comps = [types.SimpleNamespace(text=f"c{j}", token_ids=[1] * (j + 1),
+                                                   finish_reason="length" if j == 0 else "stop")
+                             for j in range(sp.kw["n"])]
+                    out.append(types.SimpleNamespace(outputs=comps))
+                return out
+
+        self.LLM, self.SamplingParams = LLM, SamplingParams
+
+
+def test_vllm_backend_uses_the_documented_api(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    stand_in = _StandInVLLM(AutoTokenizer.from_pretrained(tiny_model_dir))
+    monkeypatch.setitem(sys.modules, "vllm", stand_in)
+    be = make_backend("vllm", tiny_model_dir, EvalSection(seed=3))
+    out = be.generate(_reqs("2+2?", "3+3?"), 2, SamplingParams(temperature=0.6, top_p=0.95, max_new_tokens=7))
+    assert stand_in.calls[0] == ("LLM", {"model": str(tiny_model_dir), "dtype": "auto", "seed": 3})
+    prompts, sps = stand_in.calls[1][1]
+    assert prompts == ["u:2+2?\na:", "u:3+3?\na:"]  # chat template applied
+    assert sps[0] == {"n": 2, "temperature": 0.6, "top_p": 0.95, "max_tokens": 7, "seed": prompt_seed(0, "p0")}
+    assert [[(g.text, g.finish_reason, g.tokens) for g in row] for row in out] == [
+        [("c0", "length", 1), ("c1", "stop", 2)]] * 2
+
+
+def test_vllm_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ImportError
+    with pytest.raises(BackendError, match="cannot import vllm.*--backend openai"):
+        make_backend("vllm", tiny_model_dir, EvalSection())
+
+
+def test_unknown_backend_and_seeds() -> None:
+    with pytest.raises(BackendError, match="unknown backend"):
+        make_backend("tgi", ".", EvalSection())
+    seeds = {prompt_seed(0, f"q{i}") for i in range(1000)}
+    assert len(seeds) == 1000 and all(0 <= s < 2**31 for s in seeds)
