@@ -94,3 +94,13 @@ def test_report_from_phoenix_cli(phoenix_server, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "phx-cli" in text and "ALARM math @ step 12" in text
     assert "| 12 | math |" in (out / "report.md").read_text()
+
+
+def test_push_file_store_into_phoenix_over_grpc(phoenix_server, tmp_path, capsys):
+    tel = RunTelemetry.start(tmp_path, "phx-pushed", TelemetrySection(project_name="pushed"), environ={})
+    synthetic_run(tel)
+    tel.shutdown()
+    assert harness_main(["traces", "push", str(tmp_path), "--protocol", "grpc",
+                         "--endpoint", f"http://127.0.0.1:{phoenix_server.grpc_port}"]) == 0
+    spans = _wait(phoenix_server.url, "pushed", expected_span_count())
+    assert {s["span_id"] for s in spans} == {s["span_id"] for s in load_file_store(tmp_path)}

@@ -103,3 +103,17 @@ def test_otlp_json_round_trip_keeps_ids_links_and_values():
     assert {kv.key: kv.value.double_value for kv in pb["a"].attributes}["f"] == 0.5
     with pytest.raises(ValueError, match="OTLP/JSON"):
         otlp_json_to_request({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
+
+
+def test_telemetry_config_errors_name_the_field(tmp_path):
+    from harness.config import load_config
+    from harness.errors import ConfigError
+
+    path = tmp_path / "run.yaml"
+    path.write_text("telemetry:\n  otlp_protocol: http/json\n")
+    with pytest.raises(ConfigError, match=r"run.yaml: telemetry.otlp_protocol"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"telemetry.alarm.window"):
+        load_config({"telemetry": {"alarm": {"window": 1}}})
+    cfg = load_config({"telemetry": {"otlp_endpoint": "http://h:6006/v1/traces", "sample_records": 4}})
+    assert cfg.telemetry.sample_records == 4 and cfg.telemetry.file_store
