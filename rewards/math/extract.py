@@ -5,8 +5,9 @@ explicitly anchored statement ("The answer is", "Final Answer:", "Answer:", "The
 ``####``, "X is the answer", "Option (C) is correct"; the sentence is cut at "because", "since", ", which" and
 every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers); else a bold final line; else the whole completion when it is a single short line that is only an
 answer. Reasoning inside ``<think>...</think>`` never counts; an unclosed ``<think>`` means no answer yet. Several
-*different* boxed answers on the final line are reported as hedged (the caller decides: wrong for a single-valued
-gold); boxes on earlier lines are intermediate results and the last box wins.
+*different* boxed answers are reported as hedged (the caller decides: wrong for a single-valued gold, compared as a
+list for a multi-valued one) unless the text before the last box revises the earlier one ("wait", "I made an
+error", "the answer is"): then the last box wins.
 
 With ``strict=False`` a completion without any of those falls back to its last ``= value`` or last number, which
 is what lenient graders do; the default is strict, so prose that merely mentions the gold scores nothing.
@@ -30,6 +31,11 @@ _ANCHOR = re.compile(
     r"final\s+answer\s*(?:is|:|=)?|"
     r"(?:the\s+)?(?:correct\s+|right\s+)?(?:answer|option|choice)\s+(?:is|(?:would|will|must|should)\s+be)\s*:?|"
     r"\banswer\s*(?:\*\*|\*|\})?\s*[:：]|####",
+    re.IGNORECASE,
+)
+_REVISION = re.compile(
+    r"\b(?:wait|actually|mistake|error|wrong|incorrect|correction|correcting|re-?check\w*|re-?evaluat\w*|instead|"
+    r"revis\w*|final\s+answer|answer\s+is|fix\w*)\b",
     re.IGNORECASE,
 )
 _CHOICE = re.compile(
@@ -91,6 +97,24 @@ def _boxed_contents(text: str) -> list[tuple[int, str]]:
             if tok:
                 out.append((m.start(), tok.group(0)))
     return out
+
+
+def _final_box(text: str) -> Extraction | None:
+    """The last non-empty box; several different boxes are a hedge unless the last one is an explicit revision."""
+    found = [(at, b) for at, b in _boxed_contents(text) if b]
+    if not found:
+        return None
+    key = lambda b: re.sub(r"\s+|\$", "", b)  # noqa: E731
+    last_at, last = found[-1]
+    earlier = [(at, b) for at, b in found if key(b) != key(last)]
+    if not earlier:
+        return Extraction(last, "boxed")
+    if _REVISION.search(text, earlier[-1][0], last_at):
+        return Extraction(last, "boxed")  # "\boxed{5} ... wait, I made an error ... \boxed{7}"
+    distinct: dict[str, str] = {}
+    for _, b in found:
+        distinct.setdefault(key(b), b)
+    return Extraction(", ".join(distinct.values()), "boxed", hedged=True)
 
 
 def _strip_think(text: str) -> str | None:
@@ -194,18 +218,9 @@ def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
     text = _strip_think(text)
     if text is None:
         return Extraction(None, "none", reason="reasoning never closed (unterminated <think>)")
-    found = _boxed_contents(text)
-    boxes = [b for _, b in found if b]
-    if boxes:
-        last_line = text.rfind("\n", 0, found[-1][0]) + 1
-        boxes = [b for at, b in found if b and at >= last_line] or boxes[-1:]
-        distinct = list(dict.fromkeys(re.sub(r"\s+|\$", "", b) for b in boxes))
-        if len(distinct) > 1:
-            seen: dict[str, str] = {}
-            for b in boxes:
-                seen.setdefault(re.sub(r"\s+|\$", "", b), b)
-            return Extraction(", ".join(seen.values()), "boxed", hedged=True)
-        return Extraction(boxes[-1], "boxed")
+    boxed = _final_box(text)
+    if boxed is not None:
+        return boxed
     if _BOX.search(text):
         return Extraction(None, "none", reason="empty \\boxed{}")
     anchored = _anchored(text)

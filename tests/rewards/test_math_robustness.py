@@ -112,6 +112,8 @@ def test_extract_sources() -> None:
     assert extract_answer("3").source == "bare"
     hedged = extract_answer("\\boxed{2} or \\boxed{3}")
     assert hedged.hedged and hedged.answer == "2, 3"
+    revised = extract_answer("\\boxed{2}\nWait, I made an error: \\boxed{3}")
+    assert not revised.hedged and revised.answer == "3"
 
 
 def test_parse_answer_errors_name_the_problem() -> None:
