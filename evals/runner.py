@@ -162,7 +162,12 @@ def _generate_and_score(backend: Backend, todo: Sequence[Sample], specs: Sequenc
             chunk = list(todo[start : start + step])
             seeds = [prompt_seed(params.seed, s.id) for s in chunk]
             t0 = time.perf_counter()
-            gens = backend.generate([PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds)], k, params)
+            try:
+                gens = backend.generate([PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds)], k, params)
+            except BaseException:
+                if pending is not None:  # keep the batch already generated: a resume then starts after it
+                    collect(pending)
+                raise
             timing["generate_s"] += time.perf_counter() - t0
             handle = session.submit([s for s in chunk for _ in range(k)], [g.text for row in gens for g in row])
             if pending is not None:

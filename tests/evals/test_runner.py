@@ -132,3 +132,42 @@ def test_plain_model_dir_with_explicit_rewards(tiny_model_dir: Path, tmp_path: P
     assert res.results["step"] is None and res.results["contamination"]["checked"] is False
     assert res.results["backend"]["chat_template"] is False
     assert res.results["success"]["reward"] == "evals_length"
+
+
+class _FailsOnCall:
+    """Fault injection: the real hf backend, except that generate call number ``n`` raises BackendError (as
+    when a server goes away mid-run)."""
+
+    name = "hf"
+
+    def __init__(self, inner: object, n: int) -> None:
+        self.inner, self.n, self.calls = inner, n, 0
+
+    def generate(self, requests, k, params):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.calls == self.n:
+            from evals.errors import BackendError
+
+            raise BackendError("server went away (injected)")
+        return self.inner.generate(requests, k, params)
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_backend_failure_keeps_every_batch_generated_before_it(run_dir: Path, tmp_path: Path) -> None:
+    from evals.backends.hf import HFBackend
+    from evals.errors import BackendError
+    from harness.cfg.eval import EvalSection
+
+    settings = EvalSection(k=2, temperature=1.0, top_p=1.0, max_new_tokens=6, workers=2)
+    flaky = _FailsOnCall(HFBackend(_ckpt(run_dir)), n=4)
+    with pytest.raises(BackendError, match="went away"):
+        evaluate(_ckpt(run_dir), settings=settings, backend=flaky, output_dir=tmp_path / "o", telemetry=False)
+    kept = _lines(tmp_path / "o" / "samples.jsonl")
+    assert sorted({r["prompt_id"] for r in kept}) == ["h0", "h1", "h2"]  # batches 1-3, the 3rd still being scored
+    res = evaluate(_ckpt(run_dir), settings=settings, output_dir=tmp_path / "o", telemetry=False)
+    assert res.results["timing"]["prompts_resumed"] == 3 and res.results["completions"]["count"] == 12
