@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["CgroupRoots", "JobCgroup", "detect_roots"]
+__all__ = ["CgroupRoots", "JobCgroup", "detect_roots", "group_prefix", "remove_stale"]
 
 _MOUNT = Path("/sys/fs/cgroup")
 
@@ -101,6 +101,37 @@ def detect_roots() -> CgroupRoots:
                     v2_mem, v2_pids = "memory" in enabled, "pids" in enabled
                 break
     return CgroupRoots(roots["memory"], roots["pids"], roots["unified"], v2_mem, v2_pids)
+
+
+def _alive(pid: int) -> bool:
+    """True for a running process (a zombie is dead: it only waits for its parent to reap it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def group_prefix(pid: int) -> str:
+    """Name prefix of a server's groups: its pid and its pid namespace (pids of other namespaces are not ours)."""
+    return f"sbx-{pid}-{os.stat('/proc/self/ns/pid').st_ino}-"
+
+
+def remove_stale(roots: CgroupRoots) -> int:
+    """Kill and remove groups left by servers of this pid namespace that died without cleaning up."""
+    removed = 0
+    ns = str(os.stat("/proc/self/ns/pid").st_ino)
+    for root in (roots.memory, roots.pids, roots.unified):
+        if root is None:
+            continue
+        for d in root.glob("sbx-*"):
+            parts = d.name.split("-")
+            if len(parts) < 3 or not parts[1].isdigit() or parts[2] != ns or _alive(int(parts[1])):
+                continue
+            cg = JobCgroup(dirs=[d], unified_dir=d if root == roots.unified else None)
+            if cg.drain(timeout=2.0) and cg.remove(timeout=1.0):
+                removed += 1
+    return removed
 
 
 def _write(path: Path, value: str) -> None:

@@ -131,6 +131,7 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
     if os.geteuid() == 0:
         layers["uid"] = True
         roots = _cgroups.detect_roots()
+        _cgroups.remove_stale(roots)
         layers.update(cgroup_memory=roots.has_memory, cgroup_pids=roots.has_pids, cgroup_kill=roots.has_kill)
         if not roots.has_kill:
             roots = None
@@ -201,7 +202,8 @@ class Server:
         key = (slot, index)
         cg = self.groups.get(key)
         if cg is None:
-            cg = _cgroups.JobCgroup.create(self.roots, f"sbx-{os.getpid()}-s{slot}-{index}", limits["memory_bytes"], limits["max_pids"])
+            name = f"{_cgroups.group_prefix(os.getpid())}s{slot}-{index}"
+            cg = _cgroups.JobCgroup.create(self.roots, name, limits["memory_bytes"], limits["max_pids"])
             cg.limits = (limits["memory_bytes"], limits["max_pids"])
             self.groups[key] = cg
         elif cg.limits != (limits["memory_bytes"], limits["max_pids"]):

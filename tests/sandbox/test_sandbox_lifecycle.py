@@ -134,3 +134,23 @@ def test_speed_factor_is_measured_again_when_stale(monkeypatch):
         assert sb._calibrated_at > first and sb.isolation().speed_factor >= 1.0
     finally:
         sb.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs cgroups")
+def test_a_new_server_removes_groups_left_by_a_dead_one():
+    sb = Sandbox()
+    try:
+        sb.run_program("import os\nif os.fork() == 0:\n    import time\n    time.sleep(600)\nprint('x')", limits=Limits(timeout_s=0.5))
+        old = sb.server_pid()
+        groups = list(Path("/sys/fs/cgroup").glob(f"*/sbx-{old}-*")) + list(Path("/sys/fs/cgroup").glob(f"*/*/*/sbx-{old}-*"))
+        assert groups
+        os.kill(old, signal.SIGKILL)  # no chance to clean up
+        assert _wait_gone([old]) == []
+        fresh = Sandbox()
+        try:
+            assert fresh.run_program("print(1)").stdout == b"1\n"
+            assert all(not g.exists() for g in groups)
+        finally:
+            fresh.close()
+    finally:
+        sb.close()
