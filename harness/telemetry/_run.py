@@ -15,6 +15,7 @@ one) and does not know about trainers, models or checkpoint files: the caller wr
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -213,7 +214,7 @@ class RunTelemetry:
         self.exporter = exporter
         self._tracer = provider.get_tracer(_SCOPE) if provider is not None else trace.NoOpTracer()
         self._steps: dict[int, dict[str, Any]] = {}
-        self._checkpoints: set[int] = set()
+        self._checkpoints: dict[int, dict[str, Any]] = {}
         self._closed = False
 
     @classmethod
@@ -302,10 +303,14 @@ class RunTelemetry:
 
         Holds the ids of the ``train.step`` span of ``step`` (or of the latest traced step before it) and of its
         reward spans, and per reward the mean training reward over the steps since the previous checkpoint.
+        Call it for checkpoints in step order (a repeated call returns the same context): the per-step records it
+        has averaged are then dropped, so a long run keeps only the steps since its last checkpoint in memory. After a resume, the first window starts
+        at the first step traced by this process (``since_step`` is None).
         """
         step = int(step)
+        if step in self._checkpoints:
+            return json.loads(json.dumps(self._checkpoints[step]))
         prev = max((c for c in self._checkpoints if c < step), default=None)
-        self._checkpoints.add(step)
         traced = [s for s in self._steps if s <= step]
         span_step = max(traced, default=None)
         window = [s for s in traced if prev is None or s > prev]
@@ -324,7 +329,10 @@ class RunTelemetry:
                 "train_mean": sum(means) / len(means) if means else None,
                 "steps": len(means),
             }
-        return {
+        for s in window:  # later checkpoints average only later steps; keep the linked step for eval_checkpoint
+            if s != span_step:
+                del self._steps[s]
+        ctx = {
             "version": CONTEXT_VERSION,
             "run_id": self.run_id,
             "step": step,
@@ -334,6 +342,8 @@ class RunTelemetry:
             "span_id": rec.get("span_id"),
             "rewards": rewards,
         }
+        self._checkpoints[step] = ctx
+        return json.loads(json.dumps(ctx))
 
     @contextmanager
     def eval_checkpoint(self, step: int, checkpoint_ctx: Mapping[str, Any] | None = None) -> Iterator[EvalSpan]:
@@ -345,7 +355,7 @@ class RunTelemetry:
                 None: looked up in this process when the step was trained here, else the span is not linked.
         """
         ctx = checkpoint_ctx if checkpoint_ctx is not None else (
-            self.checkpoint_context(step) if int(step) in self._steps else None)
+            self.checkpoint_context(step) if int(step) in self._steps or int(step) in self._checkpoints else None)
         if ctx and ctx.get("run_id") not in (None, self.run_id):
             logger.warning("checkpoint context is from run %s, not %s; evaluating anyway", ctx.get("run_id"), self.run_id)
         attrs = self._common(step, "CHAIN")

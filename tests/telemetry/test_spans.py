@@ -169,3 +169,18 @@ def test_disabled_writes_nothing_and_still_returns_context(tmp_path):
     tel.shutdown()
     assert not (tmp_path / "traces.jsonl").exists()
     assert ctx["step"] == 1 and ctx["span_id"] is None
+
+
+def test_checkpoints_bound_the_per_step_memory_and_windows(tmp_path):
+    tel, mem = _start(tmp_path)
+    _train(tel, range(1, 101), {"math": lambda s: s / 100})
+    ctxs = [tel.checkpoint_context(s) for s in range(10, 101, 10)]
+    assert len(tel._steps) == 10  # only the checkpointed steps stay, for eval_checkpoint(step, None)
+    assert [c["rewards"]["math"]["steps"] for c in ctxs] == [10] * 10
+    assert tel.checkpoint_context(50) == ctxs[4]  # asking again gives the same window
+    with tel.eval_checkpoint(50, None) as ev:  # the context this process saved for step 50
+        ev.record_reward("math", 0.5)
+    tel.shutdown()
+    (er,) = [s for s in mem.get_finished_spans() if s.name == "eval.reward/math"]
+    assert er.attributes["harness.reward.train_mean"] == pytest.approx(ctxs[4]["rewards"]["math"]["train_mean"])
+    assert er.links[0].context.span_id == int(ctxs[4]["rewards"]["math"]["span_id"], 16)
