@@ -117,3 +117,17 @@ def test_telemetry_config_errors_name_the_field(tmp_path):
         load_config({"telemetry": {"alarm": {"window": 1}}})
     cfg = load_config({"telemetry": {"otlp_endpoint": "http://h:6006/v1/traces", "sample_records": 4}})
     assert cfg.telemetry.sample_records == 4 and cfg.telemetry.file_store
+
+
+def test_reward_stats_from_a_real_batch_result_takes_the_spec_weight():
+    from harness.scoring import BatchResult
+    from harness.types import RewardSpec
+
+    res = BatchResult(specs=[RewardSpec(name="fmt", weight=0.0), RewardSpec(name="math", weight=2.0)],
+                      scores={"fmt": [Score(value=1.0)] * 2, "math": [Score(value=0.0), Score(value=1.0)]},
+                      latency_s={"fmt": [0.0, 0.0], "math": [0.5, 1.5]})
+    st = RewardStats.from_batch(res, "math", group_size=2)
+    assert st.weight == 2.0 and st.mean == 0.5 and st.latency_p50_s == 1.0 and st.zero_variance_group_frac == 0.0
+    assert RewardStats.from_batch(res, "fmt").weight == 0.0
+    summary = res.summary()["math"]  # the scoring path's own summary agrees
+    assert summary["mean"] == st.mean and summary["scored"] == st.scored
