@@ -134,10 +134,20 @@ def _records(chunk: Sequence[Sample], gens: Sequence[Sequence[Any]], result: Any
     return out
 
 
+def _chunk_size(settings: EvalSection) -> int:
+    """Prompts per backend call: ``batch_size`` for hf; enough to keep the server's request slots busy for openai;
+    large for vllm, which schedules its own batches (both seed per prompt, so outputs do not depend on this)."""
+    if settings.backend == "openai":
+        return max(settings.batch_size, -(-2 * settings.concurrency // settings.k))
+    if settings.backend == "vllm":
+        return max(settings.batch_size, 256)
+    return settings.batch_size
+
+
 def _generate_and_score(backend: Backend, todo: Sequence[Sample], specs: Sequence[RewardSpec], settings: EvalSection,
                         params: SamplingParams, output: EvalOutput, progress: bool) -> dict[str, float]:
     """Sample and score every prompt in ``todo``, appending records batch by batch; returns timings."""
-    k, step = settings.k, max(1, settings.batch_size)
+    k, step = settings.k, _chunk_size(settings)
     timing = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
     bar = None
     if progress:

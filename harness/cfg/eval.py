@@ -27,8 +27,8 @@ class EvalSection(BaseModel):
     top_p: float = Field(0.95, gt=0.0, le=1.0)
     max_new_tokens: int = Field(1024, ge=1)
     seed: int = 0
-    batch_size: int = Field(1, ge=1, description="prompts per generate call (hf); >1 is faster, and outputs then "
-                                                   "depend on which prompts share a batch")
+    batch_size: int = Field(1, ge=1, description="hf: prompts per generate call; >1 is faster, and outputs then "
+                                                   "depend on which prompts share a batch (vllm, openai: at least)")
     success_reward: str | None = Field(None, description="reward judged for pass@k/maj@k; default: the first one")
     success_threshold: float = Field(1.0, description="a sample succeeds when that reward is >= this")
     ngram: int = Field(13, ge=1, description="n-gram size of the contamination check")
