@@ -1,0 +1,61 @@
+"""``harness sandbox``: print the isolation level this machine gives untrusted code, and check it works.
+
+Prints the level, the layers found and what is missing, the machine's speed factor, then (unless ``--no-check``)
+runs one passing and one forged solution through the ``code`` reward path and says whether each verdict came
+out right. Exit status 0 when the level is at least ``--min`` and both verdicts were right.
+
+This module only reports; it changes nothing on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from sandbox._results import LEVELS
+from sandbox.service import SandboxError, get_sandbox
+
+__all__ = ["main", "build_parser"]
+
+_TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0"
+_GOOD = "def add(a, b):\n    return a + b\n"
+_FORGED = "class A:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return A()\nimport sys\nsys.exit(0)\n"
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The ``sandbox`` command's options (on ``parser`` when the CLI passes a subparser)."""
+    p = parser or argparse.ArgumentParser(prog="harness sandbox", description=__doc__.split("\n")[0])
+    p.add_argument("--min", choices=LEVELS, default="strong", help="fail (exit 1) below this level")
+    p.add_argument("--no-check", action="store_true", help="only report the layers, run nothing")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    sb = get_sandbox()
+    try:
+        rep = sb.isolation()
+    except SandboxError as e:
+        print(f"sandbox: could not start: {e}")
+        return 1
+    out: dict = {"level": rep.level, "missing": list(rep.missing), "speed_factor": round(rep.speed_factor, 3),
+                 "layers": rep.layers}
+    ok = rep.at_least(args.min)
+    if not args.no_check:
+        good = sb.run_tests(_GOOD, _TESTS)
+        forged = sb.run_tests(_FORGED, _TESTS)
+        out["check"] = {"correct_solution": good.status, "forged_solution": forged.status}
+        ok = ok and good.status == "pass" and forged.status != "pass"
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        print(f"isolation level: {rep.level} (required: {args.min})")
+        print(f"missing: {', '.join(rep.missing) or 'none'}")
+        print(f"speed factor: {rep.speed_factor:.2f}")
+        print("layers: " + ", ".join(f"{k}={v}" for k, v in sorted(rep.layers.items())))
+        if "check" in out:
+            print(f"check: correct solution -> {out['check']['correct_solution']}, "
+                  f"forged solution -> {out['check']['forged_solution']}")
+    return 0 if ok else 1

@@ -1,0 +1,41 @@
+"""``harness sandbox`` / ``python -m sandbox``: the report and its self-check; the package docstring example."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+
+import sandbox
+from sandbox.cli import main
+
+
+def test_report_json_with_check(capsys):
+    rc = main(["--json", "--min", "basic"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["level"] in ("basic", "strong", "full") and out["speed_factor"] >= 1.0
+    assert out["check"] == {"correct_solution": "pass", "forged_solution": "error"}
+
+
+def test_report_fails_below_the_required_level(capsys, monkeypatch):
+    import sandbox.cli as cli
+    from sandbox import IsolationReport
+
+    class _Weak:
+        def isolation(self):
+            return IsolationReport("basic", {"seccomp": False}, ("seccomp",), 1.0)
+
+    monkeypatch.setattr(cli, "get_sandbox", lambda: _Weak())
+    assert main(["--no-check", "--min", "full"]) == 1
+    assert "missing: seccomp" in capsys.readouterr().out
+
+
+def test_root_machine_reports_full(capsys):
+    if os.geteuid() != 0:
+        return
+    assert main(["--no-check", "--min", "full"]) == 0
+
+
+def test_package_docstring_example_runs():
+    assert doctest.testmod(sandbox).failed == 0
