@@ -6,6 +6,8 @@ import doctest
 import json
 import os
 
+import pytest
+
 import sandbox
 from sandbox.cli import main
 
@@ -31,11 +33,11 @@ def test_report_fails_below_the_required_level(capsys, monkeypatch):
     assert "missing: seccomp" in capsys.readouterr().out
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the full level needs root (uid switch, cgroups)")
 def test_root_machine_reports_full(capsys):
-    if os.geteuid() != 0:
-        return
     assert main(["--no-check", "--min", "full"]) == 0
 
 
 def test_package_docstring_example_runs():
-    assert doctest.testmod(sandbox).failed == 0
+    result = doctest.testmod(sandbox)
+    assert result.failed == 0 and result.attempted >= 1
