@@ -3,7 +3,8 @@ r"""The ``math`` reward: does a completion's final answer equal the gold answer 
 Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be parsed is
 ``Score(None, "gold_unparseable")``, never 0), extract the completion's final answer
 (:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). A gold that is
-well formed but outside the grammar (``\overline{AB}``, ``3:2``) is compared as a normalized string. Statuses:
+well formed but outside the grammar (``\overline{AB}``, ``3:2``) is compared as a normalized string. Identical
+normalized strings and plain numbers are decided without sympy (the fast path most pairs take). Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
 forms, where the answer came from and the reason for the verdict.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+from fractions import Fraction
 from typing import Any, Callable
 
 from harness.registry import reward
@@ -105,6 +107,11 @@ def verify(
         return Score(value=0.0, status="no_answer", info={**info, "reason": ex.reason})
     if ex.hedged and not _is_multi(g):
         return _zero("ok", ex.answer, info, "hedged: several different boxed answers")
+    fast = _fast_verdict(gold_s, ex.answer)
+    if fast is not None:
+        same, reason = fast
+        info["answer_parsed"] = info["gold_parsed"] if same else None
+        return Score(value=float(same), status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
     try:
         a = _parse_for(g, ex.answer)
     except ParseError as e:
@@ -119,6 +126,26 @@ def verify(
     except RecursionError:
         same, reason = False, "comparison nested too deeply"
     return Score(value=1.0 if same else 0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
+
+
+_PLAIN_NUMBER = re.compile(r"-?\d{1,300}(?:\.\d{1,300})?")
+_clean_gold = functools.lru_cache(maxsize=8192)(clean)
+
+
+def _fast_verdict(gold: str, answer: str) -> tuple[bool, str] | None:
+    """The verdict without sympy when both sides are the same string or plain numbers, else None."""
+    try:
+        gc, ac = _clean_gold(gold), clean(answer)
+    except NormalizeError:
+        return None
+    if gc and gc == ac:
+        return True, "identical after normalization"
+    if _PLAIN_NUMBER.fullmatch(gc) and _PLAIN_NUMBER.fullmatch(ac):
+        if Fraction(gc) == Fraction(ac):
+            return True, "equal numbers"
+        if "." not in gc:
+            return False, "different numbers"  # an exact gold: no tolerance applies
+    return None
 
 
 def _raw_key(text: str) -> str | None:

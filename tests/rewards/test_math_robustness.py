@@ -43,6 +43,14 @@ def test_info_records_extraction_parses_and_reason() -> None:
     assert s.info["source"] == "boxed" and s.info["reason"]
 
 
+def test_fast_path_decides_plain_numbers_and_identical_strings() -> None:
+    assert verify("1,000", "#### 1000.0").info["reason"] == "equal numbers"
+    s = verify("72", "#### 71")
+    assert (s.value, s.info["reason"]) == (0.0, "different numbers")
+    assert verify("\\text{(B)}", "\\boxed{\\text{(B)}}").info["reason"] == "identical after normalization"
+    assert verify("2.5", "\\boxed{2.50}").value == 1.0
+
+
 def test_parameters() -> None:
     strict = get_reward("math")
     lenient = get_reward("math", strict=False)
