@@ -138,7 +138,8 @@ class Remote:
         return self._rpc("getitem", key=_encode_arg(key))
 
     def __contains__(self, key: Any) -> bool:
-        return self._rpc("contains", key=_encode_arg(key)) is True
+        # Never send the key: it is often the expected value. Iterate and compare here instead.
+        return any(item is key or item == key for item in self)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Remote):

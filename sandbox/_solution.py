@@ -145,8 +145,6 @@ class _Server:
             return {"ok": self.enc(bool(obj))}
         if op == "getitem":
             return {"ok": self.enc(obj[self.dec(req["key"])])}
-        if op == "contains":
-            return {"ok": self.enc(self.dec(req["key"]) in obj)}
         if op == "eq":
             return {"ok": self.enc(bool(obj == self.objects[req["other"]]))}
         if op in ("repr", "str"):

@@ -36,7 +36,7 @@ PASSING = {
                       "    def test_b(self):\n        self.assertEqual(rev(''), '')\n\nif __name__ == '__main__':\n    unittest.main()\n"),
     "in_place_mutation": ("def sort_in_place(xs):\n    xs.sort()\n", "a = [3, 1, 2]\nsort_in_place(a)\nassert a == [1, 2, 3]"),
     "generator": ("def evens(n):\n    for i in range(n):\n        if i % 2 == 0:\n            yield i\n",
-                  "assert list(evens(7)) == [0, 2, 4, 6]\nassert sum(evens(5)) == 6"),
+                  "assert list(evens(7)) == [0, 2, 4, 6]\nassert sum(evens(5)) == 6\nassert 4 in evens(7)\nassert 5 not in evens(7)"),
     "exceptions_expected": ("def div(a, b):\n    if b == 0:\n        raise ValueError('zero')\n    return a // b\n",
                             "try:\n    div(1, 0)\n    assert False\nexcept ValueError:\n    pass\nassert div(7, 2) == 3"),
     "dict_subclass_and_namedtuple": ("import collections\nP = collections.namedtuple('P', 'x y')\ndef counts(s):\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-TESTS = "import math\nassert f() == 1\nassert math.isclose(g(), 0.5)\nassert abs(g() - 0.5) < 1e-9"
+TESTS = "import math\nassert f() == 1\nassert 1 in [f()]\nassert math.isclose(g(), 0.5)\nassert abs(g() - 0.5) < 1e-9"
 WRONG = "def f():\n    return 0\ndef g():\n    return 0.0\n"
 
 TRICKS = {
@@ -39,6 +39,8 @@ TRICKS = {
     "deep_nesting_reply": "def f():\n    x = []\n    for _ in range(100000): x = [x]\n    return x\ndef g():\n    return 0.0",
     "str_subclass_with_eq": "class S(str):\n    def __eq__(self, o): return True\n    __hash__ = str.__hash__\n"
                             "def f():\n    return S('no')\ndef g():\n    return S('no')",
+    "contains_always_true": "class Bag:\n    def __contains__(self, item): return True\n    def __iter__(self): return iter(())\n"
+                            "def f():\n    return Bag()\ndef g():\n    return 0.0",
     "shadow_builtins_the_tests_use": WRONG + "def abs(x):\n    return 0\ndef isinstance(*a):\n    return True\n"
                                       "class AssertionError(Exception): pass",
     "forged_hello_with_dunder_names": WRONG + "import os, json, struct\n"
@@ -53,6 +55,14 @@ def test_forgery_scores_zero(code_fn, clean, name):
     s = code_fn({"tests": TESTS}, TRICKS[name])
     assert s.value == 0.0, (name, s.status, s.info.get("reason"))
     assert s.status != "pass"
+
+
+def test_membership_tests_never_send_the_expected_value(code_fn, clean):
+    tests = "assert 'secret-expected' in f()\nassert 3 in f()"
+    src = ("class Spy:\n    seen = []\n    def __contains__(self, item):\n        Spy.seen.append(item)\n        return True\n"
+           "    def __iter__(self):\n        return iter(Spy.seen)\ndef f():\n    return Spy()\n")
+    s = code_fn({"tests": tests}, src)
+    assert s.status == "fail"
 
 
 def test_unittest_patch_in_solution_does_not_reach_the_judge(code_fn, clean):
