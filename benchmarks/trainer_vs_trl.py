@@ -10,7 +10,9 @@ the ratios (ours / TRL).
 
     OMP_NUM_THREADS=1 python benchmarks/trainer_vs_trl.py [--steps 100]
 
-Goals: step time ratio <= 0.5, peak RSS ratio <= 1.0, final reward no worse.
+Goals: step time ratio <= 0.5, peak RSS ratio <= 1.0, final reward no worse. Wall-clock step times swing with
+the machine's load; the CPU seconds per step (all threads of each process) are printed beside them because
+they do not.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _now() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _deltas(stamps: list[tuple[float, float]]) -> dict[str, list[float]]:
+    """Per-step wall seconds and CPU seconds (all threads of the process) from step-end stamps."""
+    pairs = list(zip(stamps[:-1], stamps[1:]))
+    return {"step_s": [b[0] - a[0] for a, b in pairs], "cpu_s": [b[1] - a[1] for a, b in pairs]}
+
+
 def run_ours(steps: int, out_dir: str) -> dict:
     import torch
 
@@ -48,11 +60,9 @@ def run_ours(steps: int, out_dir: str) -> dict:
                     "max_completion_length": LENGTH, "lr": LR, "lr_scheduler": "linear", "max_steps": steps,
                     "max_grad_norm": 1.0, "beta": 0.0, "monitors": {"truncated_frac": 1.0}},
     })
-    stamps: list[float] = []
-    t0 = time.perf_counter()
-    res = train(cfg, progress=False, on_step=lambda s, m: stamps.append(time.perf_counter()))
-    times = [b - a for a, b in zip([t0] + stamps[:-1], stamps)]
-    return {"step_s": times, "reward": [m["reward/total/mean"] for m in res.metrics], "peak_rss_mb": _peak_rss_mb()}
+    stamps = [_now()]
+    res = train(cfg, progress=False, on_step=lambda s, m: stamps.append(_now()))
+    return {**_deltas(stamps), "reward": [m["reward/total/mean"] for m in res.metrics], "peak_rss_mb": _peak_rss_mb()}
 
 
 def run_trl(steps: int, out_dir: str) -> dict:
@@ -77,10 +87,10 @@ def run_trl(steps: int, out_dir: str) -> dict:
 
     class Stamp(TrainerCallback):
         def __init__(self) -> None:
-            self.stamps = [time.perf_counter()]
+            self.stamps = [_now()]
 
         def on_step_end(self, args, state, control, **kw):
-            self.stamps.append(time.perf_counter())
+            self.stamps.append(_now())
 
     args = GRPOConfig(
         output_dir=out_dir, per_device_train_batch_size=G * PROMPTS, num_generations=G, max_completion_length=LENGTH,
@@ -91,10 +101,9 @@ def run_trl(steps: int, out_dir: str) -> dict:
     stamp = Stamp()
     trainer = GRPOTrainer(model=model, reward_funcs=[count_a], args=args, train_dataset=data,
                           processing_class=tok, callbacks=[stamp])
-    stamp.stamps = [time.perf_counter()]
+    stamp.stamps = [_now()]
     trainer.train()
-    times = [b - a for a, b in zip(stamp.stamps[:-1], stamp.stamps[1:])]
-    return {"step_s": times, "reward": rewards, "peak_rss_mb": _peak_rss_mb()}
+    return {**_deltas(stamp.stamps), "reward": rewards, "peak_rss_mb": _peak_rss_mb()}
 
 
 def _children(steps: int, sequential: bool) -> tuple[dict, dict]:
@@ -116,7 +125,8 @@ def _children(steps: int, sequential: bool) -> tuple[dict, dict]:
 def _summary(r: dict) -> dict:
     rw = r["reward"]
     k = max(1, len(rw) // 10)
-    return {"median_step_s": statistics.median(r["step_s"][1:] or r["step_s"]), "peak_rss_mb": r["peak_rss_mb"],
+    return {"median_step_s": statistics.median(r["step_s"][1:] or r["step_s"]),
+            "median_cpu_s": statistics.median(r["cpu_s"][1:] or r["cpu_s"]), "peak_rss_mb": r["peak_rss_mb"],
             "reward_first": statistics.mean(rw[:k]), "reward_final": statistics.mean(rw[-k:]),
             "curve": [round(statistics.mean(rw[i:i + k]), 3) for i in range(0, len(rw), k)]}
 
@@ -136,10 +146,12 @@ def main() -> None:
         return
     ours_raw, trl_raw = _children(a.steps, a.sequential)
     ours, trl = _summary(ours_raw), _summary(trl_raw)
-    print(f"{'':<8}{'median step s':>15}{'peak RSS MB':>13}{'reward first':>14}{'reward final':>14}")
+    print(f"{'':<8}{'median step s':>15}{'median CPU s':>14}{'peak RSS MB':>13}{'reward first':>14}{'reward final':>14}")
     for name, s in (("ours", ours), ("trl", trl)):
-        print(f"{name:<8}{s['median_step_s']:>15.4f}{s['peak_rss_mb']:>13.0f}{s['reward_first']:>14.3f}{s['reward_final']:>14.3f}")
+        print(f"{name:<8}{s['median_step_s']:>15.4f}{s['median_cpu_s']:>14.4f}{s['peak_rss_mb']:>13.0f}"
+              f"{s['reward_first']:>14.3f}{s['reward_final']:>14.3f}")
     print(f"ratio   step time {ours['median_step_s'] / trl['median_step_s']:.2f} (goal <= 0.5)   "
+          f"CPU time per step {ours['median_cpu_s'] / trl['median_cpu_s']:.2f}   "
           f"peak RSS {ours['peak_rss_mb'] / trl['peak_rss_mb']:.2f} (goal <= 1.0)   "
           f"final reward {ours['reward_final']:.3f} vs {trl['reward_final']:.3f}")
     print(f"reward curve (mean per tenth of the run)\n  ours {ours['curve']}\n  trl  {trl['curve']}")

@@ -143,7 +143,10 @@ def load_reference(config: RunConfig, t: TrainerSection, device: str) -> Any | N
 def make_optimizer(model: Any, t: TrainerSection) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW over trainable parameters and the configured LR schedule (one scheduler step per optimizer step)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=t.lr, weight_decay=t.weight_decay)
+    try:  # the fused kernel is one op per step instead of several per tensor
+        opt = torch.optim.AdamW(params, lr=t.lr, weight_decay=t.weight_decay, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        opt = torch.optim.AdamW(params, lr=t.lr, weight_decay=t.weight_decay)
     total = t.max_steps * t.mu
     warm = t.warmup_steps * t.mu
 

@@ -53,6 +53,19 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return x * cos + rot * sin
 
 
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Grouped-query attention; one query position is done with two matmuls (cheaper than SDPA's CPU kernel)."""
+    if q.shape[2] > 1 or q.device.type != "cpu":
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1])
+    if q.shape[1] != k.shape[1]:
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    s = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    return torch.matmul(torch.softmax(s.float(), dim=-1).to(v.dtype), v)
+
+
 def _fuse(linears: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One (weight, bias) for several nn.Linear over the same input, outputs concatenated in order."""
     w = torch.cat([lin.weight for lin in linears], dim=0)
@@ -106,10 +119,7 @@ class LeanDecoder:
             qk = _rotate(qkv[:, :nq], cos, sin)  # q and k heads rotated together
             self.k[i, :, :, s:e] = qk[:, self.nh:]
             self.v[i, :, :, s:e] = qkv[:, nq:]
-            o = F.scaled_dot_product_attention(
-                qk[:, : self.nh], self.k[i, :, :, :e], self.v[i, :, :, :e], attn_mask=mask,
-                is_causal=False, enable_gqa=self.nh != self.kvh,
-            )
+            o = _attention(qk[:, : self.nh], self.k[i, :, :, :e], self.v[i, :, :, :e], mask)
             x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), a.o_proj.weight, a.o_proj.bias).to(x.dtype)
             h = _rms(x, layer.post_attention_layernorm.weight, self.eps)
             gate, up = F.linear(h, self.gate_up[i][0]).chunk(2, dim=-1)
@@ -138,8 +148,10 @@ class LeanDecoder:
     @torch.no_grad()
     def step(self, tok: torch.Tensor) -> torch.Tensor:
         """(B,) the last sampled tokens -> (B, V) logits of the next token."""
-        self.key_ok[:, self.len] = True
-        attn = self.key_ok[:, None, None, : self.len + 1] if self.padded else None  # no padding: every key counts
+        attn = None  # no padding: every key counts
+        if self.padded:
+            self.key_ok[:, self.len] = True
+            attn = self.key_ok[:, None, None, : self.len + 1]
         pos = self._next_pos[:, None]
         self._next_pos = self._next_pos + 1
         x = self.m.model.embed_tokens.weight[tok][:, None]

@@ -33,14 +33,20 @@ def position_ids_from_mask(mask: torch.Tensor) -> torch.Tensor:
 
 
 def sample_next(logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> torch.Tensor:
-    """(B, V) last-position logits -> (B,) sampled token ids under temperature and top-p."""
-    probs = torch.softmax(logits.float() / sampling.temperature, dim=-1)
+    """(B, V) last-position logits -> (B,) sampled token ids under temperature and top-p.
+
+    Draws with the exponential-race form of categorical sampling, argmax(p / E) with E ~ Exp(1), which picks
+    index i with probability p_i like ``torch.multinomial`` at a fraction of its cost for small batches.
+    """
+    x = logits.float()
+    if sampling.temperature != 1.0:
+        x = x / sampling.temperature
+    probs = torch.softmax(x, dim=-1)
     if sampling.top_p < 1.0:
         sorted_p, order = probs.sort(dim=-1, descending=True)
         keep = sorted_p.cumsum(-1) - sorted_p < sampling.top_p  # always keeps the most likely token
-        sorted_p = sorted_p * keep
-        probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p * keep)
+    return (probs / torch.empty_like(probs).exponential_(generator=generator)).argmax(dim=-1)
 
 
 class HFRollout:
@@ -115,12 +121,12 @@ class HFRollout:
         step_fn, logits = self._start(ids, attn, sampling.max_new_tokens)
         done = torch.zeros(b, dtype=torch.bool, device=device)
         tokens: list[torch.Tensor] = []
+        gen = self.generator if device.type == "cpu" else None
         for t in range(sampling.max_new_tokens):
-            tok = sample_next(logits, sampling, self.generator if device.type == "cpu" else None)
-            tok = torch.where(done, torch.full_like(tok, self.pad_id), tok)
-            tokens.append(tok)
-            done = done | (tok == self.eos_id)
-            if bool(done.all()) or t == sampling.max_new_tokens - 1:
+            tok = sample_next(logits, sampling, gen)
+            tokens.append(tok)  # tokens after a row's EOS are cut in _decode
+            done |= tok == self.eos_id
+            if t == sampling.max_new_tokens - 1 or (t % 4 == 3 and bool(done.all())):
                 break
             logits = step_fn(tok)
         return tokens
