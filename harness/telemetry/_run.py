@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from harness.cfg.telemetry import TelemetrySection
+from harness.errors import ConfigError
 from harness.telemetry._export import FileStoreProcessor, GuardedExporter, make_exporter, resolve_otlp
 from harness.telemetry._stats import RewardStats
 
@@ -231,12 +232,19 @@ class RunTelemetry:
             extra_processors: further span processors (tests use the SDK's in-memory exporter).
 
         Never raises for an unreachable backend; the first failed export logs one warning.
+
+        Raises:
+            ConfigError: for a malformed ``OTEL_*`` variable (unknown protocol, header without ``=``), naming it.
         """
         section = config or TelemetrySection()
         run_dir = Path(run_dir)
         if not section.enabled:
             return cls(run_dir, run_id, section, None, None, None)
         env = os.environ if environ is None else environ
+        try:
+            otlp = resolve_otlp(section, env)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         service = env.get("OTEL_SERVICE_NAME") or section.service_name
         resource = Resource.create({
             "service.name": service,
@@ -249,7 +257,6 @@ class RunTelemetry:
             store = FileStoreProcessor(run_dir / TRACES_FILE)
             provider.add_span_processor(store)
         guarded = None
-        otlp = resolve_otlp(section, env)
         if otlp is not None:
             guarded = GuardedExporter(make_exporter(otlp), f"{otlp.endpoint} ({otlp.protocol})",
                                       retry_after_s=section.retry_after_s)

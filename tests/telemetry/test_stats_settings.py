@@ -131,3 +131,12 @@ def test_reward_stats_from_a_real_batch_result_takes_the_spec_weight():
     assert RewardStats.from_batch(res, "fmt").weight == 0.0
     summary = res.summary()["math"]  # the scoring path's own summary agrees
     assert summary["mean"] == st.mean and summary["scored"] == st.scored
+
+
+def test_malformed_otel_variable_is_a_config_error(tmp_path):
+    from harness.errors import ConfigError
+    from harness.telemetry import RunTelemetry
+
+    with pytest.raises(ConfigError, match="OTEL_EXPORTER_OTLP_PROTOCOL"):
+        RunTelemetry.start(tmp_path, "r", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318",
+                                                   "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
