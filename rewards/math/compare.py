@@ -302,11 +302,14 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
         return bool(abs(g - a) <= sp.Rational(repr(opt.tolerance)) * abs(g))  # exact arithmetic
     if g.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or a.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
         return False
-    if sp.count_ops(g, visual=False) > _MAX_OPS or sp.count_ops(a, visual=False) > _MAX_OPS:
+    if _too_big(g) or _too_big(a):
         return False
     opt.check_time()
     syms = g.free_symbols | a.free_symbols
     if not syms:
+        d = g - a
+        if _gaussian_rational(d) and not (opt.gold_inexact and opt.tolerance > 0):
+            return d == 0  # exact: rationals and i only
         return _close(_num(g), _num(a), opt)
     checked = 0
     radicals = _has_branches(g) or _has_branches(a)
@@ -323,6 +326,21 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             return False
         checked += 1
     return checked >= 2
+
+
+def _gaussian_rational(e: sp.Basic) -> bool:
+    """Built from rationals and ``i`` with + and * only (so ``== 0`` is exact)."""
+    if e.is_Rational or e is sp.I:
+        return True
+    return isinstance(e, (sp.Add, sp.Mul)) and all(_gaussian_rational(x) for x in e.args)
+
+
+def _too_big(e: sp.Basic) -> bool:
+    """More than ``_MAX_OPS`` nodes (counted lazily, so a huge tree costs only the cap)."""
+    for n, _ in enumerate(sp.preorder_traversal(e)):
+        if n > _MAX_OPS:
+            return True
+    return False
 
 
 def _has_branches(e: sp.Basic) -> bool:
