@@ -44,6 +44,7 @@ class ChildSpec:
     seccomp: bool
     read_only: tuple[str, ...]
     limits: dict[str, int]
+    pidns: bool = False  # no cgroups: a private pid namespace whose death kills every descendant
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
 
 
@@ -110,6 +111,29 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def _enter_pid_namespace() -> None:
+    """Continue as pid 2 of a fresh pid namespace, under a tiny init; this process stays behind as its keeper.
+
+    The keeper (the pid the server knows) waits for the init and exits with its status; the init has
+    ``PDEATHSIG=SIGKILL``, so killing the keeper kills the init, and the kernel then kills everything else in
+    the namespace: double-forked daemons included. Only used where there are no cgroups to do that.
+    """
+    _sys.unshare(_sys.CLONE_NEWPID)
+    init = os.fork()
+    if init:
+        os.closerange(0, 1 << 20)
+        _, st = os.waitpid(init, 0)
+        os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
+    _sys.set_parent_death_signal(signal.SIGKILL)  # (getppid() is 0 for a namespace's init: nothing to re-check)
+    worker = os.fork()
+    if worker:
+        os.closerange(0, 1 << 20)
+        while True:  # reap orphans until the worker ends, then take the namespace down with us
+            pid, st = os.wait()
+            if pid == worker:
+                os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
+
+
 def _setup(spec: ChildSpec, fds: list[int]) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -118,6 +142,8 @@ def _setup(spec: ChildSpec, fds: list[int]) -> None:
         with open(os.path.join(d, "cgroup.procs"), "w") as f:
             f.write("0")
     _place_fds(fds)
+    if spec.pidns:
+        _enter_pid_namespace()
     if spec.mounts:
         _mount_private_tmp(spec)
     os.chdir(spec.workdir)

@@ -20,6 +20,7 @@ __all__ = [
     "mount",
     "set_no_new_privs",
     "set_child_subreaper",
+    "set_parent_death_signal",
     "landlock_abi",
     "landlock_restrict",
     "seccomp_supported",
@@ -81,6 +82,11 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, d
 def set_no_new_privs() -> None:
     """``prctl(PR_SET_NO_NEW_PRIVS)``: exec can never grant privileges again (setuid bits, file caps)."""
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+
+
+def set_parent_death_signal(sig: int) -> None:
+    """``prctl(PR_SET_PDEATHSIG)``: receive ``sig`` when the parent thread exits."""
+    _check(_libc.prctl(1, sig, 0, 0, 0), "prctl(PDEATHSIG)")
 
 
 def set_child_subreaper() -> None:

@@ -122,11 +122,25 @@ def _enter_namespaces(layers: dict[str, Any]) -> None:
         layers["mount_error"] = str(e)
 
 
+def _can_unshare_pid() -> bool:
+    """Whether a child can make its own pid namespace (tried in a throwaway child)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _sys.unshare(_sys.CLONE_NEWPID)
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, st = os.waitpid(pid, 0)
+    return os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
+
+
 def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
     """Detect the layers this process can give its children (entering the server's namespaces on the way)."""
     layers: dict[str, Any] = {"rlimits": True, "no_new_privs": True, "fresh_env": True, "closed_fds": True,
                               "uid": False, "userns": False, "netns": False, "ipcns": False, "utsns": False,
-                              "mntns": False, "cgroup_memory": False, "cgroup_pids": False, "cgroup_kill": False}
+                              "mntns": False, "pidns": False, "cgroup_memory": False, "cgroup_pids": False,
+                              "cgroup_kill": False}
     roots = None
     if os.geteuid() == 0:
         layers["uid"] = True
@@ -136,6 +150,8 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
         if not roots.has_kill:
             roots = None
     _enter_namespaces(layers)
+    if roots is None:
+        layers["pidns"] = _can_unshare_pid()
     layers["landlock_abi"] = _sys.landlock_abi()
     layers["seccomp"] = _sys.seccomp_supported()
     return layers, roots
@@ -186,6 +202,7 @@ class Server:
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_dirs=tuple(str(d) for d in (cg.dirs if cg else [])), mounts=self.layers["mntns"],
+                    pidns=cg is None and self.layers["pidns"],
                     landlock_abi=self.layers["landlock_abi"], seccomp=self.layers["seccomp"],
                     read_only=self.read_only, limits=limits)
                 pid = os.fork()
@@ -213,9 +230,18 @@ class Server:
             raise RuntimeError(f"group of slot {slot} is still busy")
         return cg
 
-    def end(self, job: int) -> dict[str, Any]:
+    def _wait_exit(self, pid: int, grace_s: float) -> None:
+        """Give ``pid`` up to ``grace_s`` to exit by itself (its own status is then the one reported)."""
+        deadline = time.monotonic() + grace_s
+        while pid not in self.statuses and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(0.001)
+
+    def end(self, job: int, grace_s: float = 0.0) -> dict[str, Any]:
         exits, ooms, refused = [], [], []
         for pid, cg, before in self.jobs.pop(job, []):
+            if grace_s > 0:
+                self._wait_exit(pid, min(grace_s, 1.0))
             if cg is not None:
                 cg.drain(reap=self.reap)
                 after = cg.counters()
@@ -257,7 +283,7 @@ class Server:
                 if msg["op"] == "start":
                     reply = self.start(msg, fds)
                 elif msg["op"] == "end":
-                    reply = self.end(int(msg["job"]))
+                    reply = self.end(int(msg["job"]), float(msg.get("grace_s", 0.0)))
                 elif msg["op"] == "calibrate":
                     reply = {"ok": True, "speed_factor": calibrate(2)}
                 else:

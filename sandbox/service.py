@@ -38,6 +38,8 @@ __all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "Sandbox
 log = logging.getLogger(__name__)
 
 _UID_BASE = 1_000_000
+#: Seconds a process that closed its output gets to exit by itself before it is killed (its status counts).
+_EXIT_GRACE_S = 0.2
 #: Seconds after which the machine's speed factor is measured again before the next execution.
 RECALIBRATE_S = 30.0
 
@@ -205,8 +207,9 @@ class Sandbox:
             raise SandboxError(f"could not start the sandboxed process: {reply.get('error')}")
         return job
 
-    def _finish(self, job: int) -> dict[str, Any]:
-        return self._request({"op": "end", "job": job})
+    def _finish(self, job: int, grace_s: float) -> dict[str, Any]:
+        """End the job; ``grace_s``: how long the server lets a process that closed its output exit by itself."""
+        return self._request({"op": "end", "job": job, "grace_s": grace_s})
 
     def _pipes(self, children: list[tuple[str, list[str | None]]], writers: set[str], uids: tuple[int, int]
                ) -> tuple[list[tuple[str, int, list[int]]], dict[str, int], list[int]]:
@@ -281,7 +284,7 @@ class Sandbox:
                 pump.pump(until, 2 * limits.max_output_bytes)
             finally:
                 duration = time.monotonic() - t0
-                end = self._finish(job)
+                end = self._finish(job, 0.0 if pump.timed_out else _EXIT_GRACE_S)
                 pump.close()
         finally:
             for fd in theirs + list(ours.values()):
