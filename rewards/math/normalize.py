@@ -193,7 +193,7 @@ def choice_letter(s: str) -> str | None:
     m = re.match(r"^\(?\s*([A-J])\s*\)?(?:$|[\s.:,)]+)", t)
     if not m:
         return None
-    if re.match(r"^[\s,;/]*(?:or|and|,)\s*\(?[A-J]\)?(?:[\s.,;)]|$)", t[m.end() - 1 :] if m.end() else ""):
+    if re.match(r"^\)?[\s,;/]*(?:(?:or|and)\s+)?\(?[A-J]\)?(?:[\s.,;)]|$)", t[m.end(1) :]):
         return None  # "C or D": hedging between choices
     return m.group(1)
 

@@ -31,11 +31,11 @@ from typing import Any, Callable
 
 from harness.registry import reward
 from harness.types import Sample, Score, Status
-from rewards.math.compare import Options, OutOfTime, equivalent, expand_values
+from rewards.math.compare import Options, OutOfTime, equivalent
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
-from rewards.math.values import Huge, HugeValue, Seq, Text, Value, show
+from rewards.math.values import Huge, HugeValue, Text, Value, show
 
 __all__ = ["math_reward", "parse_answer", "verify"]
 
@@ -77,11 +77,6 @@ def _gold_text(gold: Any) -> str:
     return text
 
 
-def _is_multi(v: Value) -> bool:
-    """True for a gold with several values (a list, a set, a ``\\pm``), which several boxes may state."""
-    return not (isinstance(v, Seq) and v.kind == "tuple") and len(expand_values(v)) > 1
-
-
 def verify(
     gold: Any,
     completion: str,
@@ -105,8 +100,8 @@ def verify(
     info.update(extracted=ex.answer[:500] if ex.answer else None, source=ex.source)
     if ex.answer is None:
         return Score(value=0.0, status="no_answer", info={**info, "reason": ex.reason})
-    if ex.hedged and not _is_multi(g):
-        return _zero("ok", ex.answer, info, "hedged: several different boxed answers")
+    if ex.hedged:
+        info["hedged"] = True  # several different boxes: compared as a list, so a single-valued gold fails
     fast = _fast_verdict(gold_s, ex.answer)
     if fast is not None:
         same, reason = fast

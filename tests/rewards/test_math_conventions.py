@@ -112,6 +112,7 @@ LISTS = [
     ("2", "\\boxed{2 \\text{ or } 3}", 0.0),
     ("2", "It is $\\boxed{2}$ or $\\boxed{3}$.", 0.0),
     ("3", "Case 1 gives \\boxed{2}.\nCase 2 gives \\boxed{3}.", 0.0),
+    ("\\frac12", "\\boxed{\\frac12} = \\boxed{0.5}", 1.0),  # two boxes, one value: no hedge
     ("2", "The answer is 2 or 3.", 0.0),
     ("2", "The answer is $x = 2$ or $x = -3$.", 0.0),
     ("2, -3", "The answer is $x = 2$ or $x = -3$.", 1.0),
