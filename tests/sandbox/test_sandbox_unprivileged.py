@@ -1,0 +1,72 @@
+"""The sandbox started by an unprivileged user: user namespace, pid namespace kill, reported level.
+
+Runs a separate host process as ``nobody`` with the system's Python (the sandbox needs only the standard
+library). Skipped where that cannot be arranged: not root, no ``setpriv``, no system Python, or a checkout
+that other users cannot read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = next((p for p in ("/usr/bin/python3.11", "/usr/bin/python3") if os.access(p, os.X_OK)), None)
+
+
+def _world_readable(path: Path) -> bool:
+    for p in [path, *path.parents]:
+        if not p.stat().st_mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None or PY is None or not _world_readable(ROOT),
+    reason="needs root to switch to nobody, setpriv, a system Python and a world-readable checkout",
+)
+
+SCRIPT = textwrap.dedent("""
+    import json, sys, time
+    sys.path.insert(0, {root!r})
+    from sandbox import Sandbox, Limits
+    sb = Sandbox()
+    rep = sb.isolation()
+    out = {{"level": rep.level, "missing": list(rep.missing)}}
+    out["ok"] = sb.run_program("print(6 * 7)").stdout.decode()
+    out["verdicts"] = [sb.run_tests("def f(): return 1", "assert f() == 1").status,
+                       sb.run_tests("def f(): return 2", "assert f() == 1").status]
+    daemon = "import os, time\\nif os.fork() == 0:\\n    os.setsid()\\n    time.sleep(300)\\nprint('x')"
+    out["daemon"] = sb.run_program(daemon, limits=Limits(timeout_s=0.5)).status
+    out["loop"] = sb.run_program("while True: pass", limits=Limits(timeout_s=0.5)).status
+    sb.close()
+    print(json.dumps(out))
+""")
+
+
+def _nobody_processes() -> list[str]:
+    """Live processes of uid 65534 (zombies waiting for the machine's init to reap them are not alive)."""
+    r = subprocess.run(["ps", "-u", "65534", "-o", "pid=,stat=,cmd="], capture_output=True, text=True)
+    return [line for line in r.stdout.splitlines() if line.strip() and "Z" not in line.split()[1]]
+
+
+@pytest.mark.slow
+def test_unprivileged_host_gets_strong_isolation_and_right_verdicts(tmp_path):
+    before = _nobody_processes()
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i", PY, "-I", "-c",
+                        SCRIPT.format(root=str(ROOT))], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["level"] in ("strong", "basic")  # basic only where the kernel refuses user/pid namespaces
+    if out["level"] == "strong":
+        assert "unprivileged uid" in out["missing"]
+    assert out["ok"] == "42\n" and out["verdicts"] == ["pass", "fail"] and out["loop"] == "timeout"
+    assert out["daemon"] == "ok"
+    assert _nobody_processes() == before, "a process of the unprivileged run outlived it"
