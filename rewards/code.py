@@ -6,8 +6,8 @@ completion. The ``tests`` column may be:
 * Python source run after the solution, in a separate judge process: ``assert`` lines, a ``check(candidate)``
   function (called with the row's ``entry_point`` when the source defines ``check`` but never calls it, as
   HumanEval does), or ``unittest.TestCase`` classes; a list of assert strings (MBPP) is joined into source;
-* stdin/stdout cases: ``[{"input": ..., "output": ...}, ...]`` or ``{"inputs": [...], "outputs": [...]}``
-  (also as a JSON string). Every output line is compared after trimming trailing whitespace on each line and
+* stdin/stdout cases: ``[{"input": ..., "output": ...}, ...]`` (or ``stdin``/``stdout`` keys, or one such
+  dict), or ``{"inputs": [...], "outputs": [...]}``; also as a JSON string. Every output line is compared after trimming trailing whitespace on each line and
   trailing blank lines; missing or extra lines fail.
 
 Statuses: ``pass`` (1.0), ``fail`` (0.0, or the passed fraction with ``partial=true``; also a crash or a missing
@@ -82,15 +82,28 @@ def parse_tests(tests: Any) -> tuple[str, Any]:
         if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs):
             raise ValueError("tests: 'inputs' and 'outputs' must be lists of the same length")
         return "stdio", [(_text(i, "inputs"), _text(o, "outputs")) for i, o in zip(ins, outs)]
+    if isinstance(tests, dict) and _case(tests) is not None:
+        return parse_tests([tests])
     if isinstance(tests, list) and tests:
         if all(isinstance(t, str) for t in tests):
             return "python", "\n".join(tests)
-        if all(isinstance(t, dict) and "input" in t and "output" in t for t in tests):
-            return "stdio", [(_text(t["input"], "input"), _text(t["output"], "output")) for t in tests]
+        cases = [_case(t) for t in tests]
+        if all(c is not None for c in cases):
+            return "stdio", [(_text(i, "input"), _text(o, "output")) for i, o in cases]  # type: ignore[misc]
     raise ValueError(
         "tests must be Python test source, a list of assert strings, a list of {'input', 'output'} cases "
         f"or {{'inputs': [...], 'outputs': [...]}}; got {type(tests).__name__}"
     )
+
+
+def _case(t: Any) -> tuple[Any, Any] | None:
+    """(input, output) of one stdin/stdout case, accepting the ``stdin``/``stdout`` spellings too."""
+    if not isinstance(t, dict):
+        return None
+    for i_key, o_key in (("input", "output"), ("stdin", "stdout"), ("input", "expected_output")):
+        if i_key in t and o_key in t:
+            return t[i_key], t[o_key]
+    return None
 
 
 def _text(v: Any, field: str) -> str:

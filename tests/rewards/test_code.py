@@ -46,6 +46,8 @@ def test_parse_tests_shapes():
     assert parse_tests([{"input": "1", "output": "2"}]) == ("stdio", [("1", "2")])
     assert parse_tests({"inputs": ["a", "b"], "outputs": ["c", "d"]}) == ("stdio", [("a", "c"), ("b", "d")])
     assert parse_tests(json.dumps([{"input": "x", "output": "y"}])) == ("stdio", [("x", "y")])
+    assert parse_tests({"stdin": "1\n", "stdout": "2\n"}) == ("stdio", [("1\n", "2\n")])
+    assert parse_tests([{"input": ["a", "b"], "expected_output": "c"}]) == ("stdio", [("a\nb\n", "c")])
 
 
 @pytest.mark.parametrize("bad", [None, 3, [], [{"input": 1, "output": "x"}], {"inputs": ["a"], "outputs": []}, "  "])
