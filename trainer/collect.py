@@ -1,7 +1,8 @@
 """Rollout collection: prompts -> G completions each -> the one scoring path, with DAPO dynamic sampling.
 
-Without dynamic sampling the batch is generated once and its scoring is *submitted* (not awaited), so the reward
-workers run while the update does its first forward pass. With dynamic sampling (DAPO 2503.14476, section 3.2)
+Without dynamic sampling the batch is generated in ``chunks`` parts; each part's scoring is *submitted* (not
+awaited) as soon as it is generated, so the reward workers run while the next part is generated and while the
+update does its first forward pass. All parts are sampled by the same weights, so the step stays on-policy. With dynamic sampling (DAPO 2503.14476, section 3.2)
 groups whose scored rewards are all equal are dropped and more prompts are sampled, at most
 ``max_resample_rounds`` times; when the batch still is not full a warning says so and the step trains on the
 groups it has. Reward statistics are taken over the first round, an unbiased sample of the current policy.
@@ -53,15 +54,16 @@ class Collected:
     batch: RolloutBatch
     samples: list[Sample]  # one per completion
     first_round: BatchResult | None = None
-    pending: PendingBatch | None = None
+    pending: list[PendingBatch] = field(default_factory=list)
     final: BatchResult | None = None
     stats: dict[str, float] = field(default_factory=dict)
 
     def result(self) -> BatchResult:
         """The scores of ``batch`` rows (blocks on the scoring workers the first time, when needed)."""
         if self.final is None:
-            assert self.pending is not None
-            self.final = self.pending.result()
+            results = [p.result() for p in self.pending]
+            self.final = results[0] if len(results) == 1 else select_result(
+                results, [(r, i) for r, res in enumerate(results) for i in range(len(res))])
         return self.final
 
     def reward_result(self) -> BatchResult:
@@ -73,6 +75,24 @@ def _generate(rollout: Rollout, prompts: list[Sample], render: Callable[[Sample]
               sampling: SamplingConfig) -> tuple[RolloutBatch, list[Sample]]:
     batch = rollout.generate([render(s) for s in prompts], g, sampling)
     return batch, [s for s in prompts for _ in range(g)]
+
+
+def _collect_streaming(prompts: list[Sample], rollout: Rollout, session: ScoringSession,
+                       render: Callable[[Sample], str], group_size: int, sampling: SamplingConfig, pad_id: int,
+                       chunks: int) -> Collected:
+    size = max(1, math.ceil(len(prompts) / max(1, chunks)))
+    parts, samples, pending = [], [], []
+    gen_s = submit_s = 0.0
+    for i in range(0, len(prompts), size):
+        t0 = time.perf_counter()
+        b, s = _generate(rollout, prompts[i:i + size], render, group_size, sampling)
+        t1 = time.perf_counter()
+        pending.append(session.submit(s, b.texts))
+        gen_s, submit_s = gen_s + t1 - t0, submit_s + time.perf_counter() - t1
+        parts.append(b)
+        samples += s
+    return Collected(RolloutBatch.concat(parts, pad_id), samples, pending=pending,
+                     stats={"timing/generate_s": gen_s, "timing/score_submit_s": submit_s})
 
 
 def collect(
@@ -87,16 +107,14 @@ def collect(
     pad_id: int,
     dynamic_sampling: bool = False,
     max_rounds: int = 3,
+    chunks: int = 1,
 ) -> Collected:
     """Generate and score one step's groups (see the module docstring)."""
+    if not dynamic_sampling:
+        return _collect_streaming(take(num_prompts), rollout, session, render, group_size, sampling, pad_id, chunks)
     t0 = time.perf_counter()
     batch, samples = _generate(rollout, take(num_prompts), render, group_size, sampling)
     gen_s = time.perf_counter() - t0
-    if not dynamic_sampling:
-        t1 = time.perf_counter()
-        pending = session.submit(samples, batch.texts)
-        return Collected(batch, samples, pending=pending, stats={
-            "timing/generate_s": gen_s, "timing/score_submit_s": time.perf_counter() - t1})
     batches, sample_lists, results, kept = [batch], [samples], [], []
     score_s, rounds, generated = 0.0, 0, num_prompts
     while True:

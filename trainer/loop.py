@@ -143,6 +143,7 @@ def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], Collected]:
                                 system_prompt=c.config.data.system_prompt),
         num_prompts=t.prompts_per_step // c.info.world_size, group_size=t.num_generations, sampling=c.sampling,
         pad_id=c.rollout.pad_id, dynamic_sampling=bool(t.dynamic_sampling), max_rounds=t.max_resample_rounds,
+        chunks=t.rollout_chunks,
     )
     t1 = time.perf_counter()
     upd = policy_update(
@@ -158,6 +159,9 @@ def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], Collected]:
          "completions/mean_length": float(lengths.mean()), "completions/max_length": float(lengths.max()),
          "completions/clipped_ratio": float(col.batch.truncated.float().mean()),
          "timing/update_s": time.perf_counter() - t1, "timing/step_s": step_s, "tokens_per_s": tokens / step_s}
+    # the part of this step spent on rewards that nothing else overlapped (blocking submits and waits)
+    m["timing/reward_critical_s"] = sum(m.get(k, 0.0) for k in (
+        "timing/score_submit_s", "timing/score_wait_s", "timing/score_wait_s_sampling"))
     return m, col
 
 

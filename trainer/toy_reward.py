@@ -28,3 +28,20 @@ def char_count(*, char: str = "a", norm: float = 1.0) -> Callable[[Sample, str],
         return Score(value=completion.count(char) / norm, answer=str(completion.count(char)))
 
     return score
+
+
+@reward("char_count_slow", isolation="process", reads=(), cacheable=False)
+def char_count_slow(*, char: str = "a", norm: float = 1.0, delay_s: float = 0.01) -> Callable[[Sample, str], Score]:
+    """``char_count`` run in a scoring worker process after sleeping ``delay_s`` (stands in for a costly verifier).
+
+    Used to measure how much reward time the trainer hides behind its own work.
+    """
+    import time
+
+    inner = char_count(char=char, norm=norm)
+
+    def score(sample: Sample, completion: str) -> Score:
+        time.sleep(delay_s)
+        return inner(sample, completion)
+
+    return score

@@ -81,6 +81,7 @@ class TrainerSection(BaseModel):
     dynamic_sampling: bool | None = Field(None, description="drop zero-variance groups and refill (DAPO)")
     max_resample_rounds: int = Field(3, ge=0, description="bound on dynamic-sampling refills per step")
     mask_truncated: bool | None = Field(None, description="overlong filtering: no loss on truncated completions")
+    rollout_chunks: int = Field(1, ge=1, description="generate in parts, scoring each while the next is generated")
     # optimization
     max_steps: int = Field(100, ge=1)
     lr: float = Field(1e-6, gt=0.0)

@@ -1,0 +1,47 @@
+"""Rollout collection: streamed chunks and dynamic sampling keep scores aligned with their completions."""
+
+import torch
+
+import trainer.toy_reward  # noqa: F401  (registers char_count and char_count_slow)
+from harness.scoring import ScoringSession
+from trainer.collect import collect
+from trainer.rollout.base import SamplingConfig
+from trainer.rollout.hf import HFRollout
+from trainer.toy import char_tokenizer, tiny_model, toy_samples
+
+
+def _rollout(seed=0):
+    tok = char_tokenizer()
+    return HFRollout(tiny_model(len(tok), seed=seed), tok, max_prompt_length=8,
+                     generator=torch.Generator().manual_seed(seed))
+
+
+def _take_from(samples):
+    it = iter(samples * 10)
+    return lambda n: [next(it) for _ in range(n)]
+
+
+def test_chunked_scoring_in_worker_processes_stays_aligned():
+    r = _rollout()
+    with ScoringSession([{"name": "char_count_slow", "params": {"delay_s": 0.0}}], timeout=60, cache=False) as s:
+        col = collect(_take_from(toy_samples(8)), r, s, lambda x: x.prompt_text, num_prompts=4, group_size=4,
+                      sampling=SamplingConfig(12), pad_id=r.pad_id, chunks=3)
+        res = col.result()
+    assert len(col.batch) == len(res) == len(col.samples) == 16
+    assert res.values("char_count_slow") == [float(t.count("a")) for t in col.batch.texts]
+    assert [x.id for x in col.samples[:4]] == [col.samples[0].id] * 4  # groups stay adjacent
+
+
+def test_dynamic_sampling_keeps_only_groups_with_reward_variance():
+    r = _rollout(seed=1)
+    with ScoringSession([{"name": "char_count", "params": {"char": "a"}}], cache=False) as s:
+        col = collect(_take_from(toy_samples(16, seed=3)), r, s, lambda x: x.prompt_text, num_prompts=3,
+                      group_size=4, sampling=SamplingConfig(6), pad_id=r.pad_id, dynamic_sampling=True, max_rounds=4)
+    res = col.result()
+    assert res.values("char_count") == [float(t.count("a")) for t in col.batch.texts]
+    kept = int(col.stats["dynamic/kept_groups"])
+    assert len(col.batch) == kept * 4
+    vals = torch.tensor(res.values("char_count")).view(-1, 4)
+    if kept == 3:  # filled: every kept group has spread
+        assert bool((vals.max(1).values > vals.min(1).values).all())
+    assert col.stats["dynamic/generated_groups"] >= 3
