@@ -46,10 +46,11 @@ class CheckpointInfo:
 
     @property
     def default_output(self) -> Path:
-        """``<run>/eval/<checkpoint name>`` inside a run; else ``eval/<checkpoint name>`` beside the checkpoint."""
+        """``<run>/eval/<checkpoint name>`` inside a run; else ``eval/<checkpoint name>`` in the working directory
+        (never inside a model directory that is not ours, such as an installed package)."""
         if self.run_dir is not None:
             return self.run_dir / "eval" / self.path.name
-        return self.path.parent / "eval" / self.path.name
+        return Path("eval") / self.path.resolve().name
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

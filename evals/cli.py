@@ -80,6 +80,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--score-timeout", type=float, help="seconds per reward call")
     p.add_argument("--workers", type=int, help="scoring worker processes")
     p.add_argument("--device", help="hf: cpu, cuda, cuda:1 ... (default auto)")
+    p.add_argument("--gguf-file", help="hf: a GGUF file inside the checkpoint directory (dequantized on load)")
     p.add_argument("--base-url", help="openai: server URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="openai: model name (default: the server's first); vllm: model path")
     p.add_argument("--concurrency", type=int, help="openai: requests in flight")
@@ -144,7 +145,8 @@ def _eval_one(args: argparse.Namespace, path: Path, output: Path | None) -> Eval
     res = evaluate(
         path, args.data, specs, settings=settings, output_dir=output, resume=not args.restart,
         fields=_fields(args.field, info), chat_template=False if args.no_chat_template else None,
-        system_prompt=args.system_prompt, train_data=args.train_data, telemetry=not args.no_telemetry,
+        system_prompt=args.system_prompt, train_data=args.train_data, gguf_file=args.gguf_file,
+        telemetry=not args.no_telemetry,
         progress=not args.no_progress,
     )
     contamination = res.results.get("contamination", {})

@@ -284,6 +284,7 @@ def evaluate(
     chat_template: bool | None = None,
     system_prompt: str | None = None,
     train_data: str | None = None,
+    gguf_file: str | None = None,
     telemetry: bool = True,
     progress: bool = False,
 ) -> EvalResult:
@@ -300,6 +301,7 @@ def evaluate(
         resume: keep finished prompts found in ``output_dir`` (False starts over).
         fields, chat_template, system_prompt: default to the run config's data section.
         train_data: training prompts for the contamination check; default: the run config's data.train.
+        gguf_file: hf: a GGUF file inside ``checkpoint`` to load (dequantized; needs the gguf package).
         telemetry: record an ``eval.checkpoint`` span in the run's traces (when the checkpoint is in a run).
         progress: show progress bars.
 
@@ -315,7 +317,7 @@ def evaluate(
     contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)
     log.info("sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d", cfg.k, plan.params.temperature,
              plan.params.top_p, plan.params.max_new_tokens, plan.params.seed)
-    model_id = str(Path(checkpoint).resolve()) if cfg.backend != "openai" else (cfg.base_url, cfg.model)
+    model_id = (str(Path(checkpoint).resolve()), gguf_file) if cfg.backend != "openai" else (cfg.base_url, cfg.model)
     output = EvalOutput(Path(output_dir) if output_dir else info.default_output, plan.identity(cfg, model_id), cfg.k)
     finished = output.open(resume=resume)
     todo = [s for s in plan.held.samples if s.id not in finished]
@@ -327,7 +329,7 @@ def evaluate(
         if todo:
             if be is None:
                 be = make_backend(cfg.backend, info.path, cfg, chat_template=plan.chat_template,
-                                  system_prompt=plan.system_prompt)
+                                  system_prompt=plan.system_prompt, gguf_file=gguf_file)
             timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress)
         describe = be.describe() if be is not None else {"backend": cfg.backend, "model": model_id}
     finally:

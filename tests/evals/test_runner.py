@@ -171,3 +171,13 @@ def test_a_backend_failure_keeps_every_batch_generated_before_it(run_dir: Path, 
     assert sorted({r["prompt_id"] for r in kept}) == ["h0", "h1", "h2"]  # batches 1-3, the 3rd still being scored
     res = evaluate(_ckpt(run_dir), settings=settings, output_dir=tmp_path / "o", telemetry=False)
     assert res.results["timing"]["prompts_resumed"] == 3 and res.results["completions"]["count"] == 12
+
+
+def test_default_output_places(run_dir: Path, tiny_model_dir: Path) -> None:
+    from evals.checkpoint import list_checkpoints, resolve_checkpoint
+
+    assert resolve_checkpoint(_ckpt(run_dir)).default_output == run_dir / "eval" / "step-000004"
+    assert resolve_checkpoint(tiny_model_dir).default_output == Path("eval") / "model"  # not inside the model dir
+    (run_dir / "checkpoints" / "step-000009.tmp").mkdir()  # a checkpoint being written is not listed
+    (run_dir / "checkpoints" / "step-000010").mkdir()  # nor one without weights
+    assert list_checkpoints(run_dir) == [_ckpt(run_dir)]
