@@ -1,9 +1,9 @@
 """Sets of reals: intervals, unions, inequalities and ``x \\in I`` as lists of :class:`~rewards.math.values.Ivl`.
 
 ``[2, 5)``, ``2 \\le x < 5``, ``x \\in [2, 5)`` and ``\\{x \\mid 2 \\le x < 5\\}`` (after normalization) all become
-the same interval; ``x \\ne 1`` becomes two open rays; a bare pair ``(a, b)`` is an open interval only when the
-other side of the comparison is a set. Endpoint equality is the caller's (passed in), so this module does no
-arithmetic of its own.
+the same interval; ``x \\ne 1`` becomes two open rays; a one-variable polynomial or ``|poly|`` inequality of degree
+at most 4 (``|x| < 3``, ``x^2 > 4``) is solved with sympy; a bare pair ``(a, b)`` is an open interval only when the
+other side of the comparison is a set. Endpoint equality is the caller's (passed in).
 """
 
 from __future__ import annotations
@@ -52,9 +52,11 @@ def _rel_intervals(r: Rel) -> list[Ivl] | None:
         return [Ivl(-sp.oo, b, False, False), Ivl(b, sp.oo, False, False)]
     if not r.ops or not all(o in _FLIP for o in r.ops) or len(r.ops) > 2:
         return None
-    syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]
-    if len(syms) != 1 or any(not isinstance(t, sp.Basic) for t in r.terms):
+    if any(not isinstance(t, sp.Basic) for t in r.terms):
         return None
+    syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]
+    if len(syms) != 1:
+        return _solved(r)
     k = syms[0]
     lo, hi, lc, hc = -sp.oo, sp.oo, False, False
     for i, op in enumerate(r.ops):
@@ -70,6 +72,51 @@ def _rel_intervals(r: Rel) -> list[Ivl] | None:
         else:
             lo, lc = bound, op == ">="
     return [Ivl(lo, hi, lc, hc)]  # type: ignore[arg-type]
+
+
+_RELATIONS = {"<": sp.StrictLessThan, "<=": sp.LessThan, ">": sp.StrictGreaterThan, ">=": sp.GreaterThan}
+_MAX_NODES = 60
+
+
+def _solved(r: Rel) -> list[Ivl] | None:
+    """``|x| < 3``, ``x^2 > 4``: a one-variable polynomial (or ``|poly|``) inequality of degree <= 4, solved.
+
+    Anything else (trigonometric, several variables, large) is left alone: None.
+    """
+    if len(r.ops) != 1 or r.ops[0] not in _RELATIONS:
+        return None
+    d = r.terms[0] - r.terms[1]  # type: ignore[operator]
+    syms = d.free_symbols
+    if len(syms) != 1 or sum(1 for _ in zip(range(_MAX_NODES + 1), sp.preorder_traversal(d))) > _MAX_NODES:
+        return None
+    if any(not isinstance(f, sp.Abs) for f in d.atoms(sp.Function)):
+        return None
+    if any(not (p.exp.is_Integer and abs(int(p.exp)) <= 4) for p in d.atoms(sp.Pow)):
+        return None
+    x = next(iter(syms))
+    try:
+        sol = sp.solveset(_RELATIONS[r.ops[0]](d, 0), x, sp.S.Reals)
+    except (NotImplementedError, ValueError, TypeError):
+        return None
+    return _to_intervals(sol)
+
+
+def _to_intervals(sol: sp.Set) -> list[Ivl] | None:
+    if sol is sp.S.Reals:
+        return [Ivl(-sp.oo, sp.oo, False, False)]
+    if isinstance(sol, sp.Interval):
+        return [Ivl(sol.start, sol.end, not sol.left_open, not sol.right_open)]
+    if isinstance(sol, sp.FiniteSet):
+        return [Ivl(p, p, True, True) for p in sol.args]
+    if isinstance(sol, sp.Union):
+        parts: list[Ivl] = []
+        for a in sol.args:
+            sub = _to_intervals(a)
+            if sub is None:
+                return None
+            parts.extend(sub)
+        return parts
+    return None
 
 
 def intervals_equal(gs: list[Ivl], as_: list[Ivl], same: Callable[[sp.Basic, sp.Basic], bool]) -> bool:

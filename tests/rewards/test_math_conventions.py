@@ -97,6 +97,9 @@ EQUATIONS_INTERVALS = [
     ("(-\\infty, 2) \\cup (5, \\infty)", "\\boxed{x < 2 \\text{ or } x > 5}", 1.0),
     ("(-\\infty, 1) \\cup (1, \\infty)", "\\boxed{x \\neq 1}", 1.0),
     ("(0, 1)", "\\boxed{x \\in (0, 1)}", 1.0),
+    ("[-3, 3]", "\\boxed{|x| \\le 3}", 1.0),
+    ("(-\\infty, -2) \\cup (2, \\infty)", "\\boxed{x^2 > 4}", 1.0),
+    ("(-\\infty, -2) \\cup (2, \\infty)", "\\boxed{x^2 \\ge 4}", 0.0),
 ]
 
 LISTS = [
