@@ -212,6 +212,18 @@ def _save(c: _Ctx, run_dir: Path, step: int, tel: RunTelemetry | None) -> Path |
     return path
 
 
+def _traced_step(c: _Ctx, step: int, tel: RunTelemetry | None) -> dict[str, Any]:
+    """One step inside a ``train.step`` span (rank 0), with a ``reward/<name>`` child span per reward."""
+    if tel is None:
+        return _step(c, step)[0]
+    with tel.train_step(step) as st:
+        m, col = _step(c, step)
+        st.set_metrics({k: v for k, v in m.items() if isinstance(v, (int, float)) and v is not None})
+        for spec in c.config.rewards:
+            st.record_reward(spec.name, RewardStats.from_batch(col.reward_result(), spec.name, c.t.num_generations))
+    return m
+
+
 def train(
     config: RunConfig,
     *,
@@ -253,14 +265,7 @@ def train(
         bar = tqdm(total=c.t.max_steps, initial=start, desc="train", unit="step")
     try:
         for step in range(start + 1, c.t.max_steps + 1):
-            if tel is not None:
-                with tel.train_step(step) as st:
-                    m, col = _step(c, step)
-                    st.set_metrics({k: v for k, v in m.items() if isinstance(v, (int, float)) and v is not None})
-                    for spec in config.rewards:
-                        st.record_reward(spec.name, RewardStats.from_batch(col.reward_result(), spec.name, c.t.num_generations))
-            else:
-                m, _ = _step(c, step)
+            m = _traced_step(c, step, tel)
             result.warnings += monitors.update(step, m)
             if writer is not None:
                 writer.write(m)
@@ -270,8 +275,8 @@ def train(
                 result.last_checkpoint = _save(c, run_dir, step, tel) or result.last_checkpoint
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(reward=_fmt(m["reward/total/mean"]), kl=_fmt(m["kl"]), len=_fmt(m["completions/mean_length"]),
-                                s=_fmt(m["timing/step_s"]))
+                bar.set_postfix(reward=_fmt(m["reward/total/mean"]), kl=_fmt(m["kl"]),
+                                len=_fmt(m["completions/mean_length"]), s=_fmt(m["timing/step_s"]))
             if on_step is not None:
                 on_step(step, m)
     finally:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 
 from trainer.dist import DistInfo, all_reduce_sum, sync_gradients
-from trainer.losses import LossConfig, entropy_from_logits, policy_loss
+from trainer.losses import LossConfig, LossOutput, entropy_from_logits, policy_loss
 from trainer.rollout.base import RolloutBatch
 from trainer.rollout.hf import position_ids_from_mask
 
@@ -115,8 +115,9 @@ def policy_update(
     inputs = get_inputs()
     wait_s = time.perf_counter() - t0
     n_seq, n_tok = all_reduce_sum([float(len(batch)), float(inputs.loss_mask.sum())], dist)
-    stats: dict[str, float] = {"loss": 0.0, "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0, "kl": 0.0}
-    ent_sum, ent_n, grad_norm = 0.0, 0.0, 0.0
+    stats: dict[str, float] = {"loss": 0.0, "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0, "kl": 0.0,
+                               "entropy": 0.0, "grad_norm": 0.0}
+    ent_n = 0.0
     for it in range(mu):
         optimizer.zero_grad(set_to_none=True)
         for k, s in enumerate(slices):
@@ -126,29 +127,42 @@ def policy_update(
                 with _autocast(device, bf16):
                     logp, ent = fwd(model, k, it == 0)
             t_len = trimmed[k][3]
-            mask = inputs.loss_mask[s, :t_len].to(device)
             out = policy_loss(
-                logp, old[k] if old is not None else logp.detach(), inputs.advantages[s].to(device), mask, loss_cfg,
-                ref_logp=ref[k] if ref is not None else None, num_sequences=int(n_seq), num_tokens=int(n_tok),
+                logp, old[k] if old is not None else logp.detach(), inputs.advantages[s].to(device),
+                inputs.loss_mask[s, :t_len].to(device), loss_cfg, ref_logp=ref[k] if ref is not None else None,
+                num_sequences=int(n_seq), num_tokens=int(n_tok),
             )
             out.loss.backward()
             if it == 0:
-                w = out.tokens / max(n_tok, 1.0)
-                stats["loss"] += float(out.loss.detach())
-                stats["clip_ratio/low_mean"] += out.clip_low_frac * w
-                stats["clip_ratio/high_mean"] += out.clip_high_frac * w
-                stats["kl"] += out.kl * w
-                if ent is not None:
-                    cm = batch.completion_mask[s, :t_len].to(device).float()
-                    ent_sum, ent_n = ent_sum + float((ent * cm).sum()), ent_n + float(cm.sum())
-        params = [p for p in model.parameters() if p.requires_grad]
-        sync_gradients(params, dist)
-        if max_grad_norm is not None:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
-        optimizer.step()
-        scheduler.step()
-    stats["entropy"] = ent_sum / max(ent_n, 1.0)
-    stats["grad_norm"] = grad_norm
+                ent_n += _accumulate(stats, out, ent, batch.completion_mask[s, :t_len].to(device), n_tok)
+        stats["grad_norm"] = _optimizer_step(model, optimizer, scheduler, dist, max_grad_norm)
+    stats["entropy"] /= max(ent_n, 1.0)
     stats["timing/score_wait_s"] = wait_s
     stats["lr"] = float(scheduler.get_last_lr()[0])
     return stats
+
+
+def _accumulate(stats: dict[str, float], out: LossOutput, ent: torch.Tensor | None, cmask: torch.Tensor,
+                n_tok: float) -> float:
+    """Add one micro-batch's statistics (token-weighted); returns the tokens its entropy covered."""
+    w = out.tokens / max(n_tok, 1.0)
+    stats["loss"] += float(out.loss.detach())
+    stats["clip_ratio/low_mean"] += out.clip_low_frac * w
+    stats["clip_ratio/high_mean"] += out.clip_high_frac * w
+    stats["kl"] += out.kl * w
+    if ent is None:
+        return 0.0
+    cm = cmask.float()
+    stats["entropy"] += float((ent * cm).sum())
+    return float(cm.sum())
+
+
+def _optimizer_step(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, dist: DistInfo,
+                    max_grad_norm: float | None) -> float:
+    """Sum gradients over ranks, clip, step; returns the gradient norm before clipping (0 when not clipped)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    sync_gradients(params, dist)
+    norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm)) if max_grad_norm is not None else 0.0
+    optimizer.step()
+    scheduler.step()
+    return norm
