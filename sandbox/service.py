@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,25 @@ class SandboxError(RuntimeError):
     """The sandbox could not run the code at all (the server did not start, a child could not be set up)."""
 
 
+_INSTANCES: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+
+
+def _forget_inherited() -> None:
+    """In a forked child: drop the parent's connections without a word, so the parent's server still sees EOF
+    when the parent exits (the child starts its own server on first use)."""
+    for sb in list(_INSTANCES):
+        if sb._sock is not None:
+            try:
+                os.close(sb._sock.detach())
+            except OSError:
+                pass
+        sb._sock, sb._proc = None, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited)
+
+
 class Sandbox:
     """A warm sandbox server and the slots to run code in it. Prefer :func:`get_sandbox`."""
 
@@ -64,6 +84,7 @@ class Sandbox:
         self._pid = os.getpid()
         self._server_pid = 0
         self._calibrated_at = 0.0
+        _INSTANCES.add(self)
 
     # ------------------------------------------------------------ server lifecycle
     def _start(self) -> None:

@@ -154,3 +154,25 @@ def test_a_new_server_removes_groups_left_by_a_dead_one():
             fresh.close()
     finally:
         sb.close()
+
+
+def test_a_forked_child_does_not_keep_the_parents_server_alive(tmp_path):
+    script = tmp_path / "host.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from sandbox import get_sandbox
+        sb = get_sandbox()
+        print(sb.server_pid(), flush=True)
+        if os.fork() == 0:
+            time.sleep(30)  # a long-lived child that never uses the sandbox
+            os._exit(0)
+        os._exit(0)  # the parent dies without cleaning up
+    """))
+    host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    zpid = int(host.stdout.readline())
+    host.wait()
+    try:
+        assert _wait_gone([zpid], 20) == [], "the server stayed up for the parent's forked child"
+    finally:
+        os.killpg(host.pid, signal.SIGKILL)
