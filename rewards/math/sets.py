@@ -1,8 +1,9 @@
 """Sets of reals: intervals, unions, inequalities and ``x \\in I`` as lists of :class:`~rewards.math.values.Ivl`.
 
 ``[2, 5)``, ``2 \\le x < 5``, ``x \\in [2, 5)`` and ``\\{x \\mid 2 \\le x < 5\\}`` (after normalization) all become
-the same interval; ``x \\ne 1`` becomes two open rays; a one-variable polynomial or ``|poly|`` inequality of degree
-at most 4 (``|x| < 3``, ``x^2 > 4``) is solved with sympy; a bare pair ``(a, b)`` is an open interval only when the
+the same interval; ``x \\ne 1`` becomes two open rays; a one-variable quadratic inequality with rational
+coefficients, or a linear one with one ``|linear|`` (``x^2 > 4``, ``|x - 1| < 3``), is solved with sympy (larger
+ones can take seconds and are refused); a bare pair ``(a, b)`` is an open interval only when the
 other side of the comparison is a set. Endpoint equality is the caller's (passed in).
 """
 
@@ -79,7 +80,7 @@ _MAX_NODES = 60
 
 
 def _solved(r: Rel) -> list[Ivl] | None:
-    """``|x| < 3``, ``x^2 > 4``: a one-variable polynomial (or ``|poly|``) inequality of degree <= 4, solved.
+    """``|x| < 3``, ``x^2 > 4``: a one-variable quadratic inequality, or a linear one with one ``|linear|``, solved.
 
     Anything else (trigonometric, several variables, large) is left alone: None.
     """
@@ -89,11 +90,16 @@ def _solved(r: Rel) -> list[Ivl] | None:
     syms = d.free_symbols
     if len(syms) != 1 or sum(1 for _ in zip(range(_MAX_NODES + 1), sp.preorder_traversal(d))) > _MAX_NODES:
         return None
-    if any(not isinstance(f, sp.Abs) for f in d.atoms(sp.Function)):
-        return None
-    if any(not (p.exp.is_Integer and abs(int(p.exp)) <= 4) for p in d.atoms(sp.Pow)):
-        return None
     x = next(iter(syms))
+    absolutes = d.atoms(sp.Function)
+    if len(absolutes) > 1 or any(not isinstance(f, sp.Abs) for f in absolutes):
+        return None  # solveset on several |...| or other functions can take seconds
+    for part in [d, *(f.args[0] for f in absolutes)]:
+        poly = part.subs({f: sp.Symbol("_abs_") for f in absolutes})
+        if not poly.is_polynomial(x) or sp.degree(poly, x) > (1 if absolutes else 2):
+            return None
+        if not all(c.is_Rational for c in sp.Poly(poly, x).coeffs() if not c.has(sp.Symbol)):
+            return None  # irrational coefficients make solveset slow
     try:
         sol = sp.solveset(_RELATIONS[r.ops[0]](d, 0), x, sp.S.Reals)
     except (NotImplementedError, ValueError, TypeError):
