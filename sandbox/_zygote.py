@@ -278,8 +278,8 @@ class Server:
                 data, fds = b"", []
             if not data:
                 break
-            msg = json.loads(data)
             try:
+                msg = json.loads(data)
                 if msg["op"] == "start":
                     reply = self.start(msg, fds)
                 elif msg["op"] == "end":
@@ -288,6 +288,8 @@ class Server:
                     reply = {"ok": True, "speed_factor": calibrate(2)}
                 else:
                     reply = {"ok": False, "error": f"unknown op {msg['op']!r}"}
+            except Exception as e:  # one bad request must not take the server (and every running job) down
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -307,8 +309,12 @@ def main(ctl_fd: int) -> None:
         _sys.set_child_subreaper()
     except OSError:
         pass
-    layers, roots = probe()
-    factor = calibrate()
+    try:
+        layers, roots = probe()
+        factor = calibrate()
+    except Exception as e:  # tell the host why, instead of just vanishing
+        sock.sendall(json.dumps({"error": f"probing the isolation layers failed: {type(e).__name__}: {e}"}).encode())
+        raise
     sys.path[:] = [p for p in sys.path if "site-packages" in p or "dist-packages" in p or p.startswith(sys.base_prefix)]
     sock.sendall(json.dumps({"ready": True, "layers": layers, "speed_factor": factor, "pid": os.getpid()}).encode())
     Server(sock, layers, roots).serve()
