@@ -1,7 +1,7 @@
 """Sets of reals: intervals, unions, inequalities and ``x \\in I`` as lists of :class:`~rewards.math.values.Ivl`.
 
 ``[2, 5)``, ``2 \\le x < 5``, ``x \\in [2, 5)`` and ``\\{x \\mid 2 \\le x < 5\\}`` (after normalization) all become
-the same interval; ``x \\ne 1`` becomes two open rays; a one-variable quadratic inequality with rational
+the same interval; ``x \\ne 1`` becomes two open rays; a one-variable quadratic inequality with small rational
 coefficients, or a linear one with one ``|linear|`` (``x^2 > 4``, ``|x - 1| < 3``), is solved with sympy (larger
 ones can take seconds and are refused); a bare pair ``(a, b)`` is an open interval only when the
 other side of the comparison is a set. Endpoint equality is the caller's (passed in).
@@ -98,8 +98,9 @@ def _solved(r: Rel) -> list[Ivl] | None:
         poly = part.subs({f: sp.Symbol("_abs_") for f in absolutes})
         if not poly.is_polynomial(x) or sp.degree(poly, x) > (1 if absolutes else 2):
             return None
-        if not all(c.is_Rational for c in sp.Poly(poly, x).coeffs() if not c.has(sp.Symbol)):
-            return None  # irrational coefficients make solveset slow
+        coeffs = [c for c in sp.Poly(poly, x).coeffs() if not c.has(sp.Symbol)]
+        if not all(c.is_Rational and abs(c.p) <= 10**4 and c.q <= 10**4 for c in coeffs):
+            return None  # irrational or large coefficients make solveset slow (it factors the discriminant)
     try:
         sol = sp.solveset(_RELATIONS[r.ops[0]](d, 0), x, sp.S.Reals)
     except (NotImplementedError, ValueError, TypeError):
