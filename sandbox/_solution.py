@@ -39,6 +39,7 @@ def _main_module(source: str) -> dict[str, Any]:
     mod.__dict__.update(__builtins__=builtins, __file__=path)
     sys.modules["__main__"] = mod
     sys.argv = [path]
+    sys.path.insert(0, "")  # as under ``python -c``: modules the solution writes next to itself import
     return mod.__dict__
 
 

@@ -48,6 +48,8 @@ PASSING = {
                            "    return np.array(xs).sum()\n", "assert total([1, 2, 3]) == 6"),
     "chatty_debug_output": ("import sys\ndef f(x):\n    for i in range(3000):\n        print('debug line', i, 'x' * 60)\n"
                             "        print('warn', i, file=sys.stderr)\n    return x\n", "assert f(3) == 3"),
+    "imports_a_module_it_wrote": ("open('helper.py', 'w').write('def twice(x):\\n    return 2 * x\\n')\n"
+                                  "import helper\ndef f(x):\n    return helper.twice(x)\n", "assert f(4) == 8"),
     "writes_its_own_files": ("def roundtrip(s):\n    open('f.txt', 'w').write(s)\n    return open('f.txt').read()\n",
                              "assert roundtrip('hello') == 'hello'"),
 }
