@@ -53,6 +53,8 @@ def cases() -> list[tuple[str, str, str]]:
         ("big-coefficient inequality", "(0, 1)", r"\boxed{|1234567x^2 - 7654321x + 3| < 98765x^2 - 5x + 1}"),
         ("irrational inequality", "(0, 1)", r"\boxed{|\sqrt{7}x^2 - \pi x| > e x + \sqrt{3}}"),
         ("big quadratic inequality", "(0, 1)", r"\boxed{1234567x^2 - 7654321x + 3 < 98765}"),
+        ("irrational quartic equation", "1, 2", r"\boxed{\sqrt{7}x^4 - \pi x^3 + e = 0}"),
+        ("quartic equation", "1, 2", r"\boxed{x^4 - 7x^3 + 2x^2 - 11x + 3 = 0}"),
         ("quartic abs inequality", "(0, 1)", r"\boxed{|x^4 - 7x^3 + 2x - 11| < |x^3 - 5|}"),
         ("unary minus chain", "5", r"\boxed{" + "-" * 5000 + "5}"),
         ("sin of a huge number", "0", r"\boxed{\sin(10^{1000})}"),

@@ -208,7 +208,7 @@ def _dedupe(items: list[Value], opt: Options) -> list[Value]:
 
 
 def _solutions(v: Value) -> list[Value] | None:
-    """Roots of a one-variable polynomial equation of degree 1-4 (with multiplicity folded), else None."""
+    """Roots of a one-variable polynomial equation (degree <= 4 with small rational coefficients, else <= 2)."""
     if not (isinstance(v, Rel) and v.ops == ("=",) and all(isinstance(t, sp.Basic) for t in v.terms)):
         return None
     d = v.terms[0] - v.terms[1]  # type: ignore[operator]
@@ -220,9 +220,10 @@ def _solutions(v: Value) -> list[Value] | None:
         poly = sp.Poly(d, x)
     except (sp.PolynomialError, sp.GeneratorsNeeded):
         return None
-    if not 1 <= poly.degree() <= 4:
-        return None
-    roots = sp.roots(poly)
+    small = all(c.is_Rational and abs(c.p) <= 10**4 and c.q <= 10**4 for c in poly.coeffs())
+    if not 1 <= poly.degree() <= (4 if small else 2):
+        return None  # radicals of big or irrational quartics take a long time
+    roots = sp.roots(poly, cubics=False, quartics=False)  # factorable ones only: the general formulas are slow
     if sum(roots.values()) != poly.degree():
         return None
     return [Expr(r) for r in roots]
