@@ -47,20 +47,31 @@ def _rms(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
     return w * x.to(dtype)
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    h = x.shape[-1] // 2
-    rot = torch.cat((-x[..., h:], x[..., :h]), dim=-1)
-    return x * cos + rot * sin
+def _rotate(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding as one complex product; ``x``'s head dims are interleaved (see :func:`_interleave`)."""
+    shape, dtype = x.shape, x.dtype
+    xc = torch.view_as_complex(x.float().reshape(*shape[:-1], -1, 2))
+    return torch.view_as_real(xc * freqs).reshape(shape).to(dtype)
+
+
+def _interleave(hd: int) -> torch.Tensor:
+    """The permutation of a head's dims that puts rotate_half's pairs (i, i + hd/2) next to each other.
+
+    Applied to the q and k projections alike it leaves every q.k product unchanged.
+    """
+    h = hd // 2
+    return torch.stack([torch.arange(h), torch.arange(h) + h], dim=1).reshape(-1)
 
 
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Grouped-query attention; one query position is done with two matmuls (cheaper than SDPA's CPU kernel)."""
+    """Grouped-query attention of a q already scaled by 1/sqrt(head_dim); one query position is done with two
+    matmuls (cheaper than SDPA's CPU kernel at these sizes)."""
     if q.shape[2] > 1 or q.device.type != "cpu":
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1])
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=q.shape[1] != k.shape[1])
     if q.shape[1] != k.shape[1]:
         rep = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-    s = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
+    s = torch.matmul(q, k.transpose(-1, -2))
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf"))
     return torch.matmul(torch.softmax(s.float(), dim=-1).to(v.dtype), v)
@@ -74,6 +85,17 @@ def _fuse(linears: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
         return w, None
     return w, torch.cat([b if b is not None else torch.zeros(lin.weight.shape[0], dtype=w.dtype, device=w.device)
                          for b, lin in zip(biases, linears)])
+
+
+def _fuse_qkv(attn: Any, nh: int, kvh: int, hd: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """q/k/v as one projection, with q and k head dims interleaved and q pre-scaled by 1/sqrt(head_dim)."""
+    w, b = _fuse([attn.q_proj, attn.k_proj, attn.v_proj])
+    perm = _interleave(hd).to(w.device)
+    rows = torch.cat([perm + hd * h for h in range(nh + kvh)] + [torch.arange(kvh * hd, device=w.device) + (nh + kvh) * hd])
+    scale = torch.ones(w.shape[0], dtype=w.dtype, device=w.device)
+    scale[: nh * hd] = hd ** -0.5
+    w = w[rows] * scale[:, None]
+    return w, (b[rows] * scale if b is not None else None)
 
 
 class LeanDecoder:
@@ -97,26 +119,30 @@ class LeanDecoder:
         self.v = torch.zeros_like(self.k)
         self.key_ok = torch.zeros((batch, max_len), dtype=torch.bool, device=p.device)
         pos = torch.arange(max_len, device=p.device)[None]
-        cos, sin = model.model.rotary_emb(self.k[0, :1, 0].to(p.dtype), pos)  # (1, max_len, hd)
-        self.cos, self.sin = cos[0].to(self.k.dtype), sin[0].to(self.k.dtype)
+        cos, sin = model.model.rotary_emb(self.k[0, :1, 0].to(p.dtype), pos)  # (1, max_len, hd), halves repeated
+        h = self.hd // 2
+        self.freqs = torch.complex(cos[0, :, :h].float(), sin[0, :, :h].float())  # (max_len, hd/2)
         self.len = 0
         # q/k/v and gate/up fused into one matmul each; rebuilt per decoder, i.e. per generate call, so the
         # concatenated copies always hold the current weights
         with torch.no_grad():
-            self.qkv = [_fuse([a.q_proj, a.k_proj, a.v_proj]) for a in (lyr.self_attn for lyr in model.model.layers)]
+            self.qkv = [_fuse_qkv(lyr.self_attn, self.nh, self.kvh, self.hd) for lyr in model.model.layers]
             self.gate_up = [_fuse([lyr.mlp.gate_proj, lyr.mlp.up_proj]) for lyr in model.model.layers]
 
-    def _layers(self, x: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _layers(self, x: torch.Tensor, pos: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
         b, t, _ = x.shape
-        cos, sin = self.cos[pos][:, None], self.sin[pos][:, None]  # (B, 1, t, hd)
         s, e = self.len, self.len + t
+        if pos is None:  # no padding: every row's positions are its cache slots s..e-1
+            freqs = self.freqs[s:e][None, None]  # (1, 1, t, hd/2)
+        else:
+            freqs = self.freqs[pos][:, None]  # (B, 1, t, hd/2)
         nq = self.nh + self.kvh
         for i, layer in enumerate(self.m.model.layers):
             a = layer.self_attn
             h = _rms(x, layer.input_layernorm.weight, self.eps)
             qkv = F.linear(h, *self.qkv[i]).view(b, t, nq + self.kvh, self.hd).transpose(1, 2)  # (B, heads, t, hd)
             qkv = qkv.to(self.k.dtype)
-            qk = _rotate(qkv[:, :nq], cos, sin)  # q and k heads rotated together
+            qk = _rotate(qkv[:, :nq], freqs)  # q and k heads rotated together
             self.k[i, :, :, s:e] = qk[:, self.nh:]
             self.v[i, :, :, s:e] = qkv[:, nq:]
             o = _attention(qk[:, : self.nh], self.k[i, :, :, :e], self.v[i, :, :, :e], mask)
@@ -143,16 +169,18 @@ class LeanDecoder:
         eye = torch.eye(t, dtype=torch.bool, device=ids.device)
         attn = (causal[None] & self.key_ok[:, None, :t]) | eye[None]  # padded rows see themselves: no NaN
         x = self.m.model.embed_tokens.weight[ids]
-        return self._head(self._layers(x, pos, attn[:, None] if self.padded else causal))
+        if self.padded:
+            return self._head(self._layers(x, pos, attn[:, None]))
+        return self._head(self._layers(x, None, causal))
 
     @torch.no_grad()
     def step(self, tok: torch.Tensor) -> torch.Tensor:
         """(B,) the last sampled tokens -> (B, V) logits of the next token."""
-        attn = None  # no padding: every key counts
+        attn = pos = None  # no padding: every key counts and positions equal cache slots
         if self.padded:
             self.key_ok[:, self.len] = True
             attn = self.key_ok[:, None, None, : self.len + 1]
-        pos = self._next_pos[:, None]
-        self._next_pos = self._next_pos + 1
+            pos = self._next_pos[:, None]
+            self._next_pos = self._next_pos + 1
         x = self.m.model.embed_tokens.weight[tok][:, None]
         return self._head(self._layers(x, pos, attn))
