@@ -4,13 +4,14 @@ Runs the real trainer (``trainer.train``) on the built-in toy task (a random-ini
 model, G=8, 2 prompts per step, 16 new tokens) once per mode and round, modes interleaved and their order
 rotated per round so that machine load hits all of them alike. Step time is the wall time between consecutive
 ``on_step`` callbacks (warm-up steps and the final checkpoint save left out); the median is reported, pooled
-over rounds. Because a 0.1 s step on a shared 2-core machine jitters by more than the 2 % goal, it also times
+over rounds, beside the median CPU time of this process per step (which includes the exporter's background
+thread and is less sensitive than wall time to other processes' load; reward workers are not in it). Because a 0.1 s step on a shared 2-core machine jitters by more than the 2 % goal, it also times
 the tracing calls alone (the same spans, no training) and prints them as a share of the median step.
 
 The OTLP mode starts ``mlflow server`` from ``.venv-mlflow`` (see ``tests/backends/setup_backends.sh``) on a
 free port of 127.0.0.1 and stops its process group at the end; without that venv the mode is skipped, saying so.
 
-Usage: OMP_NUM_THREADS=1 python benchmarks/tracing_overhead.py [--steps 40] [--rounds 2] [--warmup 5]
+Usage: OMP_NUM_THREADS=1 python benchmarks/tracing_overhead.py [--steps 30] [--rounds 4] [--warmup 5]
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MICRO_STEPS = 500
 
 
 def _free_port() -> int:
@@ -73,8 +75,8 @@ def _experiment(url: str) -> str:
         return json.load(r)["experiment_id"]
 
 
-def run_mode(mode: str, steps: int, out: Path, otlp: dict | None, tag: str) -> list[float]:
-    """Train ``steps`` steps in ``mode``; returns the wall time of each step (s)."""
+def run_mode(mode: str, steps: int, out: Path, otlp: dict | None, tag: str) -> tuple[list[float], list[float]]:
+    """Train ``steps`` steps in ``mode``; returns the wall time and this process's CPU time of each step (s)."""
     import trainer.toy_reward  # noqa: F401  (registers char_count)
     from harness.config import load_config
     from trainer.loop import train
@@ -85,15 +87,22 @@ def run_mode(mode: str, steps: int, out: Path, otlp: dict | None, tag: str) -> l
     cfg = load_config(ROOT / "examples" / "train_cpu.yaml", overrides={
         "run.output_dir": str(out), "run.id": f"{mode}-{tag}", "trainer.max_steps": steps,
         "trainer.save_steps": 0, "telemetry": tel})
-    stamps: list[float] = []
-    t0 = time.perf_counter()
-    train(cfg, progress=False, on_step=lambda s, m: stamps.append(time.perf_counter()))
+    stamps: list[tuple[float, float]] = []
+    t0 = (time.perf_counter(), time.process_time())
+    train(cfg, progress=False, on_step=lambda s, m: stamps.append((time.perf_counter(), time.process_time())))
     marks = [t0, *stamps]
-    return [b - a for a, b in zip(marks, marks[1:])][:-1]  # the last step includes the checkpoint save
+    wall = [b[0] - a[0] for a, b in zip(marks, marks[1:])][:-1]  # the last step includes the checkpoint save
+    cpu = [b[1] - a[1] for a, b in zip(marks, marks[1:])][:-1]
+    return wall, cpu
 
 
-def tracing_only_ms(n: int, out: Path, otlp: dict | None) -> dict[str, float]:
-    """Milliseconds per step spent in RunTelemetry calls alone, with the trainer's metrics and one reward."""
+def tracing_only_ms(n: int, out: Path, otlp: dict | None) -> dict[str, tuple[float, float, float]]:
+    """Per step: wall ms of the tracing calls, CPU ms of tracing in this process; and the shutdown flush in s.
+
+    The trainer's step is replaced by nothing: each step records the trainer's number of metrics and one reward.
+    CPU time includes the OTLP exporter's background thread and the final flush; wall time is what the
+    training loop itself waits for (the flush happens once, at shutdown, and is reported apart).
+    """
     from harness.cfg.telemetry import TelemetrySection
     from harness.telemetry import RewardStats, RunTelemetry
 
@@ -104,20 +113,38 @@ def tracing_only_ms(n: int, out: Path, otlp: dict | None) -> dict[str, float]:
         if mode == "otlp" and otlp is None:
             continue
         tel = RunTelemetry.start(out / f"micro-{mode}", "micro", cfg)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for step in range(1, n + 1):
             with tel.train_step(step) as st:
                 st.set_metrics(metrics)
                 st.record_reward("char_count", stats)
-        res[mode] = (time.perf_counter() - t0) * 1000 / n
+        t1 = time.perf_counter()
         tel.shutdown()
+        t2 = time.perf_counter()
+        res[mode] = ((t1 - t0) * 1000 / n, (time.process_time() - c0) * 1000 / n, t2 - t1)
     return res
+
+
+def group_cpu_s(pgid: int) -> float:
+    """User + system CPU seconds of every live process in process group ``pgid`` (Linux /proc)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # field 5 of stat: pgrp
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=40)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=5)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -138,24 +165,40 @@ def main() -> int:
             modes.append("otlp")
         try:
             times: dict[str, list[float]] = {m: [] for m in modes}
+            cpu: dict[str, list[float]] = {m: [] for m in modes}
+            rounds: dict[str, list[float]] = {m: [] for m in modes}
+            backend_cpu: list[float] = []
             for r in range(args.rounds):
                 order = modes if r % 2 == 0 else modes[::-1]
                 for mode in order:
-                    times[mode] += run_mode(mode, args.steps, out, otlp, str(r))[args.warmup:]
-            micro = tracing_only_ms(500, out, otlp)
+                    before = group_cpu_s(server[0].pid) if mode == "otlp" else 0.0
+                    wall, proc = run_mode(mode, args.steps, out, otlp, str(r))
+                    if mode == "otlp":
+                        backend_cpu.append((group_cpu_s(server[0].pid) - before) / args.steps * 1000)
+                    times[mode] += wall[args.warmup:]
+                    cpu[mode] += proc[args.warmup:]
+                    rounds[mode].append(statistics.median(wall[args.warmup:]) * 1000)
+            micro = tracing_only_ms(MICRO_STEPS, out, otlp)
         finally:
             if server is not None:
                 os.killpg(server[0].pid, signal.SIGTERM)
                 server[0].wait(timeout=30)
     base = statistics.median(times["off"])
+    base_cpu = statistics.median(cpu["off"])
     print(f"tiny CPU GRPO, {args.rounds} rounds x {args.steps} steps per mode ({args.warmup} warm-up dropped)")
-    print(f"{'mode':<6} {'median step ms':>15} {'mean step ms':>13} {'ratio to off':>13}")
+    print(f"{'mode':<6} {'median step ms':>15} {'ratio':>7} {'median CPU ms':>14} {'ratio':>7}  per-round median ms")
     for mode in modes:
-        med, mean = statistics.median(times[mode]), statistics.mean(times[mode])
-        print(f"{mode:<6} {med * 1000:>15.1f} {mean * 1000:>13.1f} {med / base:>13.3f}")
-    for mode, ms in micro.items():
-        print(f"tracing calls alone ({mode}): {ms:.3f} ms per step = {ms / (base * 1000) * 100:.2f}% of the "
-              f"median untraced step")
+        med, mc = statistics.median(times[mode]), statistics.median(cpu[mode])
+        per_round = " ".join(f"{x:.0f}" for x in rounds[mode])
+        print(f"{mode:<6} {med * 1000:>15.1f} {med / base:>7.3f} {mc * 1000:>14.1f} {mc / base_cpu:>7.3f}  {per_round}")
+    print(f"tracing alone, {MICRO_STEPS} steps without training, share of the median untraced step's wall time:")
+    for mode, (ms, cms, flush_s) in micro.items():
+        print(f"  {mode}: calls {ms:.3f} ms wall ({ms / (base * 1000) * 100:.2f}%), all tracing work {cms:.3f} ms "
+              f"CPU ({cms / (base * 1000) * 100:.2f}%); shutdown flush {flush_s:.2f} s once")
+    if backend_cpu:
+        print("backend (mlflow server, same machine) CPU per training step, per otlp round: "
+              + " ".join(f"{x:.1f} ms" for x in backend_cpu)
+              + " (on a 2-core machine a local backend competes with training for the cores)")
     return 0
 
 
