@@ -132,6 +132,19 @@ def outputs_match(actual: str, expected: str) -> bool:
     return _lines(actual) == _lines(expected)
 
 
+def _first_difference(actual: str, expected: str) -> str:
+    """Where ``actual`` stops matching ``expected`` (empty when they match), for ``Score.info``."""
+    got, want = _lines(actual), _lines(expected)
+    if got == want:
+        return ""
+    for k in range(max(len(got), len(want))):
+        g = got[k] if k < len(got) else "<no line>"
+        w = want[k] if k < len(want) else "<no line>"
+        if g != w:
+            return f"output line {k + 1}: expected {w[:80]!r}, got {g[:80]!r}"
+    return "output differs"
+
+
 _STATUS_OF_RUN = {"timeout": "timeout", "memory": "memory", "crash": "fail", "output_limit": "fail"}
 
 
@@ -141,16 +154,17 @@ def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial:
     worst = "pass"
     for i, (given, expected) in enumerate(cases):
         run = sb.run_program(code, given, limits)
+        diff = ""
         if run.status == "ok":
-            ok = outputs_match(run.stdout.decode("utf-8", "replace"), expected)
-            status = "pass" if ok else "fail"
+            diff = _first_difference(run.stdout.decode("utf-8", "replace"), expected)
+            status = "fail" if diff else "pass"
         elif run.status == "crash" and run.exit_code == 2 and b"SyntaxError" in run.stderr[-400:]:
             status = "parse_error"
         else:
             status = _STATUS_OF_RUN[run.status]
         entry: dict[str, Any] = {"case": i, "status": status, "time_s": round(run.duration_s, 4)}
-        if run.reason:
-            entry["reason"] = run.reason
+        if run.reason or diff:
+            entry["reason"] = run.reason or diff
         if run.status == "crash":
             entry["stderr"] = run.stderr[-600:].decode("utf-8", "replace")
         results.append(entry)

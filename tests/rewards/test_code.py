@@ -154,3 +154,8 @@ def test_bad_parameters_fail_at_build_time():
         get_reward("code", min_isolation="maximum")
     with pytest.raises(ValueError, match="timeout"):
         get_reward("code", timeout=0)
+
+
+def test_stdio_failure_names_the_first_differing_line(fn):
+    s = fn({"tests": [{"input": "3", "output": "0\n1\n4\n"}]}, "for i in range(int(input()) - 1):\n    print(i * i)")
+    assert s.status == "fail" and s.info["reason"] == "output line 3: expected '4', got '<no line>'"
