@@ -105,8 +105,10 @@ class Sandbox:
             ready = {"error": str(e)}
         host.settimeout(None)
         if not ready.get("ready"):
+            host.close()
             self._proc.kill()
             self._proc.wait()
+            self._proc = None
             raise SandboxError(f"sandbox server did not start: {ready.get('error', 'it exited')}")
         self._sock = host
         self._server_pid = int(ready["pid"])
