@@ -45,6 +45,7 @@ class ChildSpec:
     read_only: tuple[str, ...]
     limits: dict[str, int]
     pidns: bool = False  # no cgroups: a private pid namespace whose death kills every descendant
+    keep_visible: tuple[str, ...] = ()  # runtime trees under /tmp or /dev/shm, bound back over the private tmpfs
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
 
 
@@ -58,6 +59,7 @@ def _place_fds(fds: list[int]) -> None:
 
 def _mount_private_tmp(spec: ChildSpec) -> None:
     _sys.unshare(_sys.CLONE_NEWNS)
+    held = [(os.open(p, os.O_PATH | os.O_CLOEXEC), p) for p in spec.keep_visible]  # before the tmpfs hides them
     uid = spec.uid if spec.uid is not None else os.getuid()
     gid = spec.uid if spec.uid is not None else os.getgid()
     flags = _sys.MS_NOSUID | _sys.MS_NODEV
@@ -65,6 +67,11 @@ def _mount_private_tmp(spec: ChildSpec) -> None:
     _sys.mount("tmpfs", "/tmp", "tmpfs", flags, f"size={size},nr_inodes=4096,mode=0700,uid={uid},gid={gid}")
     if os.path.isdir("/dev/shm"):
         _sys.mount("tmpfs", "/dev/shm", "tmpfs", flags, f"size={min(size, 64 << 20)},nr_inodes=1024,mode=1777")
+    for fd, path in held:  # an interpreter or venv living under /tmp stays importable, read-only
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        _sys.mount(f"/proc/self/fd/{fd}", path, None, _sys.MS_BIND | _sys.MS_REC)
+        _sys.mount(None, path, None, _sys.MS_REMOUNT | _sys.MS_BIND | _sys.MS_RDONLY)
+        os.close(fd)
 
 
 def _rlimits(limits: dict[str, int]) -> None:
@@ -134,18 +141,19 @@ def _enter_pid_namespace() -> None:
                 os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
 
 
-def _setup(spec: ChildSpec, fds: list[int]) -> None:
+def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     for d in spec.cgroup_dirs:
         with open(os.path.join(d, "cgroup.procs"), "w") as f:
             f.write("0")
-    _place_fds(fds)
-    if spec.pidns:
-        _enter_pid_namespace()
     if spec.mounts:
         _mount_private_tmp(spec)
+    _place_fds(fds)
+    placed[0] = True
+    if spec.pidns:
+        _enter_pid_namespace()
     os.chdir(spec.workdir)
     _rlimits(spec.limits)
     if spec.uid is not None:
@@ -166,14 +174,15 @@ def _setup(spec: ChildSpec, fds: list[int]) -> None:
 
 def run_child(spec: ChildSpec, fds: list[int]) -> None:
     """Entry point in the forked child: set up, report on fd 4, run the role. Never returns."""
+    placed = [False]  # until the pipes sit on 0-6, fd 4 is some descriptor of the server's
     try:
-        _setup(spec, fds)
+        _setup(spec, fds, placed)
         payload = json.loads(_read_all(FD_PAYLOAD))
         os.write(FD_SETUP, b"OK")
         os.close(FD_SETUP)
     except BaseException as e:  # report the setup failure to the host, which scores sandbox_error
         try:
-            os.write(FD_SETUP, f"setup failed: {type(e).__name__}: {e}".encode()[:2000])
+            os.write(FD_SETUP if placed[0] else fds[FD_SETUP], f"setup failed: {type(e).__name__}: {e}".encode()[:2000])
         except OSError:
             pass
         os._exit(121)

@@ -79,6 +79,7 @@ def _expose(roots: list[str]) -> None:
         for r, fd in held:
             os.makedirs(r, mode=0o755, exist_ok=True)
             _sys.mount(f"/proc/self/fd/{fd}", r, None, _sys.MS_BIND | _sys.MS_REC)
+            _sys.mount(None, r, None, _sys.MS_REMOUNT | _sys.MS_BIND | _sys.MS_RDONLY)
             os.close(fd)
 
 
@@ -169,6 +170,8 @@ class Server:
         self.live: set[int] = set()
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         self.read_only = tuple(runtime_roots()) + _SYSTEM_RO
+        # runtime trees under the directories each child replaces with a private tmpfs: re-bound in the child
+        self.keep_visible = tuple(r for r in runtime_roots() if any(r.startswith(d + "/") for d in ("/tmp", "/dev/shm")))
 
     def reap(self) -> None:
         while True:
@@ -202,7 +205,7 @@ class Server:
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_dirs=tuple(str(d) for d in (cg.dirs if cg else [])), mounts=self.layers["mntns"],
-                    pidns=cg is None and self.layers["pidns"],
+                    pidns=cg is None and self.layers["pidns"], keep_visible=self.keep_visible,
                     landlock_abi=self.layers["landlock_abi"], seccomp=self.layers["seccomp"],
                     read_only=self.read_only, limits=limits)
                 pid = os.fork()

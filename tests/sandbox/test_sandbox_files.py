@@ -71,7 +71,8 @@ def test_harness_files_cannot_be_modified(sandbox, clean):
 
 def test_harness_files_cannot_be_read(sandbox, clean):
     r = _run(sandbox, f"print(open({code_module.__file__!r}).read()[:20])")
-    assert r.status == "crash" and b"PermissionError" in r.stderr
+    assert r.status == "crash" and r.stdout == b""
+    assert b"PermissionError" in r.stderr or b"FileNotFoundError" in r.stderr  # a checkout under /tmp is hidden
 
 
 def test_symlink_escape_fails(sandbox, canary, clean):

@@ -176,3 +176,22 @@ def test_a_forked_child_does_not_keep_the_parents_server_alive(tmp_path):
         assert _wait_gone([zpid], 20) == [], "the server stayed up for the parent's forked child"
     finally:
         os.killpg(host.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_an_interpreter_under_tmp_stays_usable_and_read_only(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from sandbox import Sandbox
+        sb = Sandbox()
+        src = ("import subprocess, sys\\nprint(subprocess.run([sys.executable, '-c', 'print(42)'], capture_output=True, text=True).stdout)"
+               "\\ntry:\\n    open(sys.prefix + '/pwned', 'w')\\nexcept OSError as e:\\n    print('denied', e.errno)")
+        print(sb.run_program(src).stdout.decode())
+        sb.close()
+    """)
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["42", "denied", "30"], r.stderr[-2000:]  # EROFS: the tree is bound read-only
+    assert not (venv / "pwned").exists()
