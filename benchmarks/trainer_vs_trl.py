@@ -3,10 +3,9 @@
 Both train a random-init Qwen2-style model (2 layers, hidden 64, char-level tokenizer; built from a config, no
 download) on the toy task (reward: count of "a" in the completion / 32), with G=8, 16 completions per step,
 completion length 32, loss ``grpo`` with group std scaling, beta 0, the same optimizer settings, one torch thread.
-Each trainer runs in its own child process (so peak RSS is its own). The two children run at the same time, one
-thread each, so on a 2-core machine each has a core and both see the same background load (``--sequential``
-runs them one after the other). The parent prints median step time, peak RSS and the reward curve for both, and
-the ratios (ours / TRL).
+Each trainer runs in its own child process (so peak RSS is its own), one after the other (``--concurrent`` runs
+them at the same time, one core each). The parent prints median step time, median CPU seconds per step, peak RSS
+and the reward curve for both, and the ratios (ours / TRL).
 
     OMP_NUM_THREADS=1 python benchmarks/trainer_vs_trl.py [--steps 100]
 
@@ -96,7 +95,7 @@ def run_trl(steps: int, out_dir: str) -> dict:
         output_dir=out_dir, per_device_train_batch_size=G * PROMPTS, num_generations=G, max_completion_length=LENGTH,
         learning_rate=LR, lr_scheduler_type="linear", max_steps=steps, max_grad_norm=1.0, beta=0.0, loss_type="grpo",
         scale_rewards="group", temperature=1.0, logging_steps=10_000, save_strategy="no", report_to="none",
-        use_cpu=True, seed=SEED, bf16=False, disable_tqdm=True, disable_dropout=True, dataloader_num_workers=0,
+        use_cpu=True, seed=SEED, bf16=False, disable_tqdm=True, log_level="error", disable_dropout=True, dataloader_num_workers=0,
     )
     stamp = Stamp()
     trainer = GRPOTrainer(model=model, reward_funcs=[count_a], args=args, train_dataset=data,
@@ -136,7 +135,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--child", choices=["ours", "trl"])
     p.add_argument("--out")
-    p.add_argument("--sequential", action="store_true", help="run the two trainers one after the other")
+    p.add_argument("--concurrent", action="store_true", help="run the two trainers at the same time")
     a = p.parse_args()
     if a.child:
         with tempfile.TemporaryDirectory() as d:
@@ -144,7 +143,7 @@ def main() -> None:
         with open(a.out, "w") as f:
             json.dump(res, f)
         return
-    ours_raw, trl_raw = _children(a.steps, a.sequential)
+    ours_raw, trl_raw = _children(a.steps, not a.concurrent)
     ours, trl = _summary(ours_raw), _summary(trl_raw)
     print(f"{'':<8}{'median step s':>15}{'median CPU s':>14}{'peak RSS MB':>13}{'reward first':>14}{'reward final':>14}")
     for name, s in (("ours", ours), ("trl", trl)):
