@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint
-from evals.runner import EvalResult, evaluate
+from evals.runner import EvalResult, evaluate, resolve_settings
 from harness.cfg.common import FieldMap
 from harness.cfg.eval import EvalSection
 from harness.errors import HarnessError
@@ -134,7 +134,7 @@ def _eval_one(args: argparse.Namespace, path: Path, output: Path | None) -> Eval
     from harness.cli import parse_reward_args
 
     info = resolve_checkpoint(path)
-    settings = settings_from_args(args, info)
+    settings = resolve_settings(info, settings_from_args(args, info), None, None)
     extra = parse_reward_args(args.reward, args.param)
     saved = [] if args.only_rewards or info.config is None else list(info.config.rewards)
     specs = merge_specs(saved, extra) or None

@@ -34,7 +34,7 @@ from harness.errors import DataError
 from harness.scoring import ScoringSession, weighted_total
 from harness.types import RewardSpec, Sample
 
-__all__ = ["evaluate", "EvalResult", "resolve_specs"]
+__all__ = ["evaluate", "EvalResult", "resolve_specs", "resolve_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +108,16 @@ def _contamination(held: LoadResult, info: CheckpointInfo, train_data: str | Non
     return {"checked": True, "train_source": source, **report.to_dict()}
 
 
-def _settings(info: CheckpointInfo, settings: EvalSection | None, k: int | None, backend: Any) -> EvalSection:
+def resolve_settings(info: CheckpointInfo, settings: EvalSection | None, k: int | None, backend: Any) -> EvalSection:
+    """The eval settings in force: explicit ones, else the run config's, with k, backend and length filled in."""
     base = settings or (info.config.eval if info.config is not None else EvalSection())
     update: dict[str, Any] = {}
     if k is not None:
         update["k"] = k
     if isinstance(backend, str):
         update["backend"] = backend
+    if base.max_new_tokens is None:  # score held-out completions on the same length budget as training
+        update["max_new_tokens"] = info.config.trainer.max_completion_length if info.config is not None else 1024
     return EvalSection.model_validate({**base.model_dump(), **update}) if update else base
 
 
@@ -312,7 +315,7 @@ def evaluate(
     """
     started = datetime.now(timezone.utc)
     info = resolve_checkpoint(checkpoint)
-    cfg = _settings(info, settings, k, backend)
+    cfg = resolve_settings(info, settings, k, backend)
     plan = _plan(info, cfg, data, specs, fields, chat_template, system_prompt)
     contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)
     log.info("sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d", cfg.k, plan.params.temperature,

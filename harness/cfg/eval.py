@@ -1,8 +1,9 @@
 """The `eval` section of a run config (owned by the held-out evaluator, :mod:`evals`).
 
 Sampling defaults follow DeepSeek-R1's reporting of avg@k ("pass@1"): temperature 0.6, top-p 0.95, k samples
-per prompt. ``max_new_tokens`` defaults to 1024; the evaluator warns when most completions hit it, because a limit
-that is too low silently zeroes scores.
+per prompt. ``max_new_tokens`` defaults to the training run's ``max_completion_length`` when the checkpoint belongs to
+a run (so held-out scores are on the training scale), else 1024; the evaluator warns when most completions hit it,
+because a limit that is too low silently zeroes scores.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class EvalSection(BaseModel):
     backend: BackendName = "hf"
     temperature: float = Field(0.6, ge=0.0)
     top_p: float = Field(0.95, gt=0.0, le=1.0)
-    max_new_tokens: int = Field(1024, ge=1)
+    max_new_tokens: int | None = Field(None, ge=1, description="default: the run's trainer.max_completion_length, else 1024")
     seed: int = 0
     batch_size: int = Field(1, ge=1, description="hf: prompts per generate call; >1 is faster, and outputs then "
                                                    "depend on which prompts share a batch (vllm, openai: at least)")

@@ -84,3 +84,15 @@ def test_eval_cli_errors_are_exit_codes(trained_run: Path, tmp_path: Path, capsy
     assert main(["--checkpoint", str(trained_run / "checkpoints" / "step-000001"),
                  "--data", str(tmp_path / "missing.jsonl")]) == 2
     assert "data file not found" in capsys.readouterr().err
+
+
+def test_max_new_tokens_defaults_to_the_training_length(tmp_path) -> None:
+    from harness.config import load_config
+    from evals.checkpoint import CheckpointInfo
+    from evals.runner import resolve_settings
+
+    cfg = load_config({"trainer": {"max_completion_length": 24}})
+    in_run = CheckpointInfo(path=tmp_path, step=10, run_dir=tmp_path, config=cfg, telemetry_ctx=None, run_id="r")
+    assert resolve_settings(in_run, None, None, None).max_new_tokens == 24  # held-out on the training scale
+    alone = CheckpointInfo(path=tmp_path, step=None, run_dir=None, config=None, telemetry_ctx=None, run_id=None)
+    assert resolve_settings(alone, None, 3, "hf").max_new_tokens == 1024
