@@ -25,11 +25,11 @@ import torch
 
 from harness.config import RunConfig, dump_config
 from harness.data import render_prompt
-from harness.scoring import ScoringSession
+from harness.scoring import BatchResult, ScoringSession
 from harness.telemetry import RewardStats, RunTelemetry
 from trainer import checkpoint as ckpt_io
 from trainer.advantages import group_advantages
-from trainer.collect import Collected, collect, totals_tensor
+from trainer.collect import Collected, collect, select_result, totals_tensor
 from trainer.dist import DistInfo, all_gather_object, barrier, broadcast_parameters, init_distributed
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
@@ -114,8 +114,16 @@ def _inputs_fn(col: Collected, t: Any) -> Callable[[], UpdateInputs]:
     return get
 
 
-def _reward_metrics(col: Collected, config: RunConfig, g: int) -> dict[str, Any]:
-    res = col.reward_result()
+def _all_ranks_result(col: Collected, info: DistInfo) -> BatchResult:
+    """The reward scores of every rank's first round, so metrics and spans describe the whole step."""
+    mine = col.reward_result()
+    if not info.enabled:
+        return mine
+    parts = all_gather_object(mine, info)
+    return select_result(parts, [(r, i) for r, part in enumerate(parts) for i in range(len(part))])
+
+
+def _reward_metrics(res: BatchResult, config: RunConfig, g: int) -> dict[str, Any]:
     totals = totals_tensor(res)
     scored = totals[~torch.isnan(totals)]
     m: dict[str, Any] = {
@@ -135,7 +143,7 @@ def _reward_metrics(col: Collected, config: RunConfig, g: int) -> dict[str, Any]
     return m
 
 
-def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], Collected]:
+def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], BatchResult]:
     t, t0 = c.t, time.perf_counter()
     col = collect(
         c.stream.take, c.rollout, c.session,
@@ -155,14 +163,15 @@ def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], Collected]:
     step_s = time.perf_counter() - t0
     lengths = col.batch.completion_lengths.float()
     tokens = float(col.batch.prompt_mask.sum() + col.batch.completion_mask.sum())
-    m = {"step": step, **_reward_metrics(col, c.config, t.num_generations), **upd, **col.stats,
+    rewards = _all_ranks_result(col, c.info)
+    m = {"step": step, **_reward_metrics(rewards, c.config, t.num_generations), **upd, **col.stats,
          "completions/mean_length": float(lengths.mean()), "completions/max_length": float(lengths.max()),
          "completions/clipped_ratio": float(col.batch.truncated.float().mean()),
          "timing/update_s": time.perf_counter() - t1, "timing/step_s": step_s, "tokens_per_s": tokens / step_s}
     # the part of this step spent on rewards that nothing else overlapped (blocking submits and waits)
     m["timing/reward_critical_s"] = sum(m.get(k, 0.0) for k in (
         "timing/score_submit_s", "timing/score_wait_s", "timing/score_wait_s_sampling"))
-    return m, col
+    return m, rewards
 
 
 def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
@@ -217,10 +226,10 @@ def _traced_step(c: _Ctx, step: int, tel: RunTelemetry | None) -> dict[str, Any]
     if tel is None:
         return _step(c, step)[0]
     with tel.train_step(step) as st:
-        m, col = _step(c, step)
+        m, rewards = _step(c, step)
         st.set_metrics({k: v for k, v in m.items() if isinstance(v, (int, float)) and v is not None})
         for spec in c.config.rewards:
-            st.record_reward(spec.name, RewardStats.from_batch(col.reward_result(), spec.name, c.t.num_generations))
+            st.record_reward(spec.name, RewardStats.from_batch(rewards, spec.name, c.t.num_generations))
     return m
 
 
