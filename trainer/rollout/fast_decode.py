@@ -98,6 +98,19 @@ def _fuse_qkv(attn: Any, nh: int, kvh: int, hd: int) -> tuple[torch.Tensor, torc
     return w, (b[rows] * scale if b is not None else None)
 
 
+class _Layer:
+    """One decoder layer's tensors, looked up once per decoder (module attribute access is slow per token)."""
+
+    def __init__(self, layer: Any, k: torch.Tensor, v: torch.Tensor, nh: int, kvh: int, hd: int) -> None:
+        a, mlp = layer.self_attn, layer.mlp
+        self.ln1, self.ln2 = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
+        self.qkv_w, self.qkv_b = _fuse_qkv(a, nh, kvh, hd)
+        self.o_w, self.o_b = a.o_proj.weight, a.o_proj.bias
+        self.gate_up_w = _fuse([mlp.gate_proj, mlp.up_proj])[0]
+        self.down_w = mlp.down_proj.weight
+        self.k, self.v = k, v  # (B, kv heads, max_len, hd) views of the decoder's cache
+
+
 class LeanDecoder:
     """Prefill and one-token decode steps over a static KV cache.
 
@@ -126,8 +139,10 @@ class LeanDecoder:
         # q/k/v and gate/up fused into one matmul each; rebuilt per decoder, i.e. per generate call, so the
         # concatenated copies always hold the current weights
         with torch.no_grad():
-            self.qkv = [_fuse_qkv(lyr.self_attn, self.nh, self.kvh, self.hd) for lyr in model.model.layers]
-            self.gate_up = [_fuse([lyr.mlp.gate_proj, lyr.mlp.up_proj]) for lyr in model.model.layers]
+            self.layers = [_Layer(lyr, self.k[i], self.v[i], self.nh, self.kvh, self.hd)
+                           for i, lyr in enumerate(model.model.layers)]
+        self.embed, self.norm_w = model.model.embed_tokens.weight, model.model.norm.weight
+        self.head_w, self.head_b = model.lm_head.weight, getattr(model.lm_head, "bias", None)
 
     def _layers(self, x: torch.Tensor, pos: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
         b, t, _ = x.shape
@@ -136,26 +151,22 @@ class LeanDecoder:
             freqs = self.freqs[s:e][None, None]  # (1, 1, t, hd/2)
         else:
             freqs = self.freqs[pos][:, None]  # (B, 1, t, hd/2)
-        nq = self.nh + self.kvh
-        for i, layer in enumerate(self.m.model.layers):
-            a = layer.self_attn
-            h = _rms(x, layer.input_layernorm.weight, self.eps)
-            qkv = F.linear(h, *self.qkv[i]).view(b, t, nq + self.kvh, self.hd).transpose(1, 2)  # (B, heads, t, hd)
-            qkv = qkv.to(self.k.dtype)
+        nh, nq, hd, eps, dtype = self.nh, self.nh + self.kvh, self.hd, self.eps, self.k.dtype
+        for ly in self.layers:
+            h = _rms(x, ly.ln1, eps)
+            qkv = F.linear(h, ly.qkv_w, ly.qkv_b).view(b, t, nq + self.kvh, hd).transpose(1, 2).to(dtype)  # (B, heads, t, hd)
             qk = _rotate(qkv[:, :nq], freqs)  # q and k heads rotated together
-            self.k[i, :, :, s:e] = qk[:, self.nh:]
-            self.v[i, :, :, s:e] = qkv[:, nq:]
-            o = _attention(qk[:, : self.nh], self.k[i, :, :, :e], self.v[i, :, :, :e], mask)
-            x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), a.o_proj.weight, a.o_proj.bias).to(x.dtype)
-            h = _rms(x, layer.post_attention_layernorm.weight, self.eps)
-            gate, up = F.linear(h, self.gate_up[i][0]).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, layer.mlp.down_proj.weight).to(x.dtype)
+            ly.k[:, :, s:e] = qk[:, nh:]
+            ly.v[:, :, s:e] = qkv[:, nq:]
+            o = _attention(qk[:, :nh], ly.k[:, :, :e], ly.v[:, :, :e], mask)
+            x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), ly.o_w, ly.o_b).to(x.dtype)
+            gate, up = F.linear(_rms(x, ly.ln2, eps), ly.gate_up_w).chunk(2, dim=-1)
+            x = x + F.linear(F.silu(gate) * up, ly.down_w).to(x.dtype)
         self.len = e
         return x
 
     def _head(self, x: torch.Tensor) -> torch.Tensor:
-        h = _rms(x[:, -1], self.m.model.norm.weight, self.eps)
-        return F.linear(h, self.m.lm_head.weight, getattr(self.m.lm_head, "bias", None))
+        return F.linear(_rms(x[:, -1], self.norm_w, self.eps), self.head_w, self.head_b)
 
     @torch.no_grad()
     def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -168,7 +179,7 @@ class LeanDecoder:
         causal = torch.ones((t, t), dtype=torch.bool, device=ids.device).tril()
         eye = torch.eye(t, dtype=torch.bool, device=ids.device)
         attn = (causal[None] & self.key_ok[:, None, :t]) | eye[None]  # padded rows see themselves: no NaN
-        x = self.m.model.embed_tokens.weight[ids]
+        x = self.embed[ids]
         if self.padded:
             return self._head(self._layers(x, pos, attn[:, None]))
         return self._head(self._layers(x, None, causal))
@@ -182,5 +193,5 @@ class LeanDecoder:
             attn = self.key_ok[:, None, None, : self.len + 1]
             pos = self._next_pos[:, None]
             self._next_pos = self._next_pos + 1
-        x = self.m.model.embed_tokens.weight[tok][:, None]
+        x = self.embed[tok][:, None]
         return self._head(self._layers(x, pos, attn))
