@@ -45,6 +45,8 @@ class _Link:
         reply = _wire.recv(self.fd, _MAX_REPLY)
         if type(reply) is not dict:
             raise _wire.ProtocolError("reply is not an object")
+        if type(reply.get("out")) is str:  # what the call printed, printed here (tests may capture stdout)
+            sys.stdout.write(reply["out"])
         if "err" in reply:
             err = reply["err"]
             name, text = (str(err[0])[:100], str(err[1])[:2000]) if type(err) is list and len(err) == 2 else ("?", "?")

@@ -2,8 +2,8 @@
 
 In *program* mode the code runs as ``__main__`` with the given stdin and its stdout goes back to the host,
 which compares it. In *function* mode the code runs as ``__main__`` and then this process serves remote calls
-from the judge process (call, attribute, iteration, len, item, containment, equality between two handles) and
-answers with plain data (:mod:`sandbox._wire`). The expected values of the tests never enter this process, so
+from the judge process (call, attribute, iteration, len, item, equality between two handles) and
+answers with plain data (:mod:`sandbox._wire`), plus what the call printed. The expected values of the tests never enter this process, so
 nothing here can be trusted, and nothing here needs to be: a solution that rewrites this module only talks
 nonsense to a judge that checks every value it receives.
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import io
 import os
 import sys
 import threading
@@ -91,6 +92,28 @@ def run_program(source: str) -> None:
     _finish(0)
 
 
+class _Capture(io.TextIOBase):
+    """Collects what one call prints, up to ``CAPTURE_LIMIT`` characters; the rest goes to the real stdout
+    (where the host's output cap applies)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.parts, self.size = real, [], 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.size + len(text) <= CAPTURE_LIMIT:
+            self.parts.append(str(text))
+            self.size += len(text)
+            return len(text)
+        return self.real.write(text)
+
+
+#: Characters of a call's printed output sent back to the judge (more goes to the capped stdout).
+CAPTURE_LIMIT = 1 << 20
+
+
 class _Server:
     """The solution side of the judge protocol."""
 
@@ -158,12 +181,18 @@ class _Server:
                 req = _wire.recv(self.fd)
             except (EOFError, _wire.ProtocolError):
                 return
+            real, capture = sys.stdout, _Capture(sys.stdout)
+            sys.stdout = capture  # what a call prints goes back with its result, for tests that read it
             try:
                 reply = self.dispatch(req)
             except SystemExit as e:
                 reply = {"err": ["SystemExit", f"solution called exit({e.code!r})"]}
             except BaseException as e:  # the solution's exception goes back to the test that called it
                 reply = {"err": [type(e).__name__, _safe_str(e)]}
+            finally:
+                sys.stdout = real
+            if capture.parts:
+                reply["out"] = "".join(capture.parts)
             try:
                 _wire.send(self.fd, reply)
             except (ValueError, RecursionError) as e:

@@ -50,6 +50,9 @@ PASSING = {
                             "        print('warn', i, file=sys.stderr)\n    return x\n", "assert f(3) == 3"),
     "imports_a_module_it_wrote": ("open('helper.py', 'w').write('def twice(x):\\n    return 2 * x\\n')\n"
                                   "import helper\ndef f(x):\n    return helper.twice(x)\n", "assert f(4) == 8"),
+    "tests_capture_printed_output": ("def greet(name):\n    print(f'hello {name}')\n",
+                                     "import io, contextlib\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n"
+                                     "    greet('ada')\nassert buf.getvalue() == 'hello ada\\n'"),
     "writes_its_own_files": ("def roundtrip(s):\n    open('f.txt', 'w').write(s)\n    return open('f.txt').read()\n",
                              "assert roundtrip('hello') == 'hello'"),
 }
