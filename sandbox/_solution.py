@@ -2,10 +2,10 @@
 
 In *program* mode the code runs as ``__main__`` with the given stdin and its stdout goes back to the host,
 which compares it. In *function* mode the code runs as ``__main__`` and then this process serves remote calls
-from the judge process (call, attribute, iteration, len, item, equality between two handles) and
-answers with plain data (:mod:`sandbox._wire`), plus what the call printed. The expected values of the tests never enter this process, so
-nothing here can be trusted, and nothing here needs to be: a solution that rewrites this module only talks
-nonsense to a judge that checks every value it receives.
+from the judge process (call, attribute, iteration, len, item, equality between two handles) and answers with
+plain data (:mod:`sandbox._wire`) plus what the call printed. The expected values of the tests never enter
+this process, so nothing here can be trusted, and nothing here needs to be: a solution that rewrites this
+module only talks nonsense to a judge that checks every value it receives.
 
 This module does not set up isolation (see :mod:`sandbox._child`); it must only run after it.
 """
