@@ -1,8 +1,8 @@
 """vLLM rollout backend, colocated: the vLLM engine shares the GPU (and the process) with the trainer.
 
 Written against vLLM's documented offline API (``vllm.LLM``, ``SamplingParams``, token-id prompts) as of vLLM
-0.10-0.11, and it cannot be exercised on a machine without a CUDA GPU, so no test here runs it; the trainer's
-tests run the transformers backend. How it works:
+0.10-0.11, and it cannot be exercised on a machine without a CUDA GPU: it has not been run against a real
+vLLM. A test checks its wiring against a fake ``vllm`` module. How it works:
 
 * the engine is built once from the policy's weights (a temporary ``save_pretrained`` copy, so in-memory and
   toy models work too) with ``distributed_executor_backend="external_launcher"``: the engine runs inside this
