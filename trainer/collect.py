@@ -137,6 +137,7 @@ def collect(
     if len(kept) < num_prompts:
         log.warning("dynamic sampling filled %d of %d groups after %d extra rounds (%d groups generated); "
                     "training on the groups it has", len(kept), num_prompts, rounds, generated)
+    n_kept = min(len(kept), num_prompts)  # groups with reward variance that the step uses
     kept = kept[:num_prompts] if kept else [(0, gi) for gi in range(num_prompts)]
     rows = [(r, gi * group_size + j) for r, gi in kept for j in range(group_size)]
     per_round = [[] for _ in batches]
@@ -148,7 +149,7 @@ def collect(
         [sample_lists[r][i] for r, ix in enumerate(per_round) for i in ix],
         first_round=results[0],
         stats={"timing/generate_s": gen_s, "timing/score_wait_s_sampling": score_s, "dynamic/rounds": float(rounds),
-               "dynamic/generated_groups": float(generated), "dynamic/kept_groups": float(len(kept))},
+               "dynamic/generated_groups": float(generated), "dynamic/kept_groups": float(n_kept)},
     )
     out.final = select_result(results, sorted(rows, key=lambda x: (x[0], x[1])))
     return out

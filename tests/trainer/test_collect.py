@@ -40,8 +40,36 @@ def test_dynamic_sampling_keeps_only_groups_with_reward_variance():
     res = col.result()
     assert res.values("char_count") == [float(t.count("a")) for t in col.batch.texts]
     kept = int(col.stats["dynamic/kept_groups"])
-    assert len(col.batch) == kept * 4
+    assert len(col.batch) == (kept or 3) * 4  # none kept: the first round is used, without gradient
     vals = torch.tensor(res.values("char_count")).view(-1, 4)
     if kept == 3:  # filled: every kept group has spread
         assert bool((vals.max(1).values > vals.min(1).values).all())
     assert col.stats["dynamic/generated_groups"] >= 3
+
+
+def test_dynamic_sampling_that_cannot_fill_warns_and_stops_at_its_bound(caplog):
+    r = _rollout(seed=2)
+    # "~" is not in the toy vocabulary: every reward is 0, every group has zero variance
+    with ScoringSession([{"name": "char_count", "params": {"char": "~"}}], cache=False) as s, caplog.at_level("WARNING"):
+        col = collect(_take_from(toy_samples(16)), r, s, lambda x: x.prompt_text, num_prompts=2, group_size=4,
+                      sampling=SamplingConfig(4), pad_id=r.pad_id, dynamic_sampling=True, max_rounds=2)
+    assert col.stats["dynamic/rounds"] == 2 and col.stats["dynamic/kept_groups"] == 0
+    assert "dynamic sampling filled 0 of 2 groups after 2 extra rounds" in caplog.text
+    assert len(col.batch) == 8  # trains (without gradient) on the first round's groups
+
+
+def test_overlong_filtering_masks_truncated_completions():
+    from harness.cfg.trainer import TrainerSection
+    from trainer.loop import _inputs_fn
+
+    r = _rollout(seed=4)
+    with ScoringSession([{"name": "char_count", "params": {"char": "a"}}], cache=False) as s:
+        col = collect(_take_from(toy_samples(8)), r, s, lambda x: x.prompt_text, num_prompts=2, group_size=4,
+                      sampling=SamplingConfig(3), pad_id=r.pad_id)
+        col.result()
+    assert col.batch.truncated.any()
+    on = _inputs_fn(col, TrainerSection(num_generations=4, loss="dapo").resolved())()
+    off = _inputs_fn(col, TrainerSection(num_generations=4, loss="dapo", mask_truncated=False).resolved())()
+    trunc = col.batch.truncated
+    assert (on.loss_mask[trunc] == 0).all()
+    assert torch.equal(on.loss_mask[~trunc], off.loss_mask[~trunc])
