@@ -99,8 +99,27 @@ class _Capture(io.TextIOBase):
     def __init__(self, real: Any) -> None:
         self.real, self.parts, self.size = real, [], 0
 
+    encoding = "utf-8"
+
     def writable(self) -> bool:
         return True
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    @property
+    def buffer(self) -> Any:  # code that writes bytes to sys.stdout.buffer keeps working
+        capture = self
+
+        class _Bytes:
+            def write(self, data: bytes) -> int:
+                capture.write(bytes(data).decode("utf-8", "replace"))
+                return len(data)
+
+            def flush(self) -> None:
+                pass
+
+        return _Bytes()
 
     def write(self, text: str) -> int:
         if self.size + len(text) <= CAPTURE_LIMIT:

@@ -53,6 +53,8 @@ PASSING = {
     "tests_capture_printed_output": ("def greet(name):\n    print(f'hello {name}')\n",
                                      "import io, contextlib\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n"
                                      "    greet('ada')\nassert buf.getvalue() == 'hello ada\\n'"),
+    "writes_bytes_to_stdout_buffer": ("import sys\ndef f(x):\n    sys.stdout.buffer.write(b'log\\n')\n    sys.stdout.flush()\n"
+                                      "    return x + 1\n", "assert f(1) == 2"),
     "writes_its_own_files": ("def roundtrip(s):\n    open('f.txt', 'w').write(s)\n    return open('f.txt').read()\n",
                              "assert roundtrip('hello') == 'hello'"),
 }
