@@ -5,7 +5,7 @@ environment) with a control socket on which the host sends ``start`` and ``end``
 each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and UTS namespaces (shared by its
 children: no interface is up, so there is no network at all) and a private mount namespace in which the
 interpreter's install tree is reachable by unprivileged uids even when it lives under a 0700 directory such as
-``/root``: a tmpfs hides that directory and only the install trees are bind-mounted back.
+root's home directory: a tmpfs hides that directory and only the install trees are bind-mounted back.
 
 The server never sees the tests (they go from the host to the judge child directly) and keeps no state
 between jobs but the groups and pids of the running ones. When the host goes away (EOF on the control socket)
