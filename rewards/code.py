@@ -1,7 +1,7 @@
 """The ``code`` reward: run the completion's program in the sandbox against the row's tests.
 
 The code is the last fenced code block of the completion (an unclosed final fence counts), else the whole
-completion. The ``tests`` column may be:
+completion. The ``tests`` column (or HumanEval's ``test``) may be:
 
 * Python source run after the solution, in a separate judge process: ``assert`` lines, a ``check(candidate)``
   function (called with the row's ``entry_point`` when the source defines ``check`` but never calls it, as
@@ -218,7 +218,7 @@ def _score_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partia
     return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
 
 
-@reward("code", reads=("tests", "entry_point"))
+@reward("code", reads=("tests", "test", "entry_point"))
 def code_reward(
     *,
     timeout: float = 4.0,
@@ -246,11 +246,12 @@ def code_reward(
     limits = Limits(timeout_s=float(timeout), memory_bytes=int(memory_mb) << 20, max_output_bytes=int(max_output_mb) << 20)
 
     def score(sample: Sample, completion: str) -> Score:
-        try:
-            kind, tests = parse_tests(sample.tests)
+        extra = sample.model_extra or {}
+        try:  # HumanEval's own column is "test"
+            kind, tests = parse_tests(sample.tests if sample.tests is not None else extra.get("test"))
         except ValueError as e:
             return Score.unscored("bad_input", str(e))
-        entry_point = (sample.model_extra or {}).get("entry_point")
+        entry_point = extra.get("entry_point")
         if entry_point is not None and not isinstance(entry_point, str):
             return Score.unscored("bad_input", f"entry_point must be a string, got {type(entry_point).__name__}")
         info, refusal = _isolation_info(min_isolation, allow_weaker_isolation)

@@ -159,3 +159,9 @@ def test_bad_parameters_fail_at_build_time():
 def test_stdio_failure_names_the_first_differing_line(fn):
     s = fn({"tests": [{"input": "3", "output": "0\n1\n4\n"}]}, "for i in range(int(input()) - 1):\n    print(i * i)")
     assert s.status == "fail" and s.info["reason"] == "output line 3: expected '4', got '<no line>'"
+
+
+def test_humaneval_test_column_is_accepted(fn):
+    row = {"test": "def check(candidate):\n    assert candidate(3) == 9\n", "entry_point": "sq"}
+    assert fn(row, "def sq(x):\n    return x * x").status == "pass"
+    assert fn(row, "def sq(x):\n    return x + x").status == "fail"
