@@ -28,8 +28,11 @@ from sandbox import _judge, _solution, _sys, _wire
 __all__ = ["ChildSpec", "run_child", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
 
 FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
+#: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
+#: would otherwise start a thread per core and hit the process limit.
 SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8", "MALLOC_ARENA_MAX": "2"}
+            "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8", "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
 
 
 @dataclass(frozen=True)
