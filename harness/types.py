@@ -25,13 +25,13 @@ Status = Literal[
     "memory",  # code: the solution ran out of memory (value 0)
     "timeout",  # the solution or the reward ran past its time limit
     "gold_unparseable",  # the reference answer cannot be parsed: unscored
-    "error",  # the reward plugin raised or crashed: unscored
+    "error",  # the plugin raised or crashed (unscored), or the judged program did not run (code: 0.0)
     "bad_input",  # the input row is malformed: unscored
     "sandbox_error",  # the sandbox could not run the code: unscored
 ]
 STATUSES: tuple[str, ...] = get_args(Status)
 #: Statuses that always come with ``value=None``.
-UNSCORED_STATUSES: frozenset[str] = frozenset({"gold_unparseable", "error", "bad_input", "sandbox_error"})
+UNSCORED_STATUSES: frozenset[str] = frozenset({"gold_unparseable", "bad_input", "sandbox_error"})
 
 #: A completion is plain text, or a chat turn list whose last assistant message is the text scored.
 Completion = str

@@ -10,9 +10,9 @@ completion. The ``tests`` column (or HumanEval's ``test``) may be:
   dict), or ``{"inputs": [...], "outputs": [...]}``; also as a JSON string. Every output line is compared after trimming trailing whitespace on each line and
   trailing blank lines; missing or extra lines fail.
 
-Statuses: ``pass`` (1.0), ``fail`` (0.0, or the passed fraction with ``partial=true``; also a crash or a missing
-entry point, with ``info["outcome"] = "error"``), ``parse_error`` (0.0: the code has a syntax error), ``timeout``
-and ``memory`` (0.0), ``sandbox_error`` (unscored: the sandbox could not run it, or its isolation is below
+Statuses: ``pass`` (1.0), ``fail`` (0.0, or the passed fraction with ``partial=true``: a test failed), ``error``
+(0.0: the program did not run to a verdict: a syntax error, a crash, a missing entry point; ``info["reason"]``
+says which), ``timeout`` and ``memory`` (0.0), ``sandbox_error`` (unscored: the sandbox could not run it, or its isolation is below
 ``min_isolation`` and ``allow_weaker_isolation`` is off), ``bad_input``
 (unscored: the tests are missing or do not parse). ``Score.info`` carries the isolation level, per-test results
 and the reason. Time limits are ``timeout`` seconds per test run, scaled by the machine's measured speed.
@@ -145,7 +145,7 @@ def _first_difference(actual: str, expected: str) -> str:
     return "output differs"
 
 
-_STATUS_OF_RUN = {"timeout": "timeout", "memory": "memory", "crash": "fail", "output_limit": "fail"}
+_STATUS_OF_RUN = {"timeout": "timeout", "memory": "memory", "crash": "error", "output_limit": "fail"}
 
 
 def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial: bool) -> tuple[str, int, list[dict]]:
@@ -158,8 +158,6 @@ def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial:
         if run.status == "ok":
             diff = _first_difference(run.stdout.decode("utf-8", "replace"), expected)
             status = "fail" if diff else "pass"
-        elif run.status == "crash" and run.exit_code == 2 and b"SyntaxError" in run.stderr[-400:]:
-            status = "parse_error"
         else:
             status = _STATUS_OF_RUN[run.status]
         entry: dict[str, Any] = {"case": i, "status": status, "time_s": round(run.duration_s, 4)}
@@ -186,7 +184,6 @@ def _score_python(code: str, source: str, entry_point: str | None, limits: Limit
     status = res.status
     if status == "error":  # the solution did not load: a syntax error, a crash at import, no entry point
         info["outcome"] = "error"
-        status = "parse_error" if res.reason.startswith("SyntaxError") else "fail"
     value = res.passed / res.total if partial and res.total and status == "fail" else 0.0
     return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
 
