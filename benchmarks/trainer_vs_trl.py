@@ -3,8 +3,8 @@
 Both train a random-init Qwen2-style model (2 layers, hidden 64, char-level tokenizer; built from a config, no
 download) on the toy task (reward: count of "a" in the completion / 32), with G=8, 16 completions per step,
 completion length 32, loss ``grpo`` with group std scaling, beta 0, the same optimizer settings, one torch thread.
-Each trainer runs in its own child process (so peak RSS is its own), one after the other (``--concurrent`` runs
-them at the same time, one core each). The parent prints median step time, median CPU seconds per step, peak RSS
+Each trainer runs in its own child process (so peak RSS is its own), one after the other, ``--repeats`` times in
+alternating order (``--concurrent`` runs the two at the same time, one core each). The parent prints median step time, median CPU seconds per step, peak RSS
 and the reward curve for both, and the ratios (ours / TRL).
 
     OMP_NUM_THREADS=1 python benchmarks/trainer_vs_trl.py [--steps 100]
@@ -105,10 +105,10 @@ def run_trl(steps: int, out_dir: str) -> dict:
     return {**_deltas(stamp.stamps), "reward": rewards, "peak_rss_mb": _peak_rss_mb()}
 
 
-def _children(steps: int, sequential: bool) -> tuple[dict, dict]:
+def _children(steps: int, sequential: bool, order: tuple[str, str] = ("ours", "trl")) -> tuple[dict, dict]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     with tempfile.TemporaryDirectory() as d:
-        outs = {w: os.path.join(d, f"{w}.json") for w in ("ours", "trl")}
+        outs = {w: os.path.join(d, f"{w}.json") for w in order}
         procs = []
         for w, out in outs.items():
             procs.append(subprocess.Popen([sys.executable, __file__, "--child", w, "--steps", str(steps), "--out", out],
@@ -118,7 +118,13 @@ def _children(steps: int, sequential: bool) -> tuple[dict, dict]:
         for pr in procs:
             if pr.wait() != 0:
                 raise SystemExit(f"benchmark child failed: {pr.args}")
-        return tuple(json.load(open(outs[w])) for w in ("ours", "trl"))  # type: ignore[return-value]
+        return tuple(json.load(open(outs[w])) for w in order)  # type: ignore[return-value]
+
+
+def _merge(runs: list[dict]) -> dict:
+    """Several runs of one trainer: per-step times pooled, the peak RSS the largest, rewards of the first run."""
+    return {"step_s": [x for r in runs for x in r["step_s"][1:]], "cpu_s": [x for r in runs for x in r["cpu_s"][1:]],
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "reward": runs[0]["reward"]}
 
 
 def _summary(r: dict) -> dict:
@@ -136,6 +142,9 @@ def main() -> None:
     p.add_argument("--child", choices=["ours", "trl"])
     p.add_argument("--out")
     p.add_argument("--concurrent", action="store_true", help="run the two trainers at the same time")
+    p.add_argument("--repeats", type=int, default=2,
+                   help="runs of each trainer, in alternating order (ours-trl, trl-ours, ...) so a change in the "
+                        "machine's load hits both; step times are pooled")
     a = p.parse_args()
     if a.child:
         with tempfile.TemporaryDirectory() as d:
@@ -143,8 +152,12 @@ def main() -> None:
         with open(a.out, "w") as f:
             json.dump(res, f)
         return
-    ours_raw, trl_raw = _children(a.steps, not a.concurrent)
-    ours, trl = _summary(ours_raw), _summary(trl_raw)
+    runs: dict[str, list[dict]] = {"ours": [], "trl": []}
+    for i in range(a.repeats):
+        order = ("ours", "trl") if i % 2 == 0 else ("trl", "ours")
+        for name, res in zip(order, _children(a.steps, not a.concurrent, order)):
+            runs[name].append(res)
+    ours, trl = _summary(_merge(runs["ours"])), _summary(_merge(runs["trl"]))
     print(f"{'':<8}{'median step s':>15}{'median CPU s':>14}{'peak RSS MB':>13}{'reward first':>14}{'reward final':>14}")
     for name, s in (("ours", ours), ("trl", trl)):
         print(f"{name:<8}{s['median_step_s']:>15.4f}{s['median_cpu_s']:>14.4f}{s['peak_rss_mb']:>13.0f}"
