@@ -22,7 +22,7 @@ from rewards.math.lexer import ParseError, Token, tokenize
 from rewards.math.structures import StructureMixin
 from rewards.math.tables import ATOM_CMDS, CONSTS, FRACS, FUNCS, GREEK, MUL_CMDS, RELOPS, TRIG
 from rewards.math.values import (
-    DEG, PCT, PM, Based, Expr, Ivl, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
+    DEG, PCT, PM, Based, Expr, HugeValue, Ivl, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
 )
 
 __all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS", "MAX_TOKENS"]
@@ -30,6 +30,7 @@ __all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS", "MAX_
 MAX_DEPTH = 40
 MAX_TOKENS = 500
 MAX_LITERAL_DIGITS = 1000
+MAX_MATRIX_NODES = 3000
 
 
 def parse_value(text: str) -> Value:
@@ -168,7 +169,7 @@ class _Parser(StructureMixin):
                 self.next()
                 right = self.parse_unary()
                 self._need_scalar(left, right)
-                left = left * right  # type: ignore[operator]
+                left = _product(left, right)
             elif t.is_op("/") or t.is_cmd("div"):
                 self.next()
                 right = self.parse_unary()
@@ -181,7 +182,7 @@ class _Parser(StructureMixin):
                 if int_literal and t.is_cmd(*FRACS) and self._only(at, _frac_token) and right.is_Rational:
                     left = left - right if left.is_negative else left + right  # type: ignore[operator]
                 else:
-                    left = left * right  # type: ignore[operator]
+                    left = _product(left, right)
                 int_literal = False
             else:
                 return left
@@ -420,6 +421,16 @@ class _Parser(StructureMixin):
         if name == "mathbb" and self._raw_arg() == "R":
             return Ivl(-sp.oo, sp.oo, False, False)
         raise ParseError(f"unsupported command \\{name}")
+
+def _product(left: object, right: object) -> object:
+    """``left * right``; a product of symbolic matrices that swells past a size cap is :class:`HugeValue`."""
+    out = left * right  # type: ignore[operator]
+    if isinstance(out, sp.MatrixBase) and out.free_symbols:
+        nodes = sum(1 for _ in zip(range(MAX_MATRIX_NODES + 1), sp.preorder_traversal(out)))
+        if nodes > MAX_MATRIX_NODES:
+            raise HugeValue("product of symbolic matrices too large")
+    return out
+
 
 def _frac_token(t: Token) -> bool:
     return (t.kind == "num" and t.text.isdigit()) or t.is_op("{", "}") or t.is_cmd(*FRACS)

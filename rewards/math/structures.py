@@ -85,5 +85,7 @@ class StructureMixin:
         if not rows or len({len(r) for r in rows}) != 1:
             raise ParseError("matrix rows of different lengths")
         self._need_scalar(*(c for r in rows for c in r))
+        if env == "vmatrix" and len(rows) > 4:
+            raise ParseError("determinant larger than 4x4")
         m = sp.ImmutableMatrix(rows)
-        return m.det() if env == "vmatrix" else m
+        return m.det(method="berkowitz") if env == "vmatrix" else m  # bareiss can hang on symbolic entries

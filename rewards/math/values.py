@@ -122,9 +122,10 @@ def _int_bits(x: sp.Basic) -> int | None:
 def safe_pow(base: sp.Basic, exp: sp.Basic) -> sp.Basic:
     """``base ** exp`` unless the result would be huge (then :class:`HugeValue`)."""
     if isinstance(base, sp.MatrixBase):
-        if isinstance(exp, sp.Integer) and abs(int(exp)) <= 16:
+        numeric = not base.free_symbols and max(base.shape) <= 6
+        if isinstance(exp, sp.Integer) and (0 <= int(exp) <= (16 if numeric else 3) or (numeric and int(exp) == -1)):
             return base**exp
-        raise HugeValue("matrix power with a large or symbolic exponent")
+        raise HugeValue("matrix power too large to evaluate (large, symbolic or negative exponent)")
     if isinstance(exp, sp.MatrixBase):
         raise HugeValue("matrix exponent")
     trivial = base in (sp.S.Zero, sp.S.One, sp.S.NegativeOne, sp.I, -sp.I)
