@@ -1,4 +1,4 @@
-"""The `harness` command: score | rewards list | train | eval | report | traces | demo.
+"""The `harness` command: score | rewards list | train | eval | report | traces | sandbox | demo.
 
 Only this module configures logging. Subcommands owned by other packages (trainer, evals, telemetry, demo)
 register their own argparse parsers; they are imported when the command line is parsed, so ``harness score``
@@ -29,6 +29,7 @@ _PLUGGED_PARSERS: tuple[tuple[str, str], ...] = (
     ("evals.cli", "add_parser"),
     ("harness.telemetry.cli", "add_report_parser"),
     ("harness.telemetry.cli", "add_traces_parser"),
+    ("sandbox.cli", "add_parser"),
     ("harness.demo", "add_parser"),
 )
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from sandbox._results import LEVELS
 from sandbox.service import SandboxError, get_sandbox
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "add_parser", "run"]
 
 _TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0"
 _GOOD = "def add(a, b):\n    return a + b\n"
@@ -31,9 +32,20 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return p
 
 
+def add_parser(subparsers: Any) -> None:
+    """Add ``harness sandbox`` to the `harness` command's subparsers."""
+    p = subparsers.add_parser("sandbox", help="report the sandbox's isolation level and check a forged verdict fails")
+    build_parser(p)
+    p.set_defaults(func=run)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command's body, for parsed ``args``."""
     sb = get_sandbox()
     try:
         rep = sb.isolation()
