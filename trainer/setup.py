@@ -114,6 +114,7 @@ def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Pa
         model = _apply_lora(model, t)
     model.to(device)
     model.config.use_cache = True
+    model.eval()  # dropout off for sampling and training alike (see trainer.update)
     return model, tok
 
 

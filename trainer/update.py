@@ -4,6 +4,8 @@
 sampled completion token (at the sampling temperature). :func:`policy_update` splits the batch into
 micro-batches (gradient accumulation), takes ``mu`` optimizer steps over it, sums gradients over ranks and
 clips them. To hide reward time, the first micro-batch's forward pass runs *before* it waits for the scores.
+The policy stays in eval mode (dropout off, as TRL's ``disable_dropout``), so old, new and reference log-probs
+compare one deterministic policy; gradients flow all the same.
 
 This module does not sample or score; the loop hands it a batch and a function that yields the advantages.
 """
@@ -108,7 +110,6 @@ def policy_update(
     with torch.no_grad(), _autocast(device, bf16):
         old = [fwd(model, k)[0] for k in range(len(slices))] if mu > 1 else None
         ref = [fwd(ref_model, k)[0] for k in range(len(slices))] if ref_model is not None else None
-    model.train()
     with _autocast(device, bf16):
         first = fwd(model, 0, True)
     t0 = time.perf_counter()
