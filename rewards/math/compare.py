@@ -257,7 +257,7 @@ def _proportional(dg: sp.Basic, da: sp.Basic, opt: Options) -> bool:
     ratio = None
     for point in _points(syms, 5):
         opt.check_time()
-        x, y = _num(dg.subs(point)), _num(da.subs(point))
+        x, y = _num(dg, point), _num(da, point)
         if x is None or y is None:
             continue
         if abs(y) < 1e-40:
@@ -320,7 +320,7 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             if radicals:
                 break  # sqrt(x)sqrt(y) = sqrt(xy) only for positive values: stay on positive points
             point = {s: -v for s, v in point.items()}  # |x| is not x
-        x, y = _num(g.subs(point)), _num(a.subs(point))
+        x, y = _num(g, point), _num(a, point)
         if x is None or y is None:
             continue
         if not _close(x, y, opt):
@@ -353,10 +353,10 @@ def _points(syms: list[sp.Symbol], n: int) -> list[dict[sp.Symbol, sp.Rational]]
     return [{s: sp.Rational(rng.randint(11, 97), rng.randint(7, 31)) for s in syms} for _ in range(n)]
 
 
-def _num(x: sp.Basic) -> sp.Basic | None:
-    """``x`` as a 50-digit complex number, or None when it is not a finite number."""
+def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:
+    """``x`` (at ``point``, substituted numerically, never exactly) as a 50-digit complex number, or None."""
     try:
-        v = sp.N(x, 50)
+        v = sp.N(x, 50, subs=point) if point else sp.N(x, 50)
         if not v.is_number:
             return None
         re_, im = v.as_real_imag()

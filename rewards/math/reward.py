@@ -24,6 +24,7 @@ This module does not decide isolation or caching across processes (the scoring p
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import time
 from fractions import Fraction
@@ -38,6 +39,8 @@ from rewards.math.parse import ParseError, parse_value
 from rewards.math.values import Huge, HugeValue, Text, Value, show
 
 __all__ = ["math_reward", "parse_answer", "verify"]
+
+log = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -62,7 +65,7 @@ def parse_answer(text: str) -> Value:
         return Huge(re.sub(r"\s+", "", cleaned))
     except RecursionError:
         raise ParseError("answer nested too deeply") from None
-    except (TypeError, ValueError, ArithmeticError, AttributeError) as e:
+    except (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError) as e:
         if isinstance(e, ParseError):
             raise
         raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
@@ -120,6 +123,10 @@ def verify(
         return _zero("timeout", ex.answer, info, "comparison ran past the time limit")
     except RecursionError:
         same, reason = False, "comparison nested too deeply"
+    except (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError) as e:
+        # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
+        log.debug("math: comparison raised %s: %s", type(e).__name__, e)
+        same, reason = False, f"values cannot be compared ({type(e).__name__})"
     return Score(value=1.0 if same else 0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
 
 

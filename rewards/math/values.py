@@ -28,6 +28,8 @@ MAX_BITS = 60_000
 #: Largest integer exponent applied to a non-trivial base.
 MAX_EXPONENT = 20_000
 MAX_FACTORIAL = 3_000
+#: Largest integer exponent on an expression with variables.
+MAX_SYMBOLIC_EXPONENT = 1_000
 
 PCT = sp.Symbol("_pct_")
 DEG = sp.Symbol("_deg_")
@@ -130,7 +132,7 @@ def safe_pow(base: sp.Basic, exp: sp.Basic) -> sp.Basic:
         raise HugeValue("matrix exponent")
     trivial = base in (sp.S.Zero, sp.S.One, sp.S.NegativeOne, sp.I, -sp.I)
     if isinstance(exp, sp.Rational) and not trivial:
-        if abs(int(exp.p)) > MAX_EXPONENT:
+        if abs(int(exp.p)) > (MAX_SYMBOLIC_EXPONENT if base.free_symbols else MAX_EXPONENT):
             raise HugeValue(f"exponent {exp} too large")
         bits = _int_bits(base)
         if bits is not None and bits * abs(int(exp.p)) > MAX_BITS * max(1, int(exp.q)):
