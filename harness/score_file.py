@@ -219,6 +219,10 @@ def format_summary(report: ScoreFileReport) -> str:
         p99 = "-" if s["p99_s"] is None else f"{s['p99_s'] * 1e3:.1f}"
         st = ", ".join(f"{k} {v}" for k, v in sorted(s["statuses"].items(), key=lambda kv: -kv[1]))
         lines.append(f"{name:<20} {mean:>8} {s['scored']:>4}/{s['count']:<4}  {p50:>8} {p99:>8}  {st}")
+    for name, col in report.scores.items():  # sandboxed rewards record their isolation level per score
+        levels = sorted({str(sc.info["isolation"]) for sc in col if "isolation" in sc.info})
+        if levels:
+            lines.append(f"{name}: sandbox isolation level {', '.join(levels)}")
     tail = f"{report.rows} rows scored"
     if report.skipped:
         tail += f", {report.skipped} skipped (already in the output)"

@@ -98,3 +98,14 @@ def test_rewards_list_shows_origin_and_parameters() -> None:
     out = _run("rewards", "list").stdout
     assert "boxed_present" in out and "origin: built-in (rewards.format)" in out
     assert "pattern: str (required)" in out
+
+
+def test_code_reward_summary_reports_the_sandbox_isolation_level(tmp_path: Path) -> None:
+    rows = [{"id": 1, "tests": "assert add(1, 2) == 3", "completion": "def add(a, b):\n    return a + b"},
+            {"id": 2, "tests": "assert add(1, 2) == 3", "completion": "def add(a, b):\n    return a - b"}]
+    src = tmp_path / "code.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    proc = _run("score", "--reward", "code", "--input", str(src), "--output", str(out))
+    assert [json.loads(x)["rewards"]["code"] for x in out.read_text().splitlines()] == [1.0, 0.0]
+    assert "code: sandbox isolation level" in proc.stderr
