@@ -24,6 +24,9 @@ from _trainer_helpers import toy_config
         # completion is truncated and filtering would discard exactly the samples that teach. Clip-higher,
         # dynamic sampling and the token-level loss stay on.
         ("dapo", {"mask_truncated": False}),
+        ("bnpo", {}),
+        ("gspo", {}),
+        ("cispo", {}),
     ],
 )
 def test_reward_rises_to_080_of_max(tmp_path, loss, extra):
