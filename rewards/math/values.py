@@ -168,9 +168,15 @@ def safe_factorial(n: sp.Basic) -> sp.Basic:
 
 
 def safe_binomial(n: sp.Basic, k: sp.Basic) -> sp.Basic:
-    """``C(n, k)`` with the same size guard as :func:`safe_factorial`."""
-    if isinstance(n, sp.Integer) and n > MAX_FACTORIAL * 4:
-        raise HugeValue("binomial too large")
+    """``C(n, k)`` for integers up to ``4 * MAX_FACTORIAL``, or a non-integer ``n`` with a small integer ``k``."""
+    cap = MAX_FACTORIAL * 4
+    if isinstance(k, sp.Integer):
+        if abs(int(k)) > cap or (not isinstance(n, sp.Integer) and n.is_number and abs(int(k)) > 64):
+            raise HugeValue("binomial too large to evaluate")
+    elif k.is_number:
+        raise HugeValue("binomial with a non-integer lower argument")
+    if isinstance(n, sp.Integer) and abs(int(n)) > cap:
+        raise HugeValue("binomial too large to evaluate")
     return sp.binomial(n, k)
 
 
