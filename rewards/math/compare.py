@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 import sympy as sp
+from sympy.functions.elementary.trigonometric import TrigonometricFunction
 
 from rewards.math.sets import as_intervals, intervals_equal
 from rewards.math.values import (
@@ -356,7 +357,9 @@ def _points(syms: list[sp.Symbol], n: int) -> list[dict[sp.Symbol, sp.Rational]]
 def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:
     """``x`` (at ``point``, substituted numerically, never exactly) as a 50-digit complex number, or None."""
     try:
-        v = sp.N(x, 50, subs=point) if point else sp.N(x, 50)
+        if not _periodic_args_small(x, point):
+            return None
+        v = sp.N(x, 50, subs=point, maxn=200) if point else sp.N(x, 50, maxn=200)
         if not v.is_number:
             return None
         re_, im = v.as_real_imag()
@@ -366,6 +369,19 @@ def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:
     if not (re_.is_finite and im.is_finite):
         return None
     return re_ + sp.I * im if im != 0 else re_
+
+
+def _periodic_args_small(x: sp.Basic, point: dict | None) -> bool:
+    """False when a trigonometric function gets an argument above 1e6 (reducing it needs that many digits).
+
+    Arguments are checked innermost first at 15 digits, which stays cheap even for ``e^{e^{13}}``.
+    """
+    for node in sp.postorder_traversal(x):
+        if isinstance(node, TrigonometricFunction) and node.args[0].free_symbols <= set(point or ()):
+            arg = sp.N(node.args[0], 15, subs=point) if point else sp.N(node.args[0], 15)
+            if not arg.is_number or not arg.is_finite or abs(arg) > 1e6:
+                return False
+    return True
 
 
 def _close(x: object, y: object, opt: Options) -> bool:
