@@ -77,7 +77,6 @@ def _experiment(url: str) -> str:
 
 def run_mode(mode: str, steps: int, out: Path, otlp: dict | None, tag: str) -> tuple[list[float], list[float]]:
     """Train ``steps`` steps in ``mode``; returns the wall time and this process's CPU time of each step (s)."""
-    import trainer.toy_reward  # noqa: F401  (registers char_count)
     from harness.config import load_config
     from trainer.loop import train
 

@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "grpo_harness.rewards"
 AUTOLOAD_ENV = "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD"
 #: Modules holding the built-in rewards, imported on first lookup.
-BUILTIN_MODULES: tuple[str, ...] = ("rewards.format", "rewards.length", "rewards.math", "rewards.code")
+BUILTIN_MODULES: tuple[str, ...] = ("rewards.format", "rewards.length", "rewards.math", "rewards.code", "rewards.toy")
 
 Isolation = Literal["process", "inline"]
 

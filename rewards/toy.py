@@ -1,6 +1,7 @@
-"""The ``char_count`` reward of the toy task: how often one character occurs in the completion.
+"""The ``char_count`` reward of the trainer's built-in toy task: how often one character occurs in the completion.
 
-Kept apart from :mod:`trainer.toy` so that a scoring worker can register it without importing torch.
+A built-in reward like the others, so any process (a scoring worker, `harness eval`, `harness score`) resolves
+it by name; kept apart from :mod:`trainer.toy` so that registering it never imports torch.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Callable
 from harness.registry import reward
 from harness.types import Sample, Score
 
-__all__ = ["char_count"]
+__all__ = ["char_count", "char_count_slow"]
 
 
 @reward("char_count", isolation="inline", reads=())

@@ -1,7 +1,7 @@
 """The GRPO trainer: ``train(config)`` runs the loop of :mod:`trainer.loop`; ``harness train`` calls it.
 
 Importing this package is cheap (torch and transformers load on first use of :func:`train`), so a scoring worker
-can import :mod:`trainer.toy_reward` without paying for them.
+can import it without paying for them.
 """
 
 from typing import Any

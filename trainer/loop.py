@@ -178,7 +178,6 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
     t = config.trainer.resolved()
     info = init_distributed()
     validate(config, t, info.world_size)
-    import trainer.toy_reward  # noqa: F401  (registers char_count, the toy task's reward)
 
     session = ScoringSession(config.rewards, timeout=t.score_timeout, workers=t.score_workers)  # checks reward names
     samples = load_train_samples(config)

@@ -4,7 +4,7 @@ Parts:
     :func:`char_tokenizer`  a character-level ``PreTrainedTokenizerFast`` (saves and loads like any tokenizer).
     :func:`tiny_model`      a random-init Qwen2-style causal LM (2 layers, hidden 64 by default, ~77k parameters).
     :func:`toy_samples`     prompts of a few random letters; the task is the same for every prompt.
-    ``char_count``          the reward (registered in :mod:`trainer.toy_reward`): count of one character in
+    ``char_count``          the reward (built in: :mod:`rewards.toy`): count of one character in
                             the completion, divided by ``norm``.
 
 Select it in a run config with ``model.name_or_path: "toy:char"`` and ``data.train: "toy:64"`` (64 prompts).
@@ -17,7 +17,6 @@ import random
 from typing import Any
 
 from harness.types import Sample
-from trainer.toy_reward import char_count  # noqa: F401  (registers the reward)
 
 __all__ = ["CHARS", "char_tokenizer", "tiny_model", "toy_samples", "is_toy_model", "is_toy_data"]
 

@@ -128,7 +128,6 @@ def test_real_trainer_run_traced_into_mlflow_from_otel_env(mlflow_server, tmp_pa
     real use) reads ``<checkpoint>/telemetry.json`` and opens ``eval.checkpoint`` with it. Held-out scores are
     fixed numbers here; the evaluator's own tests cover real held-out scoring.
     """
-    import trainer.toy_reward  # noqa: F401  (registers char_count)
     from harness.config import load_config
     from trainer.loop import train
 

@@ -2,7 +2,6 @@
 
 import torch
 
-import trainer.toy_reward  # noqa: F401  (registers char_count and char_count_slow)
 from harness.scoring import ScoringSession
 from trainer.collect import collect
 from trainer.rollout.base import SamplingConfig
