@@ -94,9 +94,10 @@ def _solved(r: Rel) -> list[Ivl] | None:
     absolutes = d.atoms(sp.Function)
     if len(absolutes) > 1 or any(not isinstance(f, sp.Abs) for f in absolutes):
         return None  # solveset on several |...| or other functions can take seconds
+    placeholder = sp.Symbol("_abs_")
     for part in [d, *(f.args[0] for f in absolutes)]:
-        poly = part.subs({f: sp.Symbol("_abs_") for f in absolutes})
-        if not poly.is_polynomial(x) or sp.degree(poly, x) > (1 if absolutes else 2):
+        poly = part.subs({f: placeholder for f in absolutes})
+        if not poly.is_polynomial(x, placeholder) or sp.Poly(poly, x, placeholder).total_degree() > (1 if absolutes else 2):
             return None
         coeffs = [c for c in sp.Poly(poly, x).coeffs() if not c.has(sp.Symbol)]
         if not all(c.is_Rational and abs(c.p) <= 10**4 and c.q <= 10**4 for c in coeffs):
