@@ -42,6 +42,10 @@ __all__ = ["math_reward", "parse_answer", "verify"]
 
 log = logging.getLogger(__name__)
 
+#: What sympy raises when asked for an operation that makes no sense (a matrix under a root, a matrix equated to a
+#: number): the answer is unreadable (while parsing) or not the gold's value (while comparing), never a crash.
+_SYMPY_REFUSALS = (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError, IndexError, KeyError)
+
 
 @functools.lru_cache(maxsize=8192)
 def parse_answer(text: str) -> Value:
@@ -65,7 +69,7 @@ def parse_answer(text: str) -> Value:
         return Huge(re.sub(r"\s+", "", cleaned))
     except RecursionError:
         raise ParseError("answer nested too deeply") from None
-    except (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError) as e:
+    except _SYMPY_REFUSALS as e:
         if isinstance(e, ParseError):
             raise
         raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
@@ -123,7 +127,7 @@ def verify(
         return _zero("timeout", ex.answer, info, "comparison ran past the time limit")
     except RecursionError:
         same, reason = False, "comparison nested too deeply"
-    except (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError) as e:
+    except _SYMPY_REFUSALS as e:
         # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
         log.debug("math: comparison raised %s: %s", type(e).__name__, e)
         same, reason = False, f"values cannot be compared ({type(e).__name__})"

@@ -170,6 +170,9 @@ def safe_factorial(n: sp.Basic) -> sp.Basic:
 def safe_binomial(n: sp.Basic, k: sp.Basic) -> sp.Basic:
     """``C(n, k)`` for integers up to ``4 * MAX_FACTORIAL``, or a non-integer ``n`` with a small integer ``k``."""
     cap = MAX_FACTORIAL * 4
+    for x in (n, k):
+        if x.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or any(abs(a) > cap for a in x.atoms(sp.Rational)):
+            raise HugeValue("binomial of an infinite or very large argument")
     if isinstance(k, sp.Integer):
         if abs(int(k)) > cap or (not isinstance(n, sp.Integer) and n.is_number and abs(int(k)) > 64):
             raise HugeValue("binomial too large to evaluate")
