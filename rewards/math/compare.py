@@ -357,7 +357,7 @@ def _points(syms: list[sp.Symbol], n: int) -> list[dict[sp.Symbol, sp.Rational]]
 def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:
     """``x`` (at ``point``, substituted numerically, never exactly) as a 50-digit complex number, or None."""
     try:
-        if not _periodic_args_small(x, point):
+        if not _evaluable(x, point):
             return None
         v = sp.N(x, 50, subs=point, maxn=200) if point else sp.N(x, 50, maxn=200)
         if not v.is_number:
@@ -371,15 +371,29 @@ def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:
     return re_ + sp.I * im if im != 0 else re_
 
 
-def _periodic_args_small(x: sp.Basic, point: dict | None) -> bool:
-    """False when a trigonometric function gets an argument above 1e6 (reducing it needs that many digits).
+def _evaluable(x: sp.Basic, point: dict | None) -> bool:
+    """False when numeric evaluation could need astronomically many digits or a giant exponent.
 
-    Arguments are checked innermost first at 15 digits, which stays cheap even for ``e^{e^{13}}``.
+    Checked innermost first at 15 digits (cheap even for ``e^{e^{13}}``): a trigonometric argument above 1e6 (its
+    reduction needs that many digits), a factorial/gamma/binomial argument above 1e5, a power whose exponent is
+    above 1e6.
     """
     for node in sp.postorder_traversal(x):
-        if isinstance(node, TrigonometricFunction) and node.args[0].free_symbols <= set(point or ()):
-            arg = sp.N(node.args[0], 15, subs=point) if point else sp.N(node.args[0], 15)
-            if not arg.is_number or not arg.is_finite or abs(arg) > 1e6:
+        if isinstance(node, TrigonometricFunction):
+            args, bound = node.args[:1], 1e6
+        elif isinstance(node, (sp.factorial, sp.gamma, sp.binomial)):
+            args, bound = node.args, 1e5
+        elif isinstance(node, sp.Pow) and not node.exp.is_Number:
+            args, bound = (node.exp,), 1e6
+        else:
+            continue
+        for arg in args:
+            if arg.is_Number:
+                if abs(arg) > bound:
+                    return False
+                continue
+            v = sp.N(arg, 15, subs=point) if point else sp.N(arg, 15)
+            if not v.is_number or not v.is_finite or abs(v) > bound:
                 return False
     return True
 

@@ -374,6 +374,8 @@ class _Parser(StructureMixin):
         if name == "log" and isinstance(arg, Seq) and arg.kind == "tuple" and len(arg.items) == 2 and base is None:
             arg, base = (x.e if isinstance(x, Expr) else x for x in arg.items)  # sympy's log(x, b)
         self._need_scalar(arg) if base is None else self._need_scalar(arg, base)
+        if isinstance(arg, sp.MatrixBase):
+            raise ParseError(f"{name} of a matrix")
         if name in TRIG and isinstance(arg, sp.Basic) and DEG in arg.free_symbols:
             arg = arg.subs(DEG, sp.pi / 180)
         if name == "exp":
