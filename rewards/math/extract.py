@@ -3,8 +3,8 @@ r"""Final-answer extraction from a completion.
 The final answer is, in order: the last ``\boxed{}`` / ``\fbox{}`` outside ``<think>`` reasoning; else the last
 explicitly anchored statement ("The answer is", "Final Answer:", "Answer:", "The correct option is", GSM8K
 ``####``, "X is the answer", "Option (C) is correct"; the sentence is cut at "because", "since", ", which" and
-every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers); else a bold final line; else the whole completion when it is a single short line that is only an
-answer. Reasoning inside ``<think>...</think>`` never counts; an unclosed ``<think>`` means no answer yet. Several
+every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers); else a bold final line; else
+the whole completion when it is a single short line that is only an answer. Reasoning inside ``<think>...</think>`` never counts; an unclosed ``<think>`` means no answer yet. Several
 *different* boxed answers are reported as hedged (the caller decides: wrong for a single-valued gold, compared as a
 list for a multi-valued one) unless the text before the last box revises the earlier one ("wait", "I made an
 error", "the answer is"): then the last box wins.

@@ -280,7 +280,7 @@ class _Parser(StructureMixin):
             self.abs_depth -= 1
             self.expect_op("|")
             self._need_scalar(inner)
-            return sp.Abs(inner)
+            return _abs(inner)
         raise ParseError(f"unexpected {t.text or 'end of answer'!r}")
 
     def _number(self, text: str) -> sp.Basic:
@@ -423,6 +423,11 @@ class _Parser(StructureMixin):
         if name == "mathbb" and self._raw_arg() == "R":
             return Ivl(-sp.oo, sp.oo, False, False)
         raise ParseError(f"unsupported command \\{name}")
+
+def _abs(x: sp.Basic) -> sp.Basic:
+    """``|x|``; left unevaluated when ``x`` has variables (sympy's sign analysis of ``2^{a^{300}}`` takes seconds)."""
+    return sp.Abs(x, evaluate=not x.free_symbols)
+
 
 def _product(left: object, right: object) -> object:
     """``left * right``; a product of symbolic matrices that swells past a size cap is :class:`HugeValue`."""

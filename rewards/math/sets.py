@@ -97,7 +97,9 @@ def _solved(r: Rel) -> list[Ivl] | None:
     placeholder = sp.Symbol("_abs_")
     for part in [d, *(f.args[0] for f in absolutes)]:
         poly = part.subs({f: placeholder for f in absolutes})
-        if not poly.is_polynomial(x, placeholder) or sp.Poly(poly, x, placeholder).total_degree() > (1 if absolutes else 2):
+        if not poly.is_polynomial(x, placeholder):
+            return None
+        if sp.Poly(poly, x, placeholder).total_degree() > (1 if absolutes else 2):
             return None
         coeffs = [c for c in sp.Poly(poly, x).coeffs() if not c.has(sp.Symbol)]
         if not all(c.is_Rational and abs(c.p) <= 10**4 and c.q <= 10**4 for c in coeffs):

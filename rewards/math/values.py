@@ -29,7 +29,7 @@ MAX_BITS = 60_000
 MAX_EXPONENT = 20_000
 MAX_FACTORIAL = 3_000
 #: Largest integer exponent on an expression with variables.
-MAX_SYMBOLIC_EXPONENT = 1_000
+MAX_SYMBOLIC_EXPONENT = 200
 
 PCT = sp.Symbol("_pct_")
 DEG = sp.Symbol("_deg_")
