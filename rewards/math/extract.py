@@ -4,10 +4,12 @@ The final answer is, in order: the last ``\boxed{}`` / ``\fbox{}`` outside ``<th
 explicitly anchored statement ("The answer is", "Final Answer:", "Answer:", "The correct option is", GSM8K
 ``####``, "X is the answer", "Option (C) is correct"; the sentence is cut at "because", "since", ", which" and
 every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers); else a bold final line; else
-the whole completion when it is a single short line that is only an answer. Reasoning inside ``<think>...</think>`` never counts; an unclosed ``<think>`` means no answer yet. Several
-*different* boxed answers are reported as hedged (the caller decides: wrong for a single-valued gold, compared as a
-list for a multi-valued one) unless the text before the last box revises the earlier one ("wait", "I made an
-error", "the answer is"): then the last box wins.
+the whole completion when it is a single short line that is only an answer.
+
+Reasoning inside ``<think>...</think>`` never counts; an unclosed ``<think>`` means no answer yet. Several
+*different* boxed answers are reported as hedged (the caller compares them as a list: wrong for a single-valued
+gold, right for the matching multi-valued one) unless the text before the last box revises the earlier one
+("wait", "I made an error", "the answer is"): then the last box wins.
 
 With ``strict=False`` a completion without any of those falls back to its last ``= value`` or last number, which
 is what lenient graders do; the default is strict, so prose that merely mentions the gold scores nothing.
