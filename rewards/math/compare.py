@@ -349,9 +349,10 @@ def _has_branches(e: sp.Basic) -> bool:
     return any(isinstance(p, sp.Pow) and not p.exp.is_integer for p in e.atoms(sp.Pow)) or e.has(sp.log)
 
 
-def _points(syms: list[sp.Symbol], n: int) -> list[dict[sp.Symbol, sp.Rational]]:
+def _points(syms: list[sp.Symbol], n: int) -> list[dict[sp.Symbol, sp.Float]]:
     rng = random.Random(1234567)
-    return [{s: sp.Rational(rng.randint(11, 97), rng.randint(7, 31)) for s in syms} for _ in range(n)]
+    # 60-digit floats, not rationals: substituting exact values makes sympy expand binomials and powers symbolically
+    return [{s: sp.Float(sp.Rational(rng.randint(11, 97), rng.randint(7, 31)), 60) for s in syms} for _ in range(n)]
 
 
 def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:

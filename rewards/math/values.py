@@ -130,6 +130,7 @@ def safe_pow(base: sp.Basic, exp: sp.Basic) -> sp.Basic:
         raise HugeValue("matrix power too large to evaluate (large, symbolic or negative exponent)")
     if isinstance(exp, sp.MatrixBase):
         raise HugeValue("matrix exponent")
+    _no_markers(exp)
     trivial = base in (sp.S.Zero, sp.S.One, sp.S.NegativeOne, sp.I, -sp.I)
     if isinstance(exp, sp.Rational) and not trivial:
         if abs(int(exp.p)) > (MAX_SYMBOLIC_EXPONENT if base.free_symbols else MAX_EXPONENT):
@@ -154,8 +155,15 @@ def _magnitude(x: sp.Basic) -> float | None:
     return abs(v)
 
 
+def _no_markers(*xs: sp.Basic) -> None:
+    """A marker (``\\pm``, %, °) under a power, factorial or binomial would be evaluated unguarded later."""
+    if any(x.free_symbols & MARKERS for x in xs if isinstance(x, sp.Basic)):
+        raise HugeValue("a sign, percent or degree marker inside a power, factorial or binomial")
+
+
 def safe_factorial(n: sp.Basic) -> sp.Basic:
     """``n!`` for integers up to :data:`MAX_FACTORIAL`; symbolic factorials stay symbolic."""
+    _no_markers(n)
     if isinstance(n, sp.Integer):
         if n < 0:
             return sp.zoo
@@ -170,6 +178,7 @@ def safe_factorial(n: sp.Basic) -> sp.Basic:
 def safe_binomial(n: sp.Basic, k: sp.Basic) -> sp.Basic:
     """``C(n, k)`` for integers up to ``4 * MAX_FACTORIAL``, or a non-integer ``n`` with a small integer ``k``."""
     cap = MAX_FACTORIAL * 4
+    _no_markers(n, k)
     for x in (n, k):
         if x.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or any(abs(a) > cap for a in x.atoms(sp.Rational)):
             raise HugeValue("binomial of an infinite or very large argument")
