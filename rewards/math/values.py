@@ -194,6 +194,13 @@ def safe_binomial(n: sp.Basic, k: sp.Basic) -> sp.Basic:
 
 def show(v: Value | None) -> str | None:
     """A short printable form of a parsed value for ``Score.info``."""
+    try:
+        return _show(v)
+    except ValueError:  # an integer too long for str()
+        return "<value with a very long number>"
+
+
+def _show(v: Value | None) -> str | None:
     if v is None:
         return None
     if isinstance(v, Expr):
