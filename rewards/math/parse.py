@@ -434,7 +434,22 @@ def _abs(x: sp.Basic) -> sp.Basic:
     """
     if isinstance(x, sp.Rational):
         return sp.Rational(abs(int(x.p)), int(x.q))
-    return sp.Abs(x, evaluate=not x.free_symbols)
+    if x.free_symbols or not x.is_number:
+        return sp.Abs(x, evaluate=False)
+    re_, im = (sp.N(p, 30) for p in x.as_real_imag()) if _gaussian(x) else (sp.N(x, 30), sp.S.Zero)
+    if im == 0 and re_.is_real and abs(re_) > 1e-25:
+        return x if re_ > 0 else -x  # the sign from a 30-digit value, not from sympy's assumptions
+    if _gaussian(x):
+        a, b = x.as_real_imag()
+        return sp.sqrt(a**2 + b**2)  # |3 + 4i| = 5
+    return sp.Abs(x, evaluate=False)
+
+
+def _gaussian(x: sp.Basic) -> bool:
+    """Rationals and ``i`` under + and * only."""
+    if x.is_Rational or x is sp.I:
+        return True
+    return isinstance(x, (sp.Add, sp.Mul)) and all(_gaussian(a) for a in x.args)
 
 
 def _product(left: object, right: object) -> object:
