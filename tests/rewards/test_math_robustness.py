@@ -9,6 +9,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import doctest
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,25 @@ def test_parse_answer_errors_name_the_problem() -> None:
 def test_docstring_examples_run(module: object) -> None:
     result = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
     assert result.attempted > 0 and result.failed == 0
+
+
+def _random_expr(rng: random.Random, depth: int) -> str:
+    atoms = ["x", "y", "a", "e", "i", "\\pi", "2", "7", "0", "1", "\\frac{1}{2}", "0.5", "12345", "999", "\\infty"]
+    if depth <= 0 or rng.random() < 0.25:
+        return rng.choice(atoms)
+    sub = [_random_expr(rng, depth - 1) for _ in range(3)]
+    forms = [
+        "{0}+{1}", "{0}-{1}", "{0}\\cdot {1}", "\\frac{{{0}}}{{{1}}}", "({0})^{{{1}}}", "\\sqrt{{{0}}}", "\\sin({0})",
+        "|{0}|", "\\begin{{pmatrix}} {0} & {1} \\\\ {2} & 1 \\end{{pmatrix}}", "{0} = {1}", "{0} < {1}", "\\log({0})",
+        "({0})!", "\\binom{{{0}}}{{{1}}}", "{0}, {1}", "\\pm {0}", "[{0}, {1})", "e^{{{0}}}", "{0}^{{{1}^{{{2}}}}}",
+    ]
+    return rng.choice(forms).format(*sub)
+
+
+def test_random_expressions_give_a_score_not_an_exception() -> None:
+    rng = random.Random(20261129)
+    for _ in range(300):
+        gold, answer = _random_expr(rng, 3), _random_expr(rng, 4)
+        s = verify(gold, "\\boxed{" + answer + "}")
+        assert s.status in ("ok", "parse_error", "timeout", "gold_unparseable"), (gold, answer, s)
+        assert (s.value is None) == (s.status == "gold_unparseable")
