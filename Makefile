@@ -37,9 +37,7 @@ $(VENV)/.deps-installed: pyproject.toml $(VENV)/.torch-installed
 setup: $(VENV)/.deps-installed
 
 demo: setup
-	@if $(BIN)/harness demo --help >/dev/null 2>&1; then $(BIN)/harness demo; else \
-	  $(BIN)/harness score --reward math --reward boxed_present=0.1 \
-	    --input examples/data/completions.jsonl --output runs/demo-scores.jsonl; fi
+	OMP_NUM_THREADS=1 $(BIN)/harness demo
 
 backends: setup
 	@if [ -x tests/backends/setup_backends.sh ]; then tests/backends/setup_backends.sh; fi

@@ -242,7 +242,7 @@ class WorkerPool:
                     elif not w.proc.is_alive():
                         self._replace(w, None)
         except BaseException as e:  # the dispatcher must never die silently: fail everything it holds
-            log.error("scoring dispatcher stopped: %s", e)
+            log.error("scoring dispatcher stopped: %s: %s", type(e).__name__, e, exc_info=True)
             self._closed = True
             self._fail_all(f"scoring pool failed: {type(e).__name__}: {e}")
 
