@@ -72,6 +72,7 @@ def test_mlflow_keeps_links_from_eval_to_training_spans(mlflow_server, tmp_path)
     url = mlflow_server.url
     exp = _experiment(url, "links")
     cfg = TelemetrySection(otlp_endpoint=url + "/v1/traces", otlp_headers={"x-mlflow-experiment-id": exp},
+                           export_timeout_s=60, retry_after_s=0,
                            schedule_delay_s=0.2)
     tel = RunTelemetry.start(tmp_path, "mlflow-run", cfg, environ={})
     synthetic_run(tel)
@@ -138,7 +139,9 @@ def test_real_trainer_run_traced_into_mlflow_from_otel_env(mlflow_server, tmp_pa
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)  # a base URL: /v1/traces is appended
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"x-mlflow-experiment-id={exp}")
     cfg = load_config(ROOT / "examples" / "train_cpu.yaml", overrides={
-        "run.output_dir": str(tmp_path), "run.id": "trainer-run", "trainer.max_steps": 6, "trainer.save_steps": 3})
+        "run.output_dir": str(tmp_path), "run.id": "trainer-run", "trainer.max_steps": 6, "trainer.save_steps": 3,
+        # a loaded 2-core machine can make the server slow: wait for it rather than drop spans
+        "telemetry.export_timeout_s": 60, "telemetry.retry_after_s": 0})
     train(cfg, progress=False)
     run_dir = tmp_path / "trainer-run"
     for ck in sorted((run_dir / "checkpoints").glob("step-*")):

@@ -46,7 +46,8 @@ def test_phoenix_finds_training_and_eval_spans_by_attribute_and_session(phoenix_
     url = phoenix_server.url
     project = "grpc-run" if protocol == "grpc" else "http-run"
     endpoint = f"http://127.0.0.1:{phoenix_server.grpc_port}" if protocol == "grpc" else url + "/v1/traces"
-    cfg = TelemetrySection(otlp_endpoint=endpoint, otlp_protocol=protocol, project_name=project, schedule_delay_s=0.2)
+    cfg = TelemetrySection(otlp_endpoint=endpoint, otlp_protocol=protocol, project_name=project, schedule_delay_s=0.2,
+                           export_timeout_s=60, retry_after_s=0)  # slow under load: wait, do not drop
     run_id = f"phx-{project}"
     tel = RunTelemetry.start(tmp_path, run_id, cfg, environ={})
     synthetic_run(tel)
@@ -83,7 +84,8 @@ def test_phoenix_finds_training_and_eval_spans_by_attribute_and_session(phoenix_
 
 
 def test_report_from_phoenix_cli(phoenix_server, tmp_path, capsys):
-    cfg = TelemetrySection(otlp_endpoint=phoenix_server.url + "/v1/traces", project_name="cli-run")
+    cfg = TelemetrySection(otlp_endpoint=phoenix_server.url + "/v1/traces", project_name="cli-run",
+                           export_timeout_s=60, retry_after_s=0)
     tel = RunTelemetry.start(tmp_path, "phx-cli", cfg, environ={})
     synthetic_run(tel)
     tel.shutdown()
