@@ -28,6 +28,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
@@ -199,6 +200,26 @@ def _sample_event(name: str, sample_id: str, score: Any) -> dict[str, Any]:
     return attrs
 
 
+class _UrandomIdGenerator(IdGenerator):
+    """Trace and span ids from the OS's random source.
+
+    The SDK's default draws from the ``random`` module, which a training run seeds for reproducibility: two runs
+    with the same seed would then reuse the same trace ids, and backends merge or drop the second run's spans.
+    """
+
+    def generate_span_id(self) -> int:
+        while True:
+            v = int.from_bytes(os.urandom(8), "big")
+            if v:
+                return v
+
+    def generate_trace_id(self) -> int:
+        while True:
+            v = int.from_bytes(os.urandom(16), "big")
+            if v:
+                return v
+
+
 class RunTelemetry:
     """Tracing of one run: training steps, checkpoints and their held-out evaluations.
 
@@ -251,7 +272,7 @@ class RunTelemetry:
             "harness.run.id": run_id,
             "openinference.project.name": section.project_name or service,
         })
-        provider = TracerProvider(resource=resource)
+        provider = TracerProvider(resource=resource, id_generator=_UrandomIdGenerator())
         store = None
         if section.file_store:
             store = FileStoreProcessor(run_dir / TRACES_FILE)
