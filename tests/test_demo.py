@@ -79,3 +79,10 @@ def test_warmup_model_and_checkpoints_load_with_from_pretrained(demo) -> None:
         model = AutoModelForCausalLM.from_pretrained(d)
         assert tok.decode(tok.encode("3+4=")) == "3+4=" and model.config.vocab_size == len(tok)
     assert Path(demo.run_dir / "checkpoints" / "step-000100" / "telemetry.json").is_file()
+
+
+def test_smollm2_settings_are_sized_for_a_cpu_and_overrides_win() -> None:
+    s = DemoSettings.for_model("smollm2")
+    assert (s.steps, s.save_steps, s.k) == (6, 3, 2)
+    assert DemoSettings.for_model("smollm2", steps=2, k=None).steps == 2
+    assert DemoSettings.for_model("tiny") == DemoSettings()

@@ -107,6 +107,8 @@ def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Pa
             kw["gguf_file"] = m.gguf_file
         tok = AutoTokenizer.from_pretrained(m.tokenizer or name if source is None else name, **kw)
         model = AutoModelForCausalLM.from_pretrained(name, dtype=_dtype(m.dtype, bool(t.bf16)), **kw)
+        if "gguf_file" in kw:
+            _detach_gguf_quantizer(model, m.gguf_file)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     check_lengths(t, getattr(model.config, "max_position_embeddings", None))
@@ -116,6 +118,26 @@ def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Pa
     model.config.use_cache = True
     model.eval()  # dropout off for sampling and training alike (see trainer.update)
     return model, tok
+
+
+def _detach_gguf_quantizer(model: Any, gguf_file: str) -> None:
+    """Make a GGUF model loaded as plain dequantized tensors trainable and savable like any other.
+
+    transformers keeps its GGUF quantizer on the model even when it dequantized every weight, and then refuses
+    ``save_pretrained``; the weights are ordinary tensors, so the quantizer is dropped. Weights left in GGUF blocks
+    cannot be trained at all, which is an error here rather than at the first checkpoint.
+    """
+    if getattr(model, "hf_quantizer", None) is None:
+        return
+    if any(not p.is_floating_point() for p in model.parameters()):
+        raise ConfigError(
+            f"model.gguf_file {gguf_file!r}: the weights were loaded in GGUF blocks, which cannot be trained; "
+            "uninstall the 'kernels' package so transformers dequantizes them, or convert the model first"
+        )
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
 
 
 def _apply_lora(model: Any, t: TrainerSection) -> Any:

@@ -34,8 +34,8 @@ def format_outcome(res: DemoResult) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Handler of ``harness demo``."""
-    s = DemoSettings(model=args.model, steps=args.steps, save_steps=args.save_steps, k=args.k, seed=args.seed,
-                     output_dir=args.output_dir, run_id=args.run_id, progress=not args.no_progress)
+    s = DemoSettings.for_model(args.model, steps=args.steps, save_steps=args.save_steps, k=args.k, seed=args.seed,
+                               output_dir=args.output_dir, run_id=args.run_id, progress=not args.no_progress)
     res = run_demo(s)
     print(format_outcome(res))
     rise = res.rise("math")
@@ -50,9 +50,10 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("demo", help="train, evaluate every checkpoint held-out, trace and report, on a CPU")
     p.add_argument("--model", choices=["tiny", "smollm2"], default=d.model,
                    help="tiny: a random-init model warmed up in seconds (default); smollm2: SmolLM2-135M-Instruct")
-    p.add_argument("--steps", type=int, default=d.steps, help="GRPO steps")
-    p.add_argument("--save-steps", type=int, default=d.save_steps, help="checkpoint (and evaluate) every N steps")
-    p.add_argument("--k", type=int, default=d.k, help="held-out samples per prompt")
+    p.add_argument("--steps", type=int, default=None, help=f"GRPO steps (default {d.steps}; smollm2: 6)")
+    p.add_argument("--save-steps", type=int, default=None,
+                   help=f"checkpoint (and evaluate) every N steps (default {d.save_steps}; smollm2: 3)")
+    p.add_argument("--k", type=int, default=None, help=f"held-out samples per prompt (default {d.k}; smollm2: 2)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--output-dir", default=d.output_dir, help="where runs/<run-id> goes")
     p.add_argument("--run-id", default=None, help="default: demo-<UTC timestamp>")

@@ -44,6 +44,15 @@ class DemoSettings:
     run_id: str | None = None
     progress: bool = True
 
+    @classmethod
+    def for_model(cls, model: Literal["tiny", "smollm2"], **overrides: Any) -> DemoSettings:
+        """Defaults sized for ``model`` (SmolLM2 takes 15-20 s per GRPO step on a CPU), then ``overrides``."""
+        base: dict[str, Any] = {"model": model}
+        if model == "smollm2":
+            base.update(steps=6, save_steps=3, k=2)
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**base)
+
 
 @dataclass
 class DemoResult:
