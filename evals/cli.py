@@ -187,15 +187,9 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``harness eval`` standalone (``python -m evals.cli ...``)."""
-    parser = argparse.ArgumentParser(prog="harness eval", description=__doc__.split("\n")[0])
-    _configure(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        return run_eval(args)
-    except HarnessError as e:
-        print(f"harness eval: error: {e}", file=sys.stderr)
-        return 2
+    from harness.cli import run_standalone
+
+    return run_standalone("harness eval", __doc__.split("\n")[0], _configure, run_eval, argv)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import yaml
 from harness.errors import HarnessError
 from harness.types import RewardSpec
 
-__all__ = ["main", "build_parser", "parse_reward_args"]
+__all__ = ["main", "build_parser", "parse_reward_args", "run_standalone"]
 
 log = logging.getLogger("harness")
 
@@ -126,6 +126,22 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         add(sub)
     return parser
+
+
+def run_standalone(
+    prog: str, description: str, configure: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int], argv: list[str] | None = None,
+) -> int:
+    """Run one subcommand on its own (``python -m trainer.cli``, ``torchrun -m trainer.cli``), as `harness` would."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    configure(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args)
+    except HarnessError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,13 +11,12 @@ This module parses arguments and prints a summary; the work is :func:`trainer.lo
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import Any
 
 import yaml
 
-from harness.errors import ConfigError, HarnessError
+from harness.errors import ConfigError
 
 __all__ = ["add_parser", "parse_sets", "run_train", "main"]
 
@@ -75,15 +74,9 @@ def run_train(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry point (``python -m trainer.cli`` / ``torchrun -m trainer.cli``)."""
-    parser = argparse.ArgumentParser(prog="harness train", description="GRPO-train a model on a run config")
-    _configure(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        return run_train(args)
-    except HarnessError as e:
-        print(f"harness train: error: {e}", file=sys.stderr)
-        return 2
+    from harness.cli import run_standalone
+
+    return run_standalone("harness train", "GRPO-train a model on a run config", _configure, run_train, argv)
 
 
 if __name__ == "__main__":

@@ -84,29 +84,27 @@ def _rows(ids: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
     return [ids[i][mask[i].bool()] for i in range(ids.shape[0])]
 
 
-def left_pad(rows: Sequence[torch.Tensor | list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-pad 1-D id sequences into ((N, L) ids, (N, L) mask)."""
+def _pad(rows: Sequence[torch.Tensor | list[int]], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
     rows = [torch.as_tensor(r, dtype=torch.long) for r in rows]
     width = max((len(r) for r in rows), default=0)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
         if len(r):
-            ids[i, width - len(r):] = r
-            mask[i, width - len(r):] = 1
+            cols = slice(width - len(r), width) if left else slice(0, len(r))
+            ids[i, cols] = r
+            mask[i, cols] = 1
     return ids, mask
+
+
+def left_pad(rows: Sequence[torch.Tensor | list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-pad 1-D id sequences into ((N, L) ids, (N, L) mask)."""
+    return _pad(rows, pad_id, left=True)
 
 
 def right_pad(rows: Sequence[torch.Tensor | list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad 1-D id sequences into ((N, L) ids, (N, L) mask)."""
-    rows = [torch.as_tensor(r, dtype=torch.long) for r in rows]
-    width = max((len(r) for r in rows), default=0)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = r
-        mask[i, : len(r)] = 1
-    return ids, mask
+    return _pad(rows, pad_id, left=False)
 
 
 class Rollout(Protocol):
