@@ -25,7 +25,7 @@ from typing import Any
 
 from sandbox import _judge, _solution, _sys, _wire
 
-__all__ = ["ChildSpec", "run_child", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
+__all__ = ["ChildSpec", "run_child", "rlimit_plan", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
 
 FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
@@ -43,17 +43,18 @@ class ChildSpec:
     uid: int | None  # None: keep the current uid (no root to drop from)
     cgroup_dirs: tuple[str, ...]
     mounts: bool
-    landlock_abi: int
-    seccomp: bool
-    read_only: tuple[str, ...]
+    landlock: _sys.LandlockPlan | None  # prepared by the server; None: the machine has no Landlock
+    seccomp: _sys.SeccompFilter | None  # packed by the server; None: no seccomp table for this machine
     limits: dict[str, int]
+    rlimits: tuple[tuple[int, int], ...] = ()  # (resource, value) from :func:`rlimit_plan`, set soft = hard
     pidns: bool = False  # no cgroups: a private pid namespace whose death kills every descendant
     keep_visible: tuple[str, ...] = ()  # runtime trees under /tmp or /dev/shm, bound back over the private tmpfs
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
 
 
 def _place_fds(fds: list[int]) -> None:
-    """Make ``fds`` become 0..n-1 (only 0-2 inheritable by the solution's own children); close all others."""
+    """Make ``fds`` become 0..n-1 (only 0-2 inheritable by the solution's own children); close all others
+    (the server's descriptors among them)."""
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
     for target, fd in enumerate(moved):
         os.dup2(fd, target, inheritable=target < 3)
@@ -77,21 +78,20 @@ def _mount_private_tmp(spec: ChildSpec) -> None:
         os.close(fd)
 
 
-def _rlimits(limits: dict[str, int]) -> None:
-    def lower(res: int, value: int) -> None:
-        soft, hard = resource.getrlimit(res)
-        cap = hard if hard != resource.RLIM_INFINITY else value
-        v = min(value, cap)
-        resource.setrlimit(res, (v, v))
+def rlimit_plan(limits: dict[str, int]) -> tuple[tuple[int, int], ...]:
+    """The rlimits a child sets, as (resource, value), each no higher than the hard limit it inherits.
 
-    lower(resource.RLIMIT_CPU, limits["cpu_s"])
-    lower(resource.RLIMIT_AS, limits["address_space_bytes"])
-    lower(resource.RLIMIT_FSIZE, limits["file_size_bytes"])
-    lower(resource.RLIMIT_NOFILE, limits["open_files"])
-    lower(resource.RLIMIT_CORE, 0)
-    lower(resource.RLIMIT_NPROC, limits["max_pids"])
-    lower(resource.RLIMIT_MSGQUEUE, 0)
-    lower(resource.RLIMIT_MEMLOCK, 0)
+    Computed in the server (whose limits the child inherits), so the child only calls ``setrlimit``.
+    """
+    wanted = ((resource.RLIMIT_CPU, limits["cpu_s"]), (resource.RLIMIT_AS, limits["address_space_bytes"]),
+              (resource.RLIMIT_FSIZE, limits["file_size_bytes"]), (resource.RLIMIT_NOFILE, limits["open_files"]),
+              (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NPROC, limits["max_pids"]),
+              (resource.RLIMIT_MSGQUEUE, 0), (resource.RLIMIT_MEMLOCK, 0))
+    plan = []
+    for res, value in wanted:
+        hard = resource.getrlimit(res)[1]
+        plan.append((res, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+    return tuple(plan)
 
 
 def _drop_uid(uid: int) -> None:
@@ -153,20 +153,25 @@ def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
             f.write("0")
     if spec.mounts:
         _mount_private_tmp(spec)
-    _place_fds(fds)
+    ruleset = []
+    if spec.landlock is not None:  # built while the server's descriptors of the read-only trees are still open
+        writable = ["/tmp", "/dev/shm", "/dev/null"] if spec.mounts else [spec.workdir, "/dev/null"]
+        ruleset = [spec.landlock.ruleset(writable)]
+    _place_fds(fds + ruleset)
     placed[0] = True
     if spec.pidns:
         _enter_pid_namespace()
     os.chdir(spec.workdir)
-    _rlimits(spec.limits)
+    for res, value in spec.rlimits:
+        resource.setrlimit(res, (value, value))
     if spec.uid is not None:
         _drop_uid(spec.uid)
     _sys.set_no_new_privs()
-    if spec.landlock_abi:
-        writable = ["/tmp", "/dev/shm", "/dev/null"] if spec.mounts else [spec.workdir, "/dev/null"]
-        _sys.landlock_restrict(list(spec.read_only), writable, spec.landlock_abi)
-    if spec.seccomp:
-        _sys.seccomp_install(_sys.seccomp_program())
+    if ruleset:
+        _sys.landlock_enforce(len(fds))
+        os.close(len(fds))
+    if spec.seccomp is not None:
+        spec.seccomp.install()
     os.environ.clear()
     os.environ.update(SAFE_ENV)
     if not spec.mounts:

@@ -17,7 +17,6 @@ import builtins
 import io
 import os
 import sys
-import threading
 import traceback
 import types
 from typing import Any
@@ -45,9 +44,15 @@ def _main_module(source: str) -> dict[str, Any]:
 
 
 def _finish(code: int) -> None:
-    """Run what a normal interpreter exit runs (non-daemon threads, atexit, flush), then leave."""
+    """Run what a normal interpreter exit runs (non-daemon threads, atexit, flush), then leave.
+
+    ``threading`` is looked up, not imported: the server does not load it (its fork handler would run in every
+    child), and a solution that never imported it has no threads to wait for.
+    """
+    threading = sys.modules.get("threading")
     try:
-        threading._shutdown()  # type: ignore[attr-defined]
+        if threading is not None:
+            threading._shutdown()  # type: ignore[attr-defined]
     except BaseException:
         pass
     try:

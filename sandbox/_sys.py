@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import stat
 import struct
 
 __all__ = [
@@ -23,6 +24,9 @@ __all__ = [
     "set_parent_death_signal",
     "landlock_abi",
     "landlock_restrict",
+    "LandlockPlan",
+    "landlock_enforce",
+    "SeccompFilter",
     "seccomp_supported",
     "seccomp_program",
     "seccomp_install",
@@ -134,8 +138,84 @@ def _fs_all(abi: int) -> int:
     return access
 
 
+class LandlockPlan:
+    """A Landlock ruleset prepared once in the warm server and applied in each child.
+
+    The server opens the read-only trees (``O_PATH``) and packs their rules; a child then only creates a
+    ruleset, adds these rules and its own read-write ones, and enforces it. Keeping the work out of the child
+    matters: every Python step after ``fork`` copies the memory it touches.
+    """
+
+    def __init__(self, read_only: list[str], abi: int) -> None:
+        self.abi = abi
+        self.fs_all = _fs_all(abi)
+        attr = struct.pack("=Q", self.fs_all)
+        if abi >= 4:
+            attr += struct.pack("=Q", _NET_BIND_TCP | _NET_CONNECT_TCP)
+        if abi >= 6:
+            attr += struct.pack("=Q", _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL)
+        self._attr = ctypes.create_string_buffer(attr, len(attr))
+        self._attr_len = ctypes.c_size_t(len(attr))
+        self.fds: list[int] = []
+        self._rules: list[ctypes.Array] = []
+        for path in read_only:
+            packed = self._rule(path, READ_ONLY)
+            if packed is not None:
+                self._rules.append(packed[0])
+                self.fds.append(packed[1])
+
+    def _rule(self, path: str, access: int) -> tuple[ctypes.Array, int] | None:
+        """The packed rule for ``path`` and the ``O_PATH`` fd it names (None when the path does not exist)."""
+        try:
+            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return None
+        if not stat.S_ISDIR(os.fstat(pfd).st_mode):
+            access &= FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+        return ctypes.create_string_buffer(struct.pack("=Qi", access & self.fs_all, pfd), 12), pfd
+
+    def ruleset(self, read_write: list[str]) -> int:
+        """Create the ruleset with every prepared rule plus full access beneath ``read_write``; return its fd.
+
+        Raises:
+            OSError: when a Landlock call fails.
+        """
+        rfd = _check(_libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, self._attr, self._attr_len, ctypes.c_uint32(0)),
+                     "landlock_create_ruleset")
+        try:
+            crfd, kind, flags = ctypes.c_int(rfd), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), ctypes.c_uint32(0)
+            for rule in self._rules:
+                _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, crfd, kind, rule, flags), "landlock_add_rule")
+            for path in read_write:
+                packed = self._rule(path, self.fs_all)
+                if packed is None:
+                    continue
+                try:
+                    _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, crfd, kind, packed[0], flags), f"landlock_add_rule {path}")
+                finally:
+                    os.close(packed[1])
+        except BaseException:
+            os.close(rfd)
+            raise
+        return rfd
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
+
+
+def landlock_enforce(ruleset_fd: int) -> None:
+    """``landlock_restrict_self``: this process and every later child are confined to the ruleset.
+
+    Needs no-new-privs set first (or CAP_SYS_ADMIN).
+    """
+    _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset_fd), ctypes.c_uint32(0)),
+           "landlock_restrict_self")
+
+
 def landlock_restrict(read_only: list[str], read_write: list[str], abi: int) -> None:
-    """Restrict this process (and every later child) to the given paths with Landlock.
+    """Restrict this process (and every later child) to the given paths with Landlock, in one go.
 
     Everything the kernel's ABI can restrict is handled: file-system access outside the listed trees is denied,
     TCP bind/connect is denied (ABI 4), and abstract unix sockets and signals are scoped to this domain (ABI 6).
@@ -144,29 +224,13 @@ def landlock_restrict(read_only: list[str], read_write: list[str], abi: int) -> 
     Raises:
         OSError: when a Landlock call fails.
     """
-    fs_all = _fs_all(abi)
-    attr = struct.pack("=Q", fs_all)
-    if abi >= 4:
-        attr += struct.pack("=Q", _NET_BIND_TCP | _NET_CONNECT_TCP)
-    if abi >= 6:
-        attr += struct.pack("=Q", _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL)
-    buf = ctypes.create_string_buffer(attr, len(attr))
-    rfd = _check(_libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)), "landlock_create_ruleset")
+    plan = LandlockPlan(read_only, abi)
     try:
-        rules = [(p, READ_ONLY) for p in read_only] + [(p, fs_all) for p in read_write]
-        for path, access in rules:
-            try:
-                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                if not os.path.isdir(path):
-                    access &= FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
-                rule = ctypes.create_string_buffer(struct.pack("=Qi", access & fs_all, pfd), 12)
-                _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(rfd), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0)), f"landlock_add_rule {path}")
-            finally:
-                os.close(pfd)
-        _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(rfd), ctypes.c_uint32(0)), "landlock_restrict_self")
+        rfd = plan.ruleset(read_write)
+    finally:
+        plan.close()
+    try:
+        landlock_enforce(rfd)
     finally:
         os.close(rfd)
 
@@ -250,13 +314,23 @@ def seccomp_program() -> list[bytes]:
     return prog
 
 
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class SeccompFilter:
+    """A BPF program packed once (in the warm server), ready for :meth:`install` in each child."""
+
+    def __init__(self, program: list[bytes]) -> None:
+        code = b"".join(program)
+        self._buf = ctypes.create_string_buffer(code, len(code))
+        self._fprog = _Fprog(len(program), ctypes.cast(self._buf, ctypes.c_void_p))
+
+    def install(self) -> None:
+        """``prctl(PR_SET_SECCOMP)``; needs no-new-privs (or CAP_SYS_ADMIN)."""
+        _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0), "prctl(SECCOMP)")
+
+
 def seccomp_install(program: list[bytes]) -> None:
     """Install a BPF program with ``prctl(PR_SET_SECCOMP)``; needs no-new-privs (or CAP_SYS_ADMIN)."""
-    code = b"".join(program)
-    buf = ctypes.create_string_buffer(code, len(code))
-
-    class _Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = _Fprog(len(program), ctypes.cast(buf, ctypes.c_void_p))
-    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(SECCOMP)")
+    SeccompFilter(program).install()

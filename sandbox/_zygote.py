@@ -7,6 +7,9 @@ children: no interface is up, so there is no network at all) and a private mount
 interpreter's install tree is reachable by unprivileged uids even when it lives under a 0700 directory such as
 root's home directory: a tmpfs hides that directory and only the install trees are bind-mounted back.
 
+The server loads only the modules its children need, and none that registers a fork handler (``threading``,
+``random``, ``logging``): such a handler would run in every child and touch (copy) memory there.
+
 The server never sees the tests (they go from the host to the judge child directly) and keeps no state
 between jobs but the groups and pids of the running ones. When the host goes away (EOF on the control socket)
 it kills every running job, removes their groups and exits.
@@ -20,7 +23,6 @@ import shutil
 import socket
 import stat
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -169,7 +171,10 @@ class Server:
         self.statuses: dict[int, int] = {}
         self.live: set[int] = set()
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-        self.read_only = tuple(runtime_roots()) + _SYSTEM_RO
+        read_only = list(runtime_roots()) + list(_SYSTEM_RO)
+        abi = layers["landlock_abi"]
+        self.landlock = _sys.LandlockPlan(read_only, abi) if abi else None
+        self.seccomp = _sys.SeccompFilter(_sys.seccomp_program()) if layers["seccomp"] else None
         # runtime trees under the directories each child replaces with a private tmpfs: re-bound in the child
         self.keep_visible = tuple(r for r in runtime_roots() if any(r.startswith(d + "/") for d in ("/tmp", "/dev/shm")))
 
@@ -188,6 +193,7 @@ class Server:
         job, children, limits, slot = int(msg["job"]), msg["children"], msg["limits"], int(msg["slot"])
         started: list[tuple[int, _cgroups.JobCgroup | None, tuple[int, int]]] = []
         self.jobs[job] = started
+        rlimits = _child.rlimit_plan(limits)
         try:
             for i, c in enumerate(children):
                 mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
@@ -198,6 +204,8 @@ class Server:
                 uid = c["uid"] if self.layers["uid"] else None
                 workdir = "/tmp"
                 if not self.layers["mntns"]:
+                    import tempfile  # only here: it loads ``random``, whose fork handler would run in every child
+
                     workdir = tempfile.mkdtemp(prefix="sbx-work-")
                     self.workdirs.setdefault(job, []).append(workdir)
                     if uid is not None:
@@ -206,8 +214,7 @@ class Server:
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_dirs=tuple(str(d) for d in (cg.dirs if cg else [])), mounts=self.layers["mntns"],
                     pidns=cg is None and self.layers["pidns"], keep_visible=self.keep_visible,
-                    landlock_abi=self.layers["landlock_abi"], seccomp=self.layers["seccomp"],
-                    read_only=self.read_only, limits=limits)
+                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits)
                 pid = os.fork()
                 if pid == 0:
                     _child.run_child(spec, mine)  # never returns

@@ -89,8 +89,10 @@ class Sandbox:
     # ------------------------------------------------------------ server lifecycle
     def _start(self) -> None:
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        root = str(Path(__file__).resolve().parent.parent)
-        boot = f"import sys; sys.path.insert(0, {root!r}); import sandbox._zygote as z; z.main({child.fileno()})"
+        here = str(Path(__file__).resolve().parent)
+        # the package without its __init__ (this module): the server must not load threading or logging
+        boot = (f"import sys, types; p = types.ModuleType('sandbox'); p.__path__ = [{here!r}]; "
+                f"sys.modules['sandbox'] = p; import sandbox._zygote as z; z.main({child.fileno()})")
         env = dict(_child.SAFE_ENV)
         try:
             self._proc = subprocess.Popen([sys.executable, "-I", "-c", boot], pass_fds=(child.fileno(),), env=env,
