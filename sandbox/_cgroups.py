@@ -131,6 +131,7 @@ def remove_stale(roots: CgroupRoots) -> int:
             cg = JobCgroup(dirs=[d], unified_dir=d if root == roots.unified else None)
             if cg.drain(timeout=2.0) and cg.remove(timeout=1.0):
                 removed += 1
+            cg.close()
     return removed
 
 
@@ -141,13 +142,16 @@ def _write(path: Path, value: str) -> None:
 
 @dataclass
 class JobCgroup:
-    """The groups of one sandboxed process tree. Create with :meth:`create`, then ``join`` from the child."""
+    """The groups of one sandboxed process tree. Create with :meth:`create`; children join through
+    :meth:`join_fds` (descriptors the server opened, so a child writes without opening anything)."""
 
     dirs: list[Path] = field(default_factory=list)
     memory_dir: Path | None = None
     pids_dir: Path | None = None
     unified_dir: Path | None = None
     limits: tuple[int, int] = (0, 0)  # (memory bytes, max pids) last written
+    counted: tuple[int, int] | None = None  # counters as last read (groups only change while a job runs)
+    _fds: dict[tuple[Path, str], int] = field(default_factory=dict, repr=False)
 
     @classmethod
     def create(cls, roots: CgroupRoots, name: str, memory_bytes: int, max_pids: int) -> JobCgroup:
@@ -191,6 +195,20 @@ class JobCgroup:
         if self.pids_dir is not None:
             _write(self.pids_dir / "pids.max", str(max_pids))
 
+    def _fd(self, d: Path, name: str, flags: int) -> int:
+        """A descriptor of ``d/name`` kept open for the group's life (cgroup files are re-read with ``pread``).
+
+        Raises:
+            OSError: when the file cannot be opened.
+        """
+        fd = self._fds.get((d, name))
+        if fd is None:
+            fd = self._fds[(d, name)] = os.open(d / name, flags | os.O_CLOEXEC)
+        return fd
+
+    def _read(self, d: Path, name: str) -> str:
+        return os.pread(self._fd(d, name, os.O_RDONLY), 1 << 16, 0).decode()
+
     def counters(self) -> tuple[int, int]:
         """(oom kills, refused forks) so far: cumulative, compare before and after an execution."""
         oom = refused = 0
@@ -199,7 +217,7 @@ class JobCgroup:
             if d is None:
                 continue
             try:
-                text = (d / name).read_text()
+                text = self._read(d, name)
             except OSError:
                 continue
             fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
@@ -208,6 +226,7 @@ class JobCgroup:
                 refused += n
             else:
                 oom += n
+        self.counted = (oom, refused)
         return oom, refused
 
     def _mk(self, d: Path) -> None:
@@ -222,6 +241,14 @@ class JobCgroup:
         for d in self.dirs:
             _write(d / "cgroup.procs", str(pid))
 
+    def join_fds(self) -> list[int]:
+        """Open (once) each group's ``cgroup.procs`` for writing: a forked child writes ``0`` to each to join.
+
+        Raises:
+            OSError: when a file cannot be opened.
+        """
+        return [self._fd(d, "cgroup.procs", os.O_WRONLY) for d in self.dirs]
+
     def pids(self) -> set[int]:
         """Every pid still in the groups."""
         out: set[int] = set()
@@ -232,11 +259,21 @@ class JobCgroup:
                 pass
         return out
 
+    def empty(self) -> bool:
+        """True when no process is left in the groups (v2 ``populated``, else the pid lists)."""
+        if self.unified_dir is not None:
+            try:
+                return "populated 0" in self._read(self.unified_dir, "cgroup.events")
+            except OSError:
+                pass
+        return not self.pids()
+
     def kill(self) -> None:
         """SIGKILL every process in the groups (v2 ``cgroup.kill``, else each listed pid)."""
         if self.unified_dir is not None:
             try:
-                _write(self.unified_dir / "cgroup.kill", "1")
+                os.write(self._fd(self.unified_dir, "cgroup.kill", os.O_WRONLY), b"1")
+                return
             except OSError:
                 pass
         for pid in self.pids():
@@ -250,24 +287,34 @@ class JobCgroup:
 
         Args:
             reap: called between kill rounds so the caller can ``waitpid`` its own children (a zombie stays
-                listed in its group until reaped).
+                listed in a v1 group until reaped).
             timeout: how long to keep trying.
         """
         deadline = time.monotonic() + timeout
         delay = 0.0002
-        while True:
+        while not self.empty():
             self.kill()
             if reap is not None:
                 reap()
-            if not self.pids():
-                return True
+            if self.empty():
+                break
             if time.monotonic() > deadline:
                 return False
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
+        if reap is not None:
+            reap()
+        return True
+
+    def close(self) -> None:
+        """Close the descriptors kept open on the group's files."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
     def remove(self, timeout: float = 5.0) -> bool:
         """Remove the (empty) groups; True when all are gone."""
+        self.close()
         deadline = time.monotonic() + timeout
         pending = list(reversed(self.dirs))
         while pending:

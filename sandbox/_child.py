@@ -41,7 +41,7 @@ class ChildSpec:
 
     role: str  # "program" | "solution" | "judge"
     uid: int | None  # None: keep the current uid (no root to drop from)
-    cgroup_dirs: tuple[str, ...]
+    cgroup_fds: tuple[int, ...]  # the server's descriptors of the job's ``cgroup.procs`` files, open for writing
     mounts: bool
     landlock: _sys.LandlockPlan | None  # prepared by the server; None: the machine has no Landlock
     seccomp: _sys.SeccompFilter | None  # packed by the server; None: no seccomp table for this machine
@@ -148,9 +148,8 @@ def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
-    for d in spec.cgroup_dirs:
-        with open(os.path.join(d, "cgroup.procs"), "w") as f:
-            f.write("0")
+    for fd in spec.cgroup_fds:
+        os.write(fd, b"0")
     if spec.mounts:
         _mount_private_tmp(spec)
     ruleset = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import socket
 import stat
@@ -200,7 +201,7 @@ class Server:
                 cg, before = None, (0, 0)
                 if self.roots is not None:
                     cg = self._group(slot, i, limits)
-                    before = cg.counters()
+                    before = cg.counted or cg.counters()
                 uid = c["uid"] if self.layers["uid"] else None
                 workdir = "/tmp"
                 if not self.layers["mntns"]:
@@ -212,7 +213,7 @@ class Server:
                         os.chown(workdir, uid, uid)
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
-                    cgroup_dirs=tuple(str(d) for d in (cg.dirs if cg else [])), mounts=self.layers["mntns"],
+                    cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
                     pidns=cg is None and self.layers["pidns"], keep_visible=self.keep_visible,
                     landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits)
                 pid = os.fork()
@@ -236,16 +237,30 @@ class Server:
         elif cg.limits != (limits["memory_bytes"], limits["max_pids"]):
             cg.set_limits(limits["memory_bytes"], limits["max_pids"])
             cg.limits = (limits["memory_bytes"], limits["max_pids"])
-        if cg.pids():
+        if not cg.empty():
             raise RuntimeError(f"group of slot {slot} is still busy")
         return cg
 
     def _wait_exit(self, pid: int, grace_s: float) -> None:
         """Give ``pid`` up to ``grace_s`` to exit by itself (its own status is then the one reported)."""
+        self.reap()
+        if pid in self.statuses:
+            return
+        try:  # woken the moment it exits
+            pfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pfd = -1
+        if pfd >= 0:
+            try:
+                select.select([pfd], [], [], grace_s)
+            finally:
+                os.close(pfd)
+            self.reap()
+            return
         deadline = time.monotonic() + grace_s
         while pid not in self.statuses and time.monotonic() < deadline:
-            self.reap()
             time.sleep(0.001)
+            self.reap()
 
     def end(self, job: int, grace_s: float = 0.0) -> dict[str, Any]:
         exits, ooms, refused = [], [], []
