@@ -17,15 +17,18 @@ This module does not enforce time or memory (the host's deadline and the groups 
 from __future__ import annotations
 
 import ast
+import base64
 import builtins
+import functools
 import importlib
+import marshal
 import sys
 import unittest
 from typing import Any
 
 from sandbox import _wire
 
-__all__ = ["judge", "Remote", "RemoteError", "plan_tests"]
+__all__ = ["judge", "Remote", "RemoteError", "plan_tests", "prepare_tests"]
 
 _MAX_RECORDED = 50
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -216,6 +219,22 @@ def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, 
     return tree, uses_unittest, bool(entry_point) and defines_check and not calls_check
 
 
+@functools.lru_cache(maxsize=256)
+def prepare_tests(source: str, entry_point: str | None) -> dict[str, Any]:
+    """The judge's payload for ``source``: the rewritten tests compiled and marshalled, and how to run them.
+
+    Run by the host (trusted; cached, since a training step scores many completions against the same tests),
+    so the judge only loads a code object. The judge runs the same interpreter, so marshal data is compatible.
+
+    Raises:
+        SyntaxError: the tests do not parse.
+    """
+    tree, uses_unittest, call_check = plan_tests(source, entry_point)
+    code = compile(tree, "tests.py", "exec", dont_inherit=True)
+    return {"code": base64.b64encode(marshal.dumps(code)).decode("ascii"), "uses_unittest": uses_unittest,
+            "call_check": call_check, "entry_point": entry_point}
+
+
 def _namespace(link: _Link, names: Any) -> dict[str, Any]:
     """The tests' globals: the solution's names, minus any that would shadow a builtin or a dunder name."""
     ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
@@ -255,7 +274,12 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
     """Run the tests in ``spec`` against the solution behind ``fd``; return the verdict as plain data."""
     link = _Link(fd)
     partial = bool(spec.get("partial"))
-    tree, uses_unittest, call_check = plan_tests(spec["tests"], spec.get("entry_point"))
+    if "code" in spec:  # prepared by the host (:func:`prepare_tests`)
+        code = marshal.loads(base64.b64decode(spec["code"]))
+        uses_unittest, call_check = bool(spec["uses_unittest"]), bool(spec["call_check"])
+    else:
+        tree, uses_unittest, call_check = plan_tests(spec["tests"], spec.get("entry_point"))
+        code = compile(tree, "tests.py", "exec", dont_inherit=True)
     hello = _wire.recv(fd)
     if type(hello) is not dict or hello.get("loaded") is not True:
         err = str(hello.get("error", "solution did not load"))[:2000] if type(hello) is dict else "bad hello"
@@ -266,7 +290,7 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
     unittest_main, unittest.main = unittest.main, (lambda *a, **k: None)  # the judge runs the classes itself
     error: str | None = None
     try:
-        exec(compile(tree, "tests.py", "exec"), ns)
+        exec(code, ns)
         if call_check:
             ep = spec["entry_point"]
             if ep not in ns:

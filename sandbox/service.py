@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandbox import _child
+from sandbox import _child, _judge
 from sandbox._pump import Pump, Stream
 from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, TestsResult, level_of
 
@@ -359,11 +359,11 @@ class Sandbox:
             SyntaxError: the tests do not parse (checked here, before anything starts).
         """
         limits = limits or self.limits
-        compile(tests, "tests.py", "exec", dont_inherit=True)
+        prepared = _judge.prepare_tests(tests, entry_point)  # raises SyntaxError before anything starts
         children: list[tuple[str, list[str | None]]] = [
             ("solution", [None, "sout:w", "sout:w", "spay:r", "setup0:w", "rpc"]),
             ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"])]
-        writes = {"spay": _json({"code": code}), "jpay": _json({"tests": tests, "entry_point": entry_point, "partial": partial})}
+        writes = {"spay": _json({"code": code}), "jpay": _json({**prepared, "partial": partial})}
         pump, end, deadline_s, duration, st = self._execute(children, writes, limits, ["verdict"])
         output = bytes(st["sout"].buf[-4096:])
         ooms = end.get("oom") or [False, False]
