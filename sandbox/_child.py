@@ -1,11 +1,14 @@
 """Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
 
-Order matters and is fixed here: new session; join the job's groups; put the host's pipes on fds 0-6 and close
-every other fd; private mount namespace with a fresh size-limited tmpfs on ``/tmp`` (the working directory) and
-``/dev/shm``; rlimits; drop to the slot's unprivileged uid and gid with no supplementary groups; no-new-privs;
-Landlock (read-only runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and
-signals scoped); seccomp denylist; scrubbed environment. Only then is "setup ok" written to the host on fd 4,
-which is closed before the first line of untrusted code runs.
+Order matters and is fixed here: new session; join the job's groups; private mount namespace with a fresh
+size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
+runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
+while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-6 and close every
+other fd; rlimits; drop to the slot's unprivileged uid and gid with no supplementary groups; no-new-privs;
+enforce Landlock; seccomp denylist. The environment is the server's, scrubbed once (:func:`prepare_server`).
+Only then is "setup ok" written to the host on fd 4, which is closed before the first line of untrusted code
+runs. What can be computed before ``fork`` (rules, filter, rlimit values, mount options) is computed by the
+server: after ``fork`` every step copies the memory it touches.
 
 Each step that the machine lacks is skipped only when the server's probe said it is missing; a step that was
 probed as available and then fails aborts the child with a sandbox error (never silently weaker).
@@ -14,6 +17,7 @@ probed as available and then fails aborts the child with a sandbox error (never 
 from __future__ import annotations
 
 import fcntl
+import functools
 import io
 import json
 import os
@@ -25,7 +29,7 @@ from typing import Any
 
 from sandbox import _judge, _solution, _sys, _wire
 
-__all__ = ["ChildSpec", "run_child", "rlimit_plan", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
+__all__ = ["ChildSpec", "run_child", "rlimit_plan", "prepare_server", "tmpfs_mounts", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
 
 FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
@@ -49,6 +53,7 @@ class ChildSpec:
     rlimits: tuple[tuple[int, int], ...] = ()  # (resource, value) from :func:`rlimit_plan`, set soft = hard
     pidns: bool = False  # no cgroups: a private pid namespace whose death kills every descendant
     keep_visible: tuple[str, ...] = ()  # runtime trees under /tmp or /dev/shm, bound back over the private tmpfs
+    tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()  # from :func:`tmpfs_mounts` when ``mounts``
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
 
 
@@ -61,16 +66,30 @@ def _place_fds(fds: list[int]) -> None:
     os.closerange(len(fds), 1 << 20)
 
 
+def prepare_server() -> None:
+    """Once, in the warm server: the process state every child inherits as is (scrubbed environment, default
+    SIGCHLD, no wakeup fd), so that children do not redo it after ``fork``."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.environ.clear()
+    os.environ.update(SAFE_ENV)
+
+
+@functools.lru_cache(maxsize=256)
+def tmpfs_mounts(uid: int, gid: int, disk_bytes: int) -> tuple[tuple[bytes, bytes, int, bytes], ...]:
+    """(target, fstype, flags, options) of a child's private ``/tmp`` and ``/dev/shm``, encoded by the server."""
+    flags = _sys.MS_NOSUID | _sys.MS_NODEV
+    out = [(b"/tmp", b"tmpfs", flags, f"size={disk_bytes},nr_inodes=4096,mode=0700,uid={uid},gid={gid}".encode())]
+    if os.path.isdir("/dev/shm"):
+        out.append((b"/dev/shm", b"tmpfs", flags, f"size={min(disk_bytes, 64 << 20)},nr_inodes=1024,mode=1777".encode()))
+    return tuple(out)
+
+
 def _mount_private_tmp(spec: ChildSpec) -> None:
     _sys.unshare(_sys.CLONE_NEWNS)
     held = [(os.open(p, os.O_PATH | os.O_CLOEXEC), p) for p in spec.keep_visible]  # before the tmpfs hides them
-    uid = spec.uid if spec.uid is not None else os.getuid()
-    gid = spec.uid if spec.uid is not None else os.getgid()
-    flags = _sys.MS_NOSUID | _sys.MS_NODEV
-    size = spec.limits["disk_bytes"]
-    _sys.mount("tmpfs", "/tmp", "tmpfs", flags, f"size={size},nr_inodes=4096,mode=0700,uid={uid},gid={gid}")
-    if os.path.isdir("/dev/shm"):
-        _sys.mount("tmpfs", "/dev/shm", "tmpfs", flags, f"size={min(size, 64 << 20)},nr_inodes=1024,mode=1777")
+    for target, fstype, flags, options in spec.tmpfs:
+        _sys.mount_raw(fstype, target, fstype, flags, options)
     for fd, path in held:  # an interpreter or venv living under /tmp stays importable, read-only
         os.makedirs(path, mode=0o755, exist_ok=True)
         _sys.mount(f"/proc/self/fd/{fd}", path, None, _sys.MS_BIND | _sys.MS_REC)
@@ -145,8 +164,6 @@ def _enter_pid_namespace() -> None:
 
 
 def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     for fd in spec.cgroup_fds:
         os.write(fd, b"0")
@@ -171,9 +188,7 @@ def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
         os.close(len(fds))
     if spec.seccomp is not None:
         spec.seccomp.install()
-    os.environ.clear()
-    os.environ.update(SAFE_ENV)
-    if not spec.mounts:
+    if not spec.mounts:  # (the rest of the environment is the server's: SAFE_ENV, see prepare_server)
         os.environ.update(HOME=spec.workdir, TMPDIR=spec.workdir)
     os.umask(0o077)
     _fresh_stdio()

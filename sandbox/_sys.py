@@ -19,6 +19,7 @@ import struct
 __all__ = [
     "unshare",
     "mount",
+    "mount_raw",
     "set_no_new_privs",
     "set_child_subreaper",
     "set_parent_death_signal",
@@ -81,6 +82,12 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, d
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
     ret = _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
     _check(ret, f"mount {source} on {target}")
+
+
+def mount_raw(source: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None) -> None:
+    """``mount(2)`` with arguments already encoded (for a forked child: no work beyond the call)."""
+    if _libc.mount(source, target, fstype, ctypes.c_ulong(flags), data) < 0:
+        _check(-1, f"mount {target!r}")
 
 
 def set_no_new_privs() -> None:

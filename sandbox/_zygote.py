@@ -211,11 +211,15 @@ class Server:
                     self.workdirs.setdefault(job, []).append(workdir)
                     if uid is not None:
                         os.chown(workdir, uid, uid)
+                tmpfs = ()
+                if self.layers["mntns"]:
+                    owner = uid if uid is not None else os.getuid()
+                    tmpfs = _child.tmpfs_mounts(owner, owner if uid is not None else os.getgid(), limits["disk_bytes"])
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
                     pidns=cg is None and self.layers["pidns"], keep_visible=self.keep_visible,
-                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits)
+                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs)
                 pid = os.fork()
                 if pid == 0:
                     _child.run_child(spec, mine)  # never returns
@@ -330,6 +334,7 @@ class Server:
 def main(ctl_fd: int) -> None:
     """Run the server on the inherited control socket ``ctl_fd`` until the host closes it."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=ctl_fd)
+    _child.prepare_server()
     try:
         _sys.set_child_subreaper()
     except OSError:
