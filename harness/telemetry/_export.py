@@ -1,8 +1,9 @@
 """Where spans go: the per-run OTLP-JSON file store, and an optional OTLP backend that may be down.
 
-* :class:`FileStoreProcessor` writes every ended span to ``traces.jsonl``, synchronously and in full: one
+* :class:`FileStoreProcessor` writes every ended span to ``traces.jsonl``, in full: one
   ``ExportTraceServiceRequest`` line per finished trace root (a training step with its reward spans, an
-  evaluation with its reward spans), appended with a single ``write`` so a trainer and an evaluator can share it.
+  evaluation with its reward spans), encoded by a writer thread and appended with a single ``write`` so a
+  trainer and an evaluator can share the file. Flush or shut down to have everything on disk.
 * :class:`GuardedExporter` wraps an OTLP exporter for a :class:`BatchSpanProcessor` (a bounded queue and a
   background thread, so training never waits for the network). When an export fails it logs one warning for
   the whole run, then drops batches for ``retry_after_s`` instead of retrying each one; the file store is the
@@ -226,9 +227,10 @@ class GuardedExporter(SpanExporter):
 class FileStoreProcessor(SpanProcessor):
     """Appends ended spans to an OTLP-JSON file, one request line per finished root span.
 
-    Child spans wait in memory until their root ends (a training step holds only a handful); any left at
-    shutdown or flush are written then. Writing is synchronous, so the file is complete when a span's ``with``
-    block has exited.
+    Child spans wait in memory until their root ends (a training step holds only a handful). The finished trace
+    is then handed to a writer thread that encodes it and appends it with a single ``write``, so the training
+    loop pays only for the hand-over. :meth:`force_flush` and :meth:`shutdown` return once everything handed
+    over is in the file; a process killed outright loses at most the traces still being encoded.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -236,34 +238,75 @@ class FileStoreProcessor(SpanProcessor):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._pending: list[ReadableSpan] = []
-        self._lock = threading.Lock()
+        self._queue: list[list[ReadableSpan]] = []
+        self._cv = threading.Condition()
+        self._busy = False
+        self._stopping = False
+        self._failed = False
         self.lines_written = 0
+        self._thread = threading.Thread(target=self._run, name="harness-trace-store", daemon=True)
+        self._thread.start()
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         pass
 
     def on_end(self, span: ReadableSpan) -> None:
-        with self._lock:
+        with self._cv:
             self._pending.append(span)
             if span.parent is None:
-                self._write_pending()
+                self._queue.append(self._pending)
+                self._pending = []
+                self._cv.notify_all()
 
-    def _write_pending(self) -> None:
-        if not self._pending or self._fd < 0:
-            return
-        spans, self._pending = self._pending, []
-        line = json.dumps(spans_to_otlp_json(spans), separators=(",", ":")) + "\n"
-        os.write(self._fd, line.encode("utf-8"))
-        self.lines_written += 1
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._stopping:
+                    self._cv.wait()
+                if not self._queue:
+                    return
+                traces, self._queue = self._queue, []
+                self._busy = True
+            try:
+                self._write(traces)
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+
+    def _write(self, traces: list[list[ReadableSpan]]) -> None:
+        try:
+            lines = [json.dumps(spans_to_otlp_json(spans), separators=(",", ":")) + "\n" for spans in traces]
+            if self._fd >= 0:
+                os.write(self._fd, "".join(lines).encode("utf-8"))
+                self.lines_written += len(lines)
+        except Exception as e:  # noqa: BLE001 - a full disk must not stop training; say so once
+            if not self._failed:
+                self._failed = True
+                logger.warning("writing traces to %s failed (%s: %s); later traces may be missing", self.path,
+                               type(e).__name__, e)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        with self._lock:
-            self._write_pending()
+        deadline = time.monotonic() + timeout_millis / 1000
+        with self._cv:
+            if self._pending:  # children whose root has not ended: written as they are
+                self._queue.append(self._pending)
+                self._pending = []
+                self._cv.notify_all()
+            while self._queue or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._thread.is_alive():
+                    return False
+                self._cv.wait(left)
         return True
 
     def shutdown(self) -> None:
-        with self._lock:
-            self._write_pending()
+        self.force_flush()
+        with self._cv:
+            self._stopping = True
+            self._cv.notify_all()
+        self._thread.join(timeout=30)
+        with self._cv:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1

@@ -48,14 +48,23 @@ def _convert_ids(req: dict[str, Any], conv) -> None:
 
 
 def _value(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
+    t = type(v)  # exact types first: this runs for every attribute of every span
+    if t is float:
         return {"doubleValue": v}
-    if isinstance(v, str):
+    if t is str:
         return {"stringValue": v}
+    if t is bool:
+        return {"boolValue": v}
+    if t is int:
+        return {"intValue": str(v)}
+    if isinstance(v, bool):
+        return {"boolValue": bool(v)}
+    if isinstance(v, int):
+        return {"intValue": str(int(v))}
+    if isinstance(v, float):
+        return {"doubleValue": float(v)}
+    if isinstance(v, str):
+        return {"stringValue": str(v)}
     if isinstance(v, (list, tuple)):
         return {"arrayValue": {"values": [_value(x) for x in v]}}
     return {"stringValue": str(v)}

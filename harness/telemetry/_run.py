@@ -336,6 +336,8 @@ class RunTelemetry:
         at the first step traced by this process (``since_step`` is None).
         """
         step = int(step)
+        if self._file_store is not None:  # the spans a checkpoint points to are on disk before it is saved
+            self._file_store.force_flush()
         if step in self._checkpoints:
             return json.loads(json.dumps(self._checkpoints[step]))
         prev = max((c for c in self._checkpoints if c < step), default=None)
