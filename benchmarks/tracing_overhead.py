@@ -4,8 +4,9 @@ Runs the real trainer (``trainer.train``) on the built-in toy task (a random-ini
 model, G=8, 2 prompts per step, 16 new tokens) once per mode and round, modes interleaved and their order
 rotated per round so that machine load hits all of them alike. Step time is the wall time between consecutive
 ``on_step`` callbacks (warm-up steps and the final checkpoint save left out); the median is reported, pooled
-over rounds, beside the median CPU time of this process per step (which includes the exporter's background
-thread and is less sensitive than wall time to other processes' load; reward workers are not in it). Because a 0.1 s step on a shared 2-core machine jitters by more than the 2 % goal, it also times
+over rounds, and as a paired ratio (per round against that round's untraced run, then the median over rounds),
+beside the median CPU time of this process per step (which includes the trace writer and OTLP sender
+threads and is less sensitive than wall time to other processes' load; reward workers are not in it). Because a 0.1 s step on a shared 2-core machine jitters by more than the 2 % goal, it also times
 the tracing calls alone (the same spans, no training) and prints them as a share of the median step.
 
 The OTLP mode starts ``mlflow server`` from ``.venv-mlflow`` (see ``tests/backends/setup_backends.sh``) on a
@@ -99,7 +100,7 @@ def tracing_only_ms(n: int, out: Path, otlp: dict | None) -> dict[str, tuple[flo
     """Per step: wall ms of the tracing calls, CPU ms of tracing in this process; and the shutdown flush in s.
 
     The trainer's step is replaced by nothing: each step records the trainer's number of metrics and one reward.
-    CPU time includes the OTLP exporter's background thread and the final flush; wall time is what the
+    CPU time includes the trace writer and OTLP sender threads and the final flush; wall time is what the
     training loop itself waits for (the flush happens once, at shutdown, and is reported apart).
     """
     from harness.cfg.telemetry import TelemetrySection
@@ -143,16 +144,18 @@ def group_cpu_s(pgid: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=5)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         import trainer.loop  # noqa: F401
+        from transformers.utils import logging as hf_logging
     except ImportError as e:
         print(f"the trainer is not importable ({e}); nothing to measure")
         return 1
+    hf_logging.disable_progress_bar()  # the final checkpoint's save bar, once per run
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         server = start_mlflow(out)
@@ -167,6 +170,8 @@ def main() -> int:
             cpu: dict[str, list[float]] = {m: [] for m in modes}
             rounds: dict[str, list[float]] = {m: [] for m in modes}
             backend_cpu: list[float] = []
+            for mode in modes:  # unmeasured: first-use costs (imports, the backend's lazy set-up) land here
+                run_mode(mode, max(args.warmup + 5, 10), out, otlp, "warm")
             for r in range(args.rounds):
                 order = modes if r % 2 == 0 else modes[::-1]
                 for mode in order:
@@ -184,12 +189,18 @@ def main() -> int:
                 server[0].wait(timeout=30)
     base = statistics.median(times["off"])
     base_cpu = statistics.median(cpu["off"])
-    print(f"tiny CPU GRPO, {args.rounds} rounds x {args.steps} steps per mode ({args.warmup} warm-up dropped)")
-    print(f"{'mode':<6} {'median step ms':>15} {'ratio':>7} {'median CPU ms':>14} {'ratio':>7}  per-round median ms")
+    print(f"tiny CPU GRPO, {args.rounds} rounds x {args.steps} steps per mode ({args.warmup} warm-up steps dropped "
+          f"per run, one unmeasured warm-up run per mode first)")
+    print(f"{'mode':<6} {'median step ms':>15} {'ratio':>7} {'paired ratio':>13} {'median CPU ms':>14} {'ratio':>7}"
+          f"  per-round median ms")
     for mode in modes:
         med, mc = statistics.median(times[mode]), statistics.median(cpu[mode])
-        per_round = " ".join(f"{x:.0f}" for x in rounds[mode])
-        print(f"{mode:<6} {med * 1000:>15.1f} {med / base:>7.3f} {mc * 1000:>14.1f} {mc / base_cpu:>7.3f}  {per_round}")
+        paired = statistics.median(x / b for x, b in zip(rounds[mode], rounds["off"]))
+        per_round = " ".join(f"{x:.1f}" for x in rounds[mode])
+        print(f"{mode:<6} {med * 1000:>15.1f} {med / base:>7.3f} {paired:>13.3f} {mc * 1000:>14.1f} "
+              f"{mc / base_cpu:>7.3f}  {per_round}")
+    print("paired ratio: the median over rounds of (this mode's median step / the untraced median step of the same "
+          "round); machine load drifts between rounds, far less within one")
     print(f"tracing alone, {MICRO_STEPS} steps without training, share of the median untraced step's wall time:")
     for mode, (ms, cms, flush_s) in micro.items():
         print(f"  {mode}: calls {ms:.3f} ms wall ({ms / (base * 1000) * 100:.2f}%), all tracing work {cms:.3f} ms "

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import random
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,12 +30,13 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.errors import ConfigError
-from harness.telemetry._export import FileStoreProcessor, GuardedExporter, make_exporter, resolve_otlp
+from harness.telemetry._export import resolve_otlp
+from harness.telemetry._sender import OtlpSender
+from harness.telemetry._writer import TraceWriter
 from harness.telemetry._stats import RewardStats
 
 __all__ = ["RunTelemetry", "StepSpan", "EvalSpan", "TRACES_FILE", "CONTEXT_VERSION"]
@@ -227,7 +229,7 @@ class RunTelemetry:
     """
 
     def __init__(self, run_dir: Path, run_id: str, section: TelemetrySection, provider: TracerProvider | None,
-                 file_store: FileStoreProcessor | None, exporter: GuardedExporter | None) -> None:
+                 file_store: TraceWriter | None, exporter: OtlpSender | None) -> None:
         self.run_dir = run_dir
         self.run_id = run_id
         self.config = section
@@ -273,25 +275,22 @@ class RunTelemetry:
             "openinference.project.name": section.project_name or service,
         })
         provider = TracerProvider(resource=resource, id_generator=_UrandomIdGenerator())
-        store = None
-        if section.file_store:
-            store = FileStoreProcessor(run_dir / TRACES_FILE)
-            provider.add_span_processor(store)
-        guarded = None
+        sender = None
         if otlp is not None:
-            guarded = GuardedExporter(make_exporter(otlp), f"{otlp.endpoint} ({otlp.protocol})",
-                                      retry_after_s=section.retry_after_s)
-            provider.add_span_processor(BatchSpanProcessor(
-                guarded,
-                max_queue_size=section.max_queue_size,
-                max_export_batch_size=min(section.max_export_batch_size, section.max_queue_size),
-                schedule_delay_millis=section.schedule_delay_s * 1000,
-                export_timeout_millis=section.export_timeout_s * 1000,
-            ))
+            try:
+                sender = OtlpSender(otlp, max_queue_spans=section.max_queue_size,
+                                    max_batch_spans=section.max_export_batch_size,
+                                    schedule_delay_s=section.schedule_delay_s, retry_after_s=section.retry_after_s)
+            except ValueError as e:
+                raise ConfigError(f"telemetry.otlp_endpoint: {e}") from None
             logger.info("tracing run %s to %s and %s", run_id, otlp.endpoint, run_dir / TRACES_FILE)
+        writer = None
+        if section.file_store or sender is not None:
+            writer = TraceWriter(run_dir / TRACES_FILE if section.file_store else None, sender)
+            provider.add_span_processor(writer)
         for p in extra_processors:
             provider.add_span_processor(p)
-        return cls(run_dir, run_id, section, provider, store, guarded)
+        return cls(run_dir, run_id, section, provider, writer, sender)
 
     @property
     def traces_path(self) -> Path:
@@ -397,10 +396,14 @@ class RunTelemetry:
             yield EvalSpan(self, step, span, ctx)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
-        """Write pending spans to the file store and hand queued ones to the OTLP exporter."""
+        """Write pending spans to the file store and send what waits for the OTLP backend (up to ``timeout_s``)."""
         if self._provider is None:
             return True
-        return self._provider.force_flush(int(timeout_s * 1000))
+        deadline = time.monotonic() + timeout_s
+        ok = self._provider.force_flush(int(timeout_s * 1000))
+        if self.exporter is not None:
+            ok = self.exporter.flush(max(0.0, deadline - time.monotonic())) and ok
+        return ok
 
     def shutdown(self) -> None:
         """Flush and close every destination; safe to call twice."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import TracerProvider
 
 from harness.telemetry import RewardStats, RunTelemetry, iter_spans
-from harness.telemetry._export import FileStoreProcessor
+from harness.telemetry._writer import TraceWriter
 
 
 def test_flush_puts_every_finished_step_in_the_file_before_shutdown(tmp_path: Path) -> None:
@@ -35,7 +35,7 @@ def test_checkpoint_context_flushes_the_spans_it_points_to(tmp_path: Path) -> No
 
 
 def test_a_full_disk_warns_once_and_spans_keep_ending(caplog) -> None:
-    store = FileStoreProcessor("/dev/full")  # every write fails with ENOSPC
+    store = TraceWriter("/dev/full")  # every write fails with ENOSPC
     provider = TracerProvider()
     provider.add_span_processor(store)
     tracer = provider.get_tracer("t")
