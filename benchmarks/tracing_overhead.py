@@ -1,23 +1,28 @@
 """What tracing costs a tiny CPU GRPO run: tracing off, the file store only, and OTLP to a live backend.
 
-Runs the real trainer (``trainer.train``) on the built-in toy task (a random-init ~77k-parameter Qwen2-style
-model, G=8, 2 prompts per step, 16 new tokens) once per mode and round, modes interleaved and their order
-rotated per round so that machine load hits all of them alike. Step time is the wall time between consecutive
-``on_step`` callbacks (warm-up steps and the final checkpoint save left out); the median is reported, pooled
-over rounds, and as a paired ratio (per round against that round's untraced run, then the median over rounds),
-beside the median CPU time of this process per step (which includes the trace writer and OTLP sender
-threads and is less sensitive than wall time to other processes' load; reward workers are not in it). Because a 0.1 s step on a shared 2-core machine jitters by more than the 2 % goal, it also times
-the tracing calls alone (the same spans, no training) and prints them as a share of the median step.
+One real training run (the trainer's own step function on the built-in toy task: a random-init ~77k-parameter
+Qwen2-style model, G=8, 2 prompts per step, 16 new tokens) with three telemetry set-ups side by side: no
+tracing, the file store, and the file store plus OTLP to a live backend. The mode changes every step, cycling
+through all six orders of the three modes, so that a burst of load from elsewhere on a shared machine, the
+model's own drift (completions grow as it learns) and the backend's batch ingest hit every mode alike. Step
+time is each step's wall time; the report gives the median per mode, its ratio to the untraced median, and a
+paired ratio (per cycle of three consecutive steps, then the median over cycles). The OTLP sender's thread does
+its work whenever its batch is due, which lands in steps of any mode: its CPU time is measured from the thread
+itself and added to the OTLP mode's steps ("+ sender"). The tracing calls alone (the same spans, no training)
+are timed too, as a share of the median untraced step.
 
 The OTLP mode starts ``mlflow server`` from ``.venv-mlflow`` (see ``tests/backends/setup_backends.sh``) on a
 free port of 127.0.0.1 and stops its process group at the end; without that venv the mode is skipped, saying so.
+The backend's own CPU per OTLP step is printed apart: on a 2-core machine its ingest competes with training
+for the cores, and that is the backend's cost, not the exporter's.
 
-Usage: OMP_NUM_THREADS=1 python benchmarks/tracing_overhead.py [--steps 30] [--rounds 4] [--warmup 5]
+Usage: OMP_NUM_THREADS=1 python benchmarks/tracing_overhead.py [--steps 150] [--warmup 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -76,24 +81,58 @@ def _experiment(url: str) -> str:
         return json.load(r)["experiment_id"]
 
 
-def run_mode(mode: str, steps: int, out: Path, otlp: dict | None, tag: str) -> tuple[list[float], list[float]]:
-    """Train ``steps`` steps in ``mode``; returns the wall time and this process's CPU time of each step (s)."""
-    from harness.config import load_config
-    from trainer.loop import train
+PERMUTATIONS = list(itertools.permutations(range(3)))
 
-    tel: dict = {"enabled": mode != "off"}
-    if mode == "otlp":
-        tel.update(otlp or {})
+
+def interleaved(steps: int, warmup: int, out: Path, otlp: dict | None) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Train ``warmup + 3 * steps`` steps, the mode changing every step; wall seconds of each measured step by
+    mode, and the CPU seconds of the OTLP sender thread per OTLP step.
+
+    Uses the trainer's own set-up and step function (``trainer.loop``), with one telemetry object per mode.
+    """
+    from harness.cfg.telemetry import TelemetrySection
+    from harness.config import load_config
+    from harness.telemetry import RunTelemetry
+    from trainer.loop import _setup, _traced_step  # the step that trainer.train runs, minus its own telemetry
+
     cfg = load_config(ROOT / "examples" / "train_cpu.yaml", overrides={
-        "run.output_dir": str(out), "run.id": f"{mode}-{tag}", "trainer.max_steps": steps,
-        "trainer.save_steps": 0, "telemetry": tel})
-    stamps: list[tuple[float, float]] = []
-    t0 = (time.perf_counter(), time.process_time())
-    train(cfg, progress=False, on_step=lambda s, m: stamps.append((time.perf_counter(), time.process_time())))
-    marks = [t0, *stamps]
-    wall = [b[0] - a[0] for a, b in zip(marks, marks[1:])][:-1]  # the last step includes the checkpoint save
-    cpu = [b[1] - a[1] for a, b in zip(marks, marks[1:])][:-1]
-    return wall, cpu
+        "run.output_dir": str(out), "run.id": "overhead", "trainer.max_steps": warmup + 3 * steps,
+        "trainer.save_steps": 0, "telemetry": {"enabled": False}})
+    ctx, _, _ = _setup(cfg, False)
+    tels = {"off": None, "file": RunTelemetry.start(out / "file", "overhead-file", TelemetrySection(), environ={})}
+    modes = ["off", "file"]
+    if otlp is not None:
+        tels["otlp"] = RunTelemetry.start(out / "otlp", "overhead-otlp", TelemetrySection(**otlp), environ={})
+        modes.append("otlp")
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    step = 0
+    try:
+        for _ in range(warmup):
+            step += 1
+            _traced_step(ctx, step, tels[modes[step % len(modes)]])
+        sender = tels["otlp"].exporter if otlp is not None else None
+        cpu0 = _thread_cpu_s(sender._thread.native_id) if sender is not None else 0.0
+        for cycle in range(steps):
+            for i in PERMUTATIONS[cycle % len(PERMUTATIONS)]:
+                if i >= len(modes):
+                    continue
+                step += 1
+                t = time.perf_counter()
+                _traced_step(ctx, step, tels[modes[i]])
+                times[modes[i]].append(time.perf_counter() - t)
+        sender_cpu = {"otlp": (_thread_cpu_s(sender._thread.native_id) - cpu0) / steps} if sender is not None else {}
+    finally:
+        ctx.session.close()
+        for tel in tels.values():
+            if tel is not None:
+                tel.shutdown()
+    return times, sender_cpu
+
+
+def _thread_cpu_s(tid: int) -> float:
+    """User + system CPU seconds of one thread of this process (Linux /proc)."""
+    fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def tracing_only_ms(n: int, out: Path, otlp: dict | None) -> dict[str, tuple[float, float, float]]:
@@ -143,72 +182,51 @@ def group_cpu_s(pgid: int) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=150, help="measured steps per mode")
+    ap.add_argument("--warmup", type=int, default=20, help="steps before measuring (all modes)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         import trainer.loop  # noqa: F401
-        from transformers.utils import logging as hf_logging
     except ImportError as e:
         print(f"the trainer is not importable ({e}); nothing to measure")
         return 1
-    hf_logging.disable_progress_bar()  # the final checkpoint's save bar, once per run
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         server = start_mlflow(out)
         otlp = None
-        modes = ["off", "file"]
         if server is not None:
             otlp = {"otlp_endpoint": server[1] + "/v1/traces",
                     "otlp_headers": {"x-mlflow-experiment-id": _experiment(server[1])}}
-            modes.append("otlp")
         try:
-            times: dict[str, list[float]] = {m: [] for m in modes}
-            cpu: dict[str, list[float]] = {m: [] for m in modes}
-            rounds: dict[str, list[float]] = {m: [] for m in modes}
-            backend_cpu: list[float] = []
-            for mode in modes:  # unmeasured: first-use costs (imports, the backend's lazy set-up) land here
-                run_mode(mode, max(args.warmup + 5, 10), out, otlp, "warm")
-            for r in range(args.rounds):
-                order = modes if r % 2 == 0 else modes[::-1]
-                for mode in order:
-                    before = group_cpu_s(server[0].pid) if mode == "otlp" else 0.0
-                    wall, proc = run_mode(mode, args.steps, out, otlp, str(r))
-                    if mode == "otlp":
-                        backend_cpu.append((group_cpu_s(server[0].pid) - before) / args.steps * 1000)
-                    times[mode] += wall[args.warmup:]
-                    cpu[mode] += proc[args.warmup:]
-                    rounds[mode].append(statistics.median(wall[args.warmup:]) * 1000)
+            before = group_cpu_s(server[0].pid) if server is not None else 0.0
+            times, sender_cpu = interleaved(args.steps, args.warmup, out, otlp)
+            backend_ms = (group_cpu_s(server[0].pid) - before) / args.steps * 1000 if server is not None else None
             micro = tracing_only_ms(MICRO_STEPS, out, otlp)
         finally:
             if server is not None:
                 os.killpg(server[0].pid, signal.SIGTERM)
                 server[0].wait(timeout=30)
     base = statistics.median(times["off"])
-    base_cpu = statistics.median(cpu["off"])
-    print(f"tiny CPU GRPO, {args.rounds} rounds x {args.steps} steps per mode ({args.warmup} warm-up steps dropped "
-          f"per run, one unmeasured warm-up run per mode first)")
-    print(f"{'mode':<6} {'median step ms':>15} {'ratio':>7} {'paired ratio':>13} {'median CPU ms':>14} {'ratio':>7}"
-          f"  per-round median ms")
-    for mode in modes:
-        med, mc = statistics.median(times[mode]), statistics.median(cpu[mode])
-        paired = statistics.median(x / b for x, b in zip(rounds[mode], rounds["off"]))
-        per_round = " ".join(f"{x:.1f}" for x in rounds[mode])
-        print(f"{mode:<6} {med * 1000:>15.1f} {med / base:>7.3f} {paired:>13.3f} {mc * 1000:>14.1f} "
-              f"{mc / base_cpu:>7.3f}  {per_round}")
-    print("paired ratio: the median over rounds of (this mode's median step / the untraced median step of the same "
-          "round); machine load drifts between rounds, far less within one")
+    print(f"tiny CPU GRPO, one run, the mode changing every step: {args.steps} measured steps per mode "
+          f"after {args.warmup} warm-up steps")
+    print(f"{'mode':<6} {'median step ms':>15} {'ratio':>7} {'paired ratio':>13} {'+ sender ms':>12} "
+          f"{'ratio with sender':>18}")
+    for mode, ts in times.items():
+        med = statistics.median(ts)
+        paired = statistics.median(t / b for t, b in zip(ts, times["off"]))
+        extra = sender_cpu.get(mode, 0.0)
+        print(f"{mode:<6} {med * 1000:>15.2f} {med / base:>7.3f} {paired:>13.3f} {extra * 1000:>12.3f} "
+              f"{(med + extra) / base:>18.3f}")
+    print("paired ratio: the median, over cycles, of a step's time against the untraced step of the same cycle")
     print(f"tracing alone, {MICRO_STEPS} steps without training, share of the median untraced step's wall time:")
     for mode, (ms, cms, flush_s) in micro.items():
         print(f"  {mode}: calls {ms:.3f} ms wall ({ms / (base * 1000) * 100:.2f}%), all tracing work {cms:.3f} ms "
               f"CPU ({cms / (base * 1000) * 100:.2f}%); shutdown flush {flush_s:.2f} s once")
-    if backend_cpu:
-        print("backend (mlflow server, same machine) CPU per training step, per otlp round: "
-              + " ".join(f"{x:.1f} ms" for x in backend_cpu)
-              + " (on a 2-core machine a local backend competes with training for the cores)")
+    if backend_ms is not None:
+        print(f"backend (mlflow server, same machine): {backend_ms:.1f} ms CPU per OTLP step, its own ingest; on a "
+              "small machine it competes with training for the cores, whatever the mode of the step at hand")
     return 0
 
 

@@ -12,6 +12,7 @@ import base64
 import json
 import logging
 from collections.abc import Iterator, Sequence
+from json.encoder import encode_basestring_ascii as _jstr
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["spans_to_otlp_json", "otlp_json_to_request", "iter_spans", "read_requests", "any_value"]
+__all__ = ["spans_to_otlp_json", "spans_to_otlp_json_line", "otlp_json_to_request", "iter_spans", "read_requests", "any_value"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def _convert_ids(req: dict[str, Any], conv) -> None:
 def _value(v: Any) -> dict[str, Any]:
     t = type(v)  # exact types first: this runs for every attribute of every span
     if t is float:
-        return {"doubleValue": v}
+        return {"doubleValue": v if v - v == 0.0 else _jfloat(v)}  # proto3 JSON: "NaN", "Infinity" as strings
     if t is str:
         return {"stringValue": v}
     if t is bool:
@@ -62,7 +63,7 @@ def _value(v: Any) -> dict[str, Any]:
     if isinstance(v, int):
         return {"intValue": str(int(v))}
     if isinstance(v, float):
-        return {"doubleValue": float(v)}
+        return _value(float(v))
     if isinstance(v, str):
         return {"stringValue": str(v)}
     if isinstance(v, (list, tuple)):
@@ -123,6 +124,110 @@ def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
                            for (n, v), sps in scopes.items()],
         })
     return {"resourceSpans": resource_spans}
+
+
+# ---------------------------------------------------------------- the same request as JSON text, directly
+_KEY_TEXT: dict[str, str] = {}
+_RESOURCE_TEXT: dict[int, tuple[Any, str]] = {}
+
+
+_float_repr = float.__repr__
+
+
+def _jfloat(v: float) -> str:
+    """A non-finite double as proto3 JSON spells it (the finite ones are written with ``repr``)."""
+    return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+
+
+def _jvalue(v: Any) -> str:
+    t = type(v)
+    if t is float:
+        if v - v == 0.0:
+            return '{"doubleValue":' + _float_repr(v) + "}"
+        return '{"doubleValue":"' + _jfloat(v) + '"}'
+    if t is str:
+        return '{"stringValue":' + _jstr(v) + "}"
+    if t is bool:
+        return '{"boolValue":true}' if v else '{"boolValue":false}'
+    if t is int:
+        return '{"intValue":"' + str(v) + '"}'
+    return json.dumps(_value(v), separators=(",", ":"))
+
+
+def _jkey(k: str) -> str:
+    text = _KEY_TEXT.get(k)
+    if text is None:
+        text = '{"key":' + _jstr(k) + ',"value":'
+        if len(_KEY_TEXT) < 4096:
+            _KEY_TEXT[k] = text
+    return text
+
+
+def _items(attrs: Any) -> Any:
+    """The items of an attribute mapping; the SDK's ``BoundedAttributes`` iterated through its plain dict when it
+    has one (its ``Mapping`` mixin iteration costs more than the encoding here)."""
+    if not attrs:
+        return ()
+    return getattr(attrs, "_dict", attrs).items()
+
+
+def _jkvs(attrs: Any) -> str:
+    return "[" + ",".join([_jkey(k) + _jvalue(v) + "}" for k, v in _items(attrs)]) + "]"
+
+
+def _span_text(sp: ReadableSpan) -> str:
+    ctx = sp.get_span_context()
+    status = sp.status
+    out = ['{"traceId":"', format(ctx.trace_id, "032x"), '","spanId":"', format(ctx.span_id, "016x"),
+           '","name":', _jstr(sp.name), ',"kind":', str(sp.kind.value + 1),
+           ',"startTimeUnixNano":"', str(sp.start_time or 0), '","endTimeUnixNano":"', str(sp.end_time or 0),
+           '","attributes":', _jkvs(sp.attributes), ',"status":{"code":', str(status.status_code.value)]
+    if status.description:
+        out += [',"message":', _jstr(status.description)]
+    out += ['},"flags":', str(_flags(sp.parent))]
+    if sp.parent is not None:
+        out += [',"parentSpanId":"', format(sp.parent.span_id, "016x"), '"']
+    if sp.events:
+        out += [',"events":[', ",".join('{"timeUnixNano":"' + str(e.timestamp) + '","name":' + _jstr(e.name)
+                                        + ',"attributes":' + _jkvs(e.attributes) + "}" for e in sp.events), "]"]
+    if sp.links:
+        out += [',"links":[', ",".join(
+            '{"traceId":"' + format(ln.context.trace_id, "032x") + '","spanId":"' + format(ln.context.span_id, "016x")
+            + '","attributes":' + _jkvs(ln.attributes) + ',"flags":' + str(_flags(ln.context)) + "}"
+            for ln in sp.links), "]"]
+    out.append("}")
+    return "".join(out)
+
+
+def _resource_text(resource: Any) -> str:
+    hit = _RESOURCE_TEXT.get(id(resource))
+    if hit is not None and hit[0] is resource:
+        return hit[1]
+    text = '{"attributes":' + _jkvs(resource.attributes if resource is not None else {}) + "}"
+    if len(_RESOURCE_TEXT) > 64:
+        _RESOURCE_TEXT.clear()
+    _RESOURCE_TEXT[id(resource)] = (resource, text)
+    return text
+
+
+def spans_to_otlp_json_line(spans: Sequence[ReadableSpan]) -> str:
+    """:func:`spans_to_otlp_json` as compact JSON text, written directly (no dicts, no ``json.dumps``).
+
+    This is what the file store appends for every trace, so it runs once per training step; a test checks
+    that it parses to exactly what :func:`spans_to_otlp_json` builds.
+    """
+    groups: dict[int, tuple[Any, dict[Any, list[str]]]] = {}
+    for sp in spans:
+        _, scopes = groups.setdefault(id(sp.resource), (sp.resource, {}))
+        scope = sp.instrumentation_scope
+        key = (scope.name, scope.version) if scope is not None else ("", None)
+        scopes.setdefault(key, []).append(_span_text(sp))
+    parts = []
+    for resource, scopes in groups.values():
+        scope_texts = ['{"scope":{"name":' + _jstr(n) + (',"version":' + _jstr(v) if v else "") + '},"spans":['
+                       + ",".join(sps) + "]}" for (n, v), sps in scopes.items()]
+        parts.append('{"resource":' + _resource_text(resource) + ',"scopeSpans":[' + ",".join(scope_texts) + "]}")
+    return '{"resourceSpans":[' + ",".join(parts) + "]}"
 
 
 def otlp_json_to_request(req: dict[str, Any]) -> ExportTraceServiceRequest:

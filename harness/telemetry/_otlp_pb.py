@@ -19,7 +19,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["encode_request", "count_spans"]
+__all__ = ["encode_request", "encode_spans", "count_spans"]
 
 _fixed64 = struct.Struct("<Q").pack
 _fixed32 = struct.Struct("<I").pack
@@ -147,6 +147,100 @@ def encode_request(req: dict[str, Any]) -> bytes:
             body.append(_field(b"\x12", b"".join(inner)))
         if rs.get("schemaUrl"):
             body.append(_field(b"\x1a", rs["schemaUrl"].encode()))
+        out.append(_field(b"\x0a", b"".join(body)))
+    return b"".join(out)
+
+
+# ---------------------------------------------------------------- straight from the SDK's spans
+_RESOURCE_PB: dict[int, tuple[Any, bytes]] = {}
+
+
+def _pb_value(v: Any) -> bytes:
+    t = type(v)
+    if t is float:
+        return b"\x21" + _double(v)
+    if t is str:
+        return _field(b"\x0a", v.encode("utf-8", "surrogatepass"))
+    if t is bool:
+        return b"\x10\x01" if v else b"\x10\x00"
+    if t is int:
+        return b"\x18" + _varint(v & 0xFFFFFFFFFFFFFFFF)
+    if isinstance(v, bool):
+        return _pb_value(bool(v))
+    if isinstance(v, int):
+        return _pb_value(int(v))
+    if isinstance(v, float):
+        return _pb_value(float(v))
+    if isinstance(v, str):
+        return _pb_value(str(v))
+    if isinstance(v, (list, tuple)):
+        return _field(b"\x2a", b"".join(_field(b"\x0a", _pb_value(x)) for x in v))
+    return _pb_value(str(v))
+
+
+def _pb_attributes(tag: bytes, attrs: Any) -> bytes:
+    if not attrs:
+        return b""
+    items = getattr(attrs, "_dict", attrs).items()  # BoundedAttributes: its plain dict, as in _otlp_json._items
+    return b"".join([_field(tag, _key(k) + _field(b"\x12", _pb_value(v))) for k, v in items])
+
+
+def _link_flags(ctx: Any) -> int:
+    return 0x100 | (0x200 if ctx is not None and ctx.is_remote else 0)
+
+
+def _pb_span(sp: Any) -> bytes:
+    ctx = sp.get_span_context()
+    parts = [_field(b"\x0a", ctx.trace_id.to_bytes(16, "big")), _field(b"\x12", ctx.span_id.to_bytes(8, "big"))]
+    if sp.parent is not None:
+        parts.append(_field(b"\x22", sp.parent.span_id.to_bytes(8, "big")))
+    parts += [_field(b"\x2a", sp.name.encode("utf-8", "surrogatepass")), b"\x30" + _varint(sp.kind.value + 1),
+              b"\x39" + _fixed64(sp.start_time or 0), b"\x41" + _fixed64(sp.end_time or 0),
+              _pb_attributes(b"\x4a", sp.attributes)]
+    for e in sp.events:
+        parts.append(_field(b"\x5a", b"\x09" + _fixed64(e.timestamp) + _field(b"\x12", e.name.encode("utf-8", "surrogatepass"))
+                            + _pb_attributes(b"\x1a", e.attributes)))
+    for ln in sp.links:
+        parts.append(_field(b"\x6a", _field(b"\x0a", ln.context.trace_id.to_bytes(16, "big"))
+                            + _field(b"\x12", ln.context.span_id.to_bytes(8, "big"))
+                            + _pb_attributes(b"\x22", ln.attributes) + b"\x35" + _fixed32(_link_flags(ln.context))))
+    status = sp.status
+    body = _field(b"\x12", status.description.encode("utf-8", "surrogatepass")) if status.description else b""
+    if status.status_code.value:
+        body += b"\x18" + _varint(status.status_code.value)
+    parts.append(_field(b"\x7a", body))
+    parts.append(b"\x85\x01" + _fixed32(_link_flags(sp.parent)))
+    return b"".join(parts)
+
+
+def _pb_resource(resource: Any) -> bytes:
+    hit = _RESOURCE_PB.get(id(resource))
+    if hit is not None and hit[0] is resource:
+        return hit[1]
+    body = _field(b"\x0a", _pb_attributes(b"\x0a", resource.attributes if resource is not None else {}))
+    if len(_RESOURCE_PB) > 64:
+        _RESOURCE_PB.clear()
+    _RESOURCE_PB[id(resource)] = (resource, body)
+    return body
+
+
+def encode_spans(spans: Sequence[Any]) -> bytes:
+    """The serialized ``ExportTraceServiceRequest`` for SDK ``ReadableSpan`` objects, written directly.
+
+    The same request as ``encode_request(spans_to_otlp_json(spans))`` without the dicts in between; a test checks
+    it field for field against the SDK's own encoder.
+    """
+    groups: dict[int, tuple[Any, dict[Any, list[bytes]]]] = {}
+    for sp in spans:
+        _, scopes = groups.setdefault(id(sp.resource), (sp.resource, {}))
+        scope = sp.instrumentation_scope
+        key = (scope.name, scope.version) if scope is not None else ("", None)
+        scopes.setdefault(key, []).append(_field(b"\x12", _pb_span(sp)))
+    out = []
+    for resource, scopes in groups.values():
+        body = [_pb_resource(resource)]
+        for (name, version), encoded in scopes.items():
+            body.append(_field(b"\x12", _field(b"\x0a", _scope({"name": name, "version": version})) + b"".join(encoded)))
         out.append(_field(b"\x0a", b"".join(body)))
     return b"".join(out)
 

@@ -30,7 +30,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator
-from opentelemetry.trace import Link, SpanContext, TraceFlags
+from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.errors import ConfigError
@@ -59,6 +59,9 @@ def _num(v: Any) -> float | None:
 def _flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
     out = {}
     for k, v in metrics.items():
+        if type(v) is float:
+            out[prefix + k] = v
+            continue
         f = _num(v)
         if f is None:
             logger.debug("metric %s=%r is not a number; not recorded", k, v)
@@ -98,6 +101,7 @@ class StepSpan:
         self.step = step
         self.span = span
         self.rewards: dict[str, dict[str, Any]] = {}
+        self._context = trace.set_span_in_context(span, Context())  # the parent of the reward spans
 
     def set_metrics(self, metrics: Mapping[str, float]) -> None:
         """Record flat training metrics (loss, kl, ...) as ``harness.metric.<key>`` attributes."""
@@ -114,9 +118,10 @@ class StepSpan:
         """
         attrs = self._tel._common(self.step, "EVALUATOR")
         attrs.update(_reward_attributes(name, stats))
-        with self._tel._tracer.start_as_current_span(f"reward/{name}", attributes=attrs) as span:
-            for sid, score in self._tel._sample_records(self.step, name, samples):
-                span.add_event("gen_ai.evaluation.result", _sample_event(name, sid, score))
+        span = self._tel._tracer.start_span(f"reward/{name}", context=self._context, attributes=attrs)
+        for sid, score in self._tel._sample_records(self.step, name, samples):
+            span.add_event("gen_ai.evaluation.result", _sample_event(name, sid, score))
+        span.end()
         ids = _span_ids(span) or {}
         self.rewards[name] = {**ids, "mean": stats.mean}
 
@@ -202,22 +207,29 @@ def _sample_event(name: str, sample_id: str, score: Any) -> dict[str, Any]:
     return attrs
 
 
-class _UrandomIdGenerator(IdGenerator):
-    """Trace and span ids from the OS's random source.
+_ID_RNG = random.Random(os.urandom(32))
+if hasattr(os, "register_at_fork"):  # a forked child must not repeat its parent's ids
+    os.register_at_fork(after_in_child=lambda: _ID_RNG.seed(os.urandom(32)))
 
-    The SDK's default draws from the ``random`` module, which a training run seeds for reproducibility: two runs
-    with the same seed would then reuse the same trace ids, and backends merge or drop the second run's spans.
+
+class _UrandomIdGenerator(IdGenerator):
+    """Trace and span ids from a generator seeded from the OS's random source, private to this module.
+
+    The SDK's default draws from the global ``random`` module, which a training run seeds for reproducibility:
+    two runs with the same seed would then reuse the same trace ids, and backends merge or drop the second
+    run's spans. A private ``random.Random`` seeded from ``os.urandom`` (re-seeded in a forked child) is not
+    touched by anyone's seeding and costs no system call per span.
     """
 
     def generate_span_id(self) -> int:
         while True:
-            v = int.from_bytes(os.urandom(8), "big")
+            v = _ID_RNG.getrandbits(64)
             if v:
                 return v
 
     def generate_trace_id(self) -> int:
         while True:
-            v = int.from_bytes(os.urandom(16), "big")
+            v = _ID_RNG.getrandbits(128)
             if v:
                 return v
 
@@ -318,12 +330,19 @@ class RunTelemetry:
     def train_step(self, step: int) -> Iterator[StepSpan]:
         """A ``train.step`` span for the duration of the ``with`` block; yields a :class:`StepSpan`."""
         attrs = self._common(step, "CHAIN")
-        with self._tracer.start_as_current_span("train.step", context=Context(), attributes=attrs) as span:
-            st = StepSpan(self, step, span)
-            try:
-                yield st
-            finally:
-                self._steps[int(step)] = {**(_span_ids(span) or {}), "rewards": dict(st.rewards)}
+        # started, not made current: nothing inside a step needs it as the ambient span, and attaching and
+        # detaching the context is a good part of what a span costs
+        span = self._tracer.start_span("train.step", context=Context(), attributes=attrs)
+        st = StepSpan(self, step, span)
+        try:
+            yield st
+        except BaseException as e:  # as start_as_current_span would: the exception on the span, status ERROR
+            span.record_exception(e)
+            span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
+            raise
+        finally:
+            self._steps[int(step)] = {**(_span_ids(span) or {}), "rewards": dict(st.rewards)}
+            span.end()
 
     def checkpoint_context(self, step: int) -> dict[str, Any]:
         """What a checkpoint saved at ``step`` must carry so its evaluation can link back (JSON-able).

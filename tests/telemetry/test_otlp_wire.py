@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import logging
 import threading
 
@@ -15,8 +16,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, Status, StatusCode
 
 from harness.telemetry._export import OtlpSettings
-from harness.telemetry._otlp_json import otlp_json_to_request, spans_to_otlp_json
-from harness.telemetry._otlp_pb import count_spans, encode_request
+from harness.telemetry._otlp_json import otlp_json_to_request, spans_to_otlp_json, spans_to_otlp_json_line
+from harness.telemetry._otlp_pb import count_spans, encode_request, encode_spans as encode_direct
 from harness.telemetry._sender import OtlpSender
 
 
@@ -25,7 +26,7 @@ def _spans():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(mem))
     tracer = provider.get_tracer("t", "1.2")
-    attrs = {"f": 0.5, "neg": -7, "big": 2**62, "s": "x\u00e9\u4e2d", "b": False, "t": True, "fl": [1.0, 2.5],
+    attrs = {"f": 0.5, "inf": float("inf"), "ninf": float("-inf"), "tiny": 1.5e-7, "neg": -7, "big": 2**62, "s": "x\u00e9\u4e2d", "b": False, "t": True, "fl": [1.0, 2.5],
              "il": [1, -2], "sl": ["a", ""], "empty": ""}
     with tracer.start_as_current_span("a", attributes=attrs) as a:
         a.add_event("ev", {"k": 1, "name": "v"})
@@ -46,6 +47,16 @@ def test_encoder_matches_the_generated_classes_field_for_field():
     assert req == otlp_json_to_request(doc)
     assert req == encode_spans(spans)  # the SDK's own encoder
     assert count_spans(doc) == len(spans) == 3
+
+
+def test_direct_encoders_match_the_dict_route():
+    spans = _spans()
+    doc = spans_to_otlp_json(spans)
+    assert json.loads(spans_to_otlp_json_line(spans)) == doc
+    assert encode_direct(spans) == encode_request(doc)
+    req = ExportTraceServiceRequest()
+    req.ParseFromString(encode_direct(spans))
+    assert req == encode_spans(spans)
 
 
 def test_concatenated_requests_are_one_request_with_all_spans():
