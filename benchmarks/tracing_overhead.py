@@ -16,7 +16,7 @@ free port of 127.0.0.1 and stops its process group at the end; without that venv
 The backend's own CPU per OTLP step is printed apart: on a 2-core machine its ingest competes with training
 for the cores, and that is the backend's cost, not the exporter's.
 
-Usage: OMP_NUM_THREADS=1 python benchmarks/tracing_overhead.py [--steps 150] [--warmup 20]
+Usage: OMP_NUM_THREADS=1 python benchmarks/tracing_overhead.py [--steps 300] [--warmup 20]
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def group_cpu_s(pgid: int) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=150, help="measured steps per mode")
+    ap.add_argument("--steps", type=int, default=300, help="measured steps per mode")
     ap.add_argument("--warmup", type=int, default=20, help="steps before measuring (all modes)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
