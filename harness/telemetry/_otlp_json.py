@@ -1,9 +1,12 @@
 """The OTLP JSON encoding of spans, as stored one ``ExportTraceServiceRequest`` per line in ``traces.jsonl``.
 
 Encoding follows the OTLP/JSON rules of the specification (lowerCamelCase field names, trace and span ids as
-hex strings, enums as integers, 64-bit integers as decimal strings), written straight from the SDK's spans. Decoding turns a stored line back into a protobuf request so it can be replayed into any
-OTLP backend. :func:`iter_spans` flattens stored lines into plain dicts for reading. This module does not write
-files or send anything.
+hex strings, enums as integers, 64-bit integers as decimal strings, non-finite doubles as "NaN"/"Infinity"),
+written straight from the SDK's spans: :func:`spans_to_otlp_json` builds the request as dicts and
+:func:`spans_to_otlp_json_line` writes the same request as text without them (what the file store appends
+once per training step). Decoding turns a stored line back into a protobuf request so it can be replayed into
+any OTLP backend. :func:`iter_spans` flattens stored lines into plain dicts for reading. This module does not
+write files or send anything.
 """
 
 from __future__ import annotations
@@ -11,18 +14,19 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from json.encoder import encode_basestring_ascii as _jstr
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["spans_to_otlp_json", "spans_to_otlp_json_line", "otlp_json_to_request", "iter_spans", "read_requests", "any_value"]
+__all__ = ["spans_to_otlp_json", "spans_to_otlp_json_line", "group_spans", "otlp_json_to_request", "iter_spans", "read_requests", "any_value"]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _ID_KEYS = ("traceId", "spanId", "parentSpanId")
 
@@ -105,19 +109,26 @@ def _span_json(sp: ReadableSpan) -> dict[str, Any]:
     return out
 
 
+def group_spans(spans: Sequence[ReadableSpan], encode: Callable[[ReadableSpan], T]
+                ) -> list[tuple[Any, dict[tuple[str, str | None], list[T]]]]:
+    """``encode`` applied to each span, grouped as a request nests them: by resource, then by scope
+    (name, version), in order of first appearance."""
+    groups: dict[int, tuple[Any, dict[tuple[str, str | None], list[T]]]] = {}
+    for sp in spans:
+        _, scopes = groups.setdefault(id(sp.resource), (sp.resource, {}))
+        scope = sp.instrumentation_scope
+        key = (scope.name, scope.version) if scope is not None else ("", None)
+        scopes.setdefault(key, []).append(encode(sp))
+    return list(groups.values())
+
+
 def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """One ``ExportTraceServiceRequest`` in OTLP/JSON form for ``spans``, grouped by resource and scope.
 
     Written directly from the SDK spans (the protobuf route through ``json_format`` costs milliseconds per step).
     """
-    groups: dict[int, tuple[Any, dict[Any, list[dict[str, Any]]]]] = {}
-    for sp in spans:
-        _, scopes = groups.setdefault(id(sp.resource), (sp.resource, {}))
-        scope = sp.instrumentation_scope
-        key = (scope.name, scope.version) if scope is not None else ("", None)
-        scopes.setdefault(key, []).append(_span_json(sp))
     resource_spans = []
-    for resource, scopes in groups.values():
+    for resource, scopes in group_spans(spans, _span_json):
         resource_spans.append({
             "resource": {"attributes": _kvs(resource.attributes if resource is not None else {})},
             "scopeSpans": [{"scope": {"name": n, **({"version": v} if v else {})}, "spans": sps}
@@ -216,14 +227,8 @@ def spans_to_otlp_json_line(spans: Sequence[ReadableSpan]) -> str:
     This is what the file store appends for every trace, so it runs once per training step; a test checks
     that it parses to exactly what :func:`spans_to_otlp_json` builds.
     """
-    groups: dict[int, tuple[Any, dict[Any, list[str]]]] = {}
-    for sp in spans:
-        _, scopes = groups.setdefault(id(sp.resource), (sp.resource, {}))
-        scope = sp.instrumentation_scope
-        key = (scope.name, scope.version) if scope is not None else ("", None)
-        scopes.setdefault(key, []).append(_span_text(sp))
     parts = []
-    for resource, scopes in groups.values():
+    for resource, scopes in group_spans(spans, _span_text):
         scope_texts = ['{"scope":{"name":' + _jstr(n) + (',"version":' + _jstr(v) if v else "") + '},"spans":['
                        + ",".join(sps) + "]}" for (n, v), sps in scopes.items()]
         parts.append('{"resource":' + _resource_text(resource) + ',"scopeSpans":[' + ",".join(scope_texts) + "]}")

@@ -19,6 +19,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from harness.telemetry._otlp_json import group_spans
+
 __all__ = ["encode_request", "encode_spans", "count_spans"]
 
 _fixed64 = struct.Struct("<Q").pack
@@ -230,14 +232,8 @@ def encode_spans(spans: Sequence[Any]) -> bytes:
     The same request as ``encode_request(spans_to_otlp_json(spans))`` without the dicts in between; a test checks
     it field for field against the SDK's own encoder.
     """
-    groups: dict[int, tuple[Any, dict[Any, list[bytes]]]] = {}
-    for sp in spans:
-        _, scopes = groups.setdefault(id(sp.resource), (sp.resource, {}))
-        scope = sp.instrumentation_scope
-        key = (scope.name, scope.version) if scope is not None else ("", None)
-        scopes.setdefault(key, []).append(_field(b"\x12", _pb_span(sp)))
     out = []
-    for resource, scopes in groups.values():
+    for resource, scopes in group_spans(spans, lambda sp: _field(b"\x12", _pb_span(sp))):
         body = [_pb_resource(resource)]
         for (name, version), encoded in scopes.items():
             body.append(_field(b"\x12", _field(b"\x0a", _scope({"name": name, "version": version})) + b"".join(encoded)))

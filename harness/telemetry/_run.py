@@ -29,15 +29,23 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.id_generator import IdGenerator
-from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
+from opentelemetry.trace import Status, StatusCode
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.errors import ConfigError
+from harness.telemetry._attrs import (
+    UrandomIdGenerator,
+    flat_metrics,
+    link_to,
+    num,
+    reward_attributes,
+    sample_event,
+    span_ids,
+)
 from harness.telemetry._export import resolve_otlp
 from harness.telemetry._sender import OtlpSender
-from harness.telemetry._writer import TraceWriter
 from harness.telemetry._stats import RewardStats
+from harness.telemetry._writer import TraceWriter
 
 __all__ = ["RunTelemetry", "StepSpan", "EvalSpan", "TRACES_FILE", "CONTEXT_VERSION"]
 
@@ -46,51 +54,6 @@ logger = logging.getLogger(__name__)
 TRACES_FILE = "traces.jsonl"
 CONTEXT_VERSION = 1
 _SCOPE = "harness.telemetry"
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f
-
-
-def _flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
-    out = {}
-    for k, v in metrics.items():
-        if type(v) is float:
-            out[prefix + k] = v
-            continue
-        f = _num(v)
-        if f is None:
-            logger.debug("metric %s=%r is not a number; not recorded", k, v)
-            continue
-        out[f"{prefix}{k}"] = f
-    return out
-
-
-def _span_ids(span: trace.Span) -> dict[str, str] | None:
-    ctx = span.get_span_context()
-    if not ctx.is_valid:
-        return None
-    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
-
-
-def _link_to(ids: Mapping[str, Any] | None, attributes: dict[str, Any]) -> Link | None:
-    if not ids or not ids.get("trace_id") or not ids.get("span_id"):
-        return None
-    try:
-        ctx = SpanContext(
-            trace_id=int(ids["trace_id"], 16),
-            span_id=int(ids["span_id"], 16),
-            is_remote=True,
-            trace_flags=TraceFlags(TraceFlags.SAMPLED),
-        )
-    except (TypeError, ValueError):
-        logger.warning("checkpoint context has malformed span ids %r; span not linked", dict(ids))
-        return None
-    return Link(ctx, attributes) if ctx.is_valid else None
 
 
 class StepSpan:
@@ -105,7 +68,7 @@ class StepSpan:
 
     def set_metrics(self, metrics: Mapping[str, float]) -> None:
         """Record flat training metrics (loss, kl, ...) as ``harness.metric.<key>`` attributes."""
-        self.span.set_attributes(_flat_metrics("harness.metric.", metrics))
+        self.span.set_attributes(flat_metrics("harness.metric.", metrics))
 
     def record_reward(self, name: str, stats: RewardStats, samples: Sequence[tuple[str, Any]] | None = None) -> None:
         """Add a ``reward/<name>`` child span with ``stats``.
@@ -117,12 +80,12 @@ class StepSpan:
                 off) are recorded as ``gen_ai.evaluation.result`` events, drawn with a per-step seed.
         """
         attrs = self._tel._common(self.step, "EVALUATOR")
-        attrs.update(_reward_attributes(name, stats))
+        attrs.update(reward_attributes(name, stats))
         span = self._tel._tracer.start_span(f"reward/{name}", context=self._context, attributes=attrs)
         for sid, score in self._tel._sample_records(self.step, name, samples):
-            span.add_event("gen_ai.evaluation.result", _sample_event(name, sid, score))
+            span.add_event("gen_ai.evaluation.result", sample_event(name, sid, score))
         span.end()
-        ids = _span_ids(span) or {}
+        ids = span_ids(span) or {}
         self.rewards[name] = {**ids, "mean": stats.mean}
 
 
@@ -137,7 +100,7 @@ class EvalSpan:
 
     def set_metrics(self, metrics: Mapping[str, float]) -> None:
         """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` attributes."""
-        self.span.set_attributes(_flat_metrics("harness.metric.", metrics))
+        self.span.set_attributes(flat_metrics("harness.metric.", metrics))
 
     def record_reward(self, name: str, heldout: float | None, metrics: Mapping[str, float] | None = None) -> None:
         """Add an ``eval.reward/<name>`` child span with the held-out score beside the training mean.
@@ -150,7 +113,7 @@ class EvalSpan:
             metrics: further flat metrics of this reward (``harness.metric.<key>``).
         """
         train = (self._ctx.get("rewards") or {}).get(name) or {}
-        train_mean = _num(train.get("train_mean"))
+        train_mean = num(train.get("train_mean"))
         attrs = self._tel._common(self.step, "EVALUATOR")
         attrs.update({"harness.reward.name": name, "gen_ai.evaluation.name": name})
         if heldout is not None:
@@ -160,78 +123,14 @@ class EvalSpan:
             attrs["harness.reward.train_mean"] = train_mean
             if heldout is not None:
                 attrs["harness.reward.gap"] = train_mean - float(heldout)
-        attrs.update(_flat_metrics("harness.metric.", metrics or {}))
-        link = _link_to(train, {"harness.link.kind": "train_reward", "harness.reward.name": name,
+        attrs.update(flat_metrics("harness.metric.", metrics or {}))
+        link = link_to(train, {"harness.link.kind": "train_reward", "harness.reward.name": name,
                                 "harness.train.step": self.step})
         attrs["harness.link.linked"] = link is not None
         with self._tel._tracer.start_as_current_span(
             f"eval.reward/{name}", attributes=attrs, links=[link] if link else None
         ):
             pass
-
-
-def _reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
-    attrs: dict[str, Any] = {
-        "harness.reward.name": name,
-        "gen_ai.evaluation.name": name,
-        "harness.reward.weight": stats.weight,
-        "harness.reward.count": stats.count,
-        "harness.reward.scored": stats.scored,
-        "harness.reward.unscored": stats.count - stats.scored,
-    }
-    optional = {
-        "harness.reward.mean": stats.mean,
-        "gen_ai.evaluation.score.value": stats.mean,
-        "harness.reward.std": stats.std,
-        "harness.reward.zero_variance_group_frac": stats.zero_variance_group_frac,
-        "harness.reward.latency_p50_s": stats.latency_p50_s,
-        "harness.reward.latency_p99_s": stats.latency_p99_s,
-    }
-    attrs.update({k: float(v) for k, v in optional.items() if v is not None})
-    for status, n in stats.statuses.items():
-        attrs[f"harness.reward.status.{status}"] = int(n)
-    return attrs
-
-
-def _sample_event(name: str, sample_id: str, score: Any) -> dict[str, Any]:
-    attrs: dict[str, Any] = {"gen_ai.evaluation.name": name, "harness.sample.id": str(sample_id)}
-    value = _num(getattr(score, "value", score))
-    if value is not None:
-        attrs["gen_ai.evaluation.score.value"] = value
-    status = getattr(score, "status", None)
-    if status is not None:
-        attrs["gen_ai.evaluation.score.label"] = str(status)
-    answer = getattr(score, "answer", None)
-    if answer is not None:
-        attrs["harness.sample.answer"] = str(answer)[:256]
-    return attrs
-
-
-_ID_RNG = random.Random(os.urandom(32))
-if hasattr(os, "register_at_fork"):  # a forked child must not repeat its parent's ids
-    os.register_at_fork(after_in_child=lambda: _ID_RNG.seed(os.urandom(32)))
-
-
-class _UrandomIdGenerator(IdGenerator):
-    """Trace and span ids from a generator seeded from the OS's random source, private to this module.
-
-    The SDK's default draws from the global ``random`` module, which a training run seeds for reproducibility:
-    two runs with the same seed would then reuse the same trace ids, and backends merge or drop the second
-    run's spans. A private ``random.Random`` seeded from ``os.urandom`` (re-seeded in a forked child) is not
-    touched by anyone's seeding and costs no system call per span.
-    """
-
-    def generate_span_id(self) -> int:
-        while True:
-            v = _ID_RNG.getrandbits(64)
-            if v:
-                return v
-
-    def generate_trace_id(self) -> int:
-        while True:
-            v = _ID_RNG.getrandbits(128)
-            if v:
-                return v
 
 
 class RunTelemetry:
@@ -286,7 +185,7 @@ class RunTelemetry:
             "harness.run.id": run_id,
             "openinference.project.name": section.project_name or service,
         })
-        provider = TracerProvider(resource=resource, id_generator=_UrandomIdGenerator())
+        provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
         sender = None
         if otlp is not None:
             try:
@@ -341,7 +240,7 @@ class RunTelemetry:
             span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
             raise
         finally:
-            self._steps[int(step)] = {**(_span_ids(span) or {}), "rewards": dict(st.rewards)}
+            self._steps[int(step)] = {**(span_ids(span) or {}), "rewards": dict(st.rewards)}
             span.end()
 
     def checkpoint_context(self, step: int) -> dict[str, Any]:
@@ -408,7 +307,7 @@ class RunTelemetry:
             logger.warning("checkpoint context is from run %s, not %s; evaluating anyway", ctx.get("run_id"), self.run_id)
         attrs = self._common(step, "CHAIN")
         attrs["harness.checkpoint.step"] = int(step)
-        link = _link_to(ctx, {"harness.link.kind": "train_step", "harness.train.step": int(step)})
+        link = link_to(ctx, {"harness.link.kind": "train_step", "harness.train.step": int(step)})
         attrs["harness.link.linked"] = link is not None
         with self._tracer.start_as_current_span("eval.checkpoint", context=Context(), attributes=attrs,
                                                 links=[link] if link else None) as span:

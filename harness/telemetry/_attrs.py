@@ -1,0 +1,133 @@
+"""What goes on a span: attribute builders for the step, reward and evaluation spans, links, and span ids.
+
+Pure helpers for :mod:`harness.telemetry._run`: metrics flattened to ``harness.metric.<key>`` numbers, a
+reward's batch summary as attributes, a per-sample ``gen_ai.evaluation.result`` event, a link from the ids a
+checkpoint saved, and the id generator every run's tracer provider uses. Nothing here starts or ends a span.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.trace import Link, SpanContext, TraceFlags
+
+from harness.telemetry._stats import RewardStats
+
+__all__ = ["num", "flat_metrics", "span_ids", "link_to", "reward_attributes", "sample_event", "UrandomIdGenerator"]
+
+logger = logging.getLogger("harness.telemetry._run")
+
+
+def num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f
+
+
+def flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
+    out = {}
+    for k, v in metrics.items():
+        if type(v) is float:
+            out[prefix + k] = v
+            continue
+        f = num(v)
+        if f is None:
+            logger.debug("metric %s=%r is not a number; not recorded", k, v)
+            continue
+        out[f"{prefix}{k}"] = f
+    return out
+
+
+def span_ids(span: trace.Span) -> dict[str, str] | None:
+    ctx = span.get_span_context()
+    if not ctx.is_valid:
+        return None
+    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
+
+
+def link_to(ids: Mapping[str, Any] | None, attributes: dict[str, Any]) -> Link | None:
+    if not ids or not ids.get("trace_id") or not ids.get("span_id"):
+        return None
+    try:
+        ctx = SpanContext(
+            trace_id=int(ids["trace_id"], 16),
+            span_id=int(ids["span_id"], 16),
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+    except (TypeError, ValueError):
+        logger.warning("checkpoint context has malformed span ids %r; span not linked", dict(ids))
+        return None
+    return Link(ctx, attributes) if ctx.is_valid else None
+
+
+def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "harness.reward.name": name,
+        "gen_ai.evaluation.name": name,
+        "harness.reward.weight": stats.weight,
+        "harness.reward.count": stats.count,
+        "harness.reward.scored": stats.scored,
+        "harness.reward.unscored": stats.count - stats.scored,
+    }
+    optional = {
+        "harness.reward.mean": stats.mean,
+        "gen_ai.evaluation.score.value": stats.mean,
+        "harness.reward.std": stats.std,
+        "harness.reward.zero_variance_group_frac": stats.zero_variance_group_frac,
+        "harness.reward.latency_p50_s": stats.latency_p50_s,
+        "harness.reward.latency_p99_s": stats.latency_p99_s,
+    }
+    attrs.update({k: float(v) for k, v in optional.items() if v is not None})
+    for status, n in stats.statuses.items():
+        attrs[f"harness.reward.status.{status}"] = int(n)
+    return attrs
+
+
+def sample_event(name: str, sample_id: str, score: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"gen_ai.evaluation.name": name, "harness.sample.id": str(sample_id)}
+    value = num(getattr(score, "value", score))
+    if value is not None:
+        attrs["gen_ai.evaluation.score.value"] = value
+    status = getattr(score, "status", None)
+    if status is not None:
+        attrs["gen_ai.evaluation.score.label"] = str(status)
+    answer = getattr(score, "answer", None)
+    if answer is not None:
+        attrs["harness.sample.answer"] = str(answer)[:256]
+    return attrs
+
+
+_ID_RNG = random.Random(os.urandom(32))
+if hasattr(os, "register_at_fork"):  # a forked child must not repeat its parent's ids
+    os.register_at_fork(after_in_child=lambda: _ID_RNG.seed(os.urandom(32)))
+
+
+class UrandomIdGenerator(IdGenerator):
+    """Trace and span ids from a generator seeded from the OS's random source, private to this module.
+
+    The SDK's default draws from the global ``random`` module, which a training run seeds for reproducibility:
+    two runs with the same seed would then reuse the same trace ids, and backends merge or drop the second
+    run's spans. A private ``random.Random`` seeded from ``os.urandom`` (re-seeded in a forked child) is not
+    touched by anyone's seeding and costs no system call per span.
+    """
+
+    def generate_span_id(self) -> int:
+        while True:
+            v = _ID_RNG.getrandbits(64)
+            if v:
+                return v
+
+    def generate_trace_id(self) -> int:
+        while True:
+            v = _ID_RNG.getrandbits(128)
+            if v:
+                return v
