@@ -256,7 +256,9 @@ class Server:
             pfd = -1
         if pfd >= 0:
             try:
-                select.select([pfd], [], [], grace_s)
+                poller = select.poll()  # (not select(): no limit on the descriptor's number)
+                poller.register(pfd, select.POLLIN)
+                poller.poll(grace_s * 1000)
             finally:
                 os.close(pfd)
             self.reap()
