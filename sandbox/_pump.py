@@ -1,4 +1,5 @@
-"""Pump an execution's pipes: write the payload and stdin, read outputs up to a cap, stop at the deadline.
+"""An execution's pipes: :func:`make_pipes` creates them, :class:`Pump` writes the payload and stdin and reads
+the outputs up to a cap until the deadline.
 
 Non-blocking I/O on the host's ends of the pipes, driven by one selector; nothing here knows what the bytes mean.
 """
@@ -7,10 +8,11 @@ from __future__ import annotations
 
 import os
 import selectors
+import socket
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Pump", "Stream"]
+__all__ = ["Pump", "Stream", "make_pipes"]
 
 
 @dataclass
@@ -101,3 +103,43 @@ class Pump:
                 self.sel.unregister(fd)
             os.close(fd)
         self.sel.close()
+
+
+def make_pipes(children: list[tuple[str, list[str | None]]], writers: set[str], uids: tuple[int, int]
+               ) -> tuple[list[tuple[str, int, list[int]]], dict[str, int], list[int]]:
+    """Create the named pipes; return the children's (role, uid, fds), the host's ends by name, the child ends.
+
+    A child fd spec is ``"<name>:r"``/``"<name>:w"`` (the child's end), ``"rpc"`` (one end of the socket pair
+    between solution and judge) or ``None`` (/dev/null). Names in ``writers`` are written by the host.
+    """
+    names = sorted({f.partition(":")[0] for _, fds in children for f in fds if f})
+    pipes: dict[str, tuple[int, int]] = {}
+    ours: dict[str, int] = {}
+    theirs: list[int] = []
+    try:
+        for name in names:
+            if name == "rpc":
+                a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                pipes[name] = (a.detach(), b.detach())
+                theirs += pipes[name]
+                continue
+            r, w = pipes[name] = os.pipe()
+            ours[name], child_end = (w, r) if name in writers else (r, w)
+            theirs.append(child_end)
+    except OSError:
+        for fd in list(ours.values()) + theirs:
+            os.close(fd)
+        raise
+    spec = []
+    for i, (role, fds) in enumerate(children):
+        fd_list = []
+        for f in fds:
+            name, _, end = (f or "").partition(":")
+            if not name:
+                fd_list.append(-1)
+            elif name == "rpc":
+                fd_list.append(pipes[name][i])
+            else:
+                fd_list.append(pipes[name][0 if end == "r" else 1])
+        spec.append((role, uids[i], fd_list))
+    return spec, ours, theirs

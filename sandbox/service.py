@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import _child, _judge
-from sandbox._pump import Pump, Stream
+from sandbox._pump import Pump, Stream, make_pipes
 from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, TestsResult, level_of
 
 __all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "Sandbox", "SandboxError", "get_sandbox",
@@ -236,45 +236,6 @@ class Sandbox:
         """End the job; ``grace_s``: how long the server lets a process that closed its output exit by itself."""
         return self._request({"op": "end", "job": job, "grace_s": grace_s})
 
-    def _pipes(self, children: list[tuple[str, list[str | None]]], writers: set[str], uids: tuple[int, int]
-               ) -> tuple[list[tuple[str, int, list[int]]], dict[str, int], list[int]]:
-        """Create the named pipes; return the children's (role, uid, fds), the host's ends by name, the child ends.
-
-        A child fd spec is ``"<name>:r"``/``"<name>:w"`` (the child's end), ``"rpc"`` (one end of the socket pair
-        between solution and judge) or ``None`` (/dev/null). Names in ``writers`` are written by the host.
-        """
-        names = sorted({f.partition(":")[0] for _, fds in children for f in fds if f})
-        pipes: dict[str, tuple[int, int]] = {}
-        ours: dict[str, int] = {}
-        theirs: list[int] = []
-        try:
-            for name in names:
-                if name == "rpc":
-                    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-                    pipes[name] = (a.detach(), b.detach())
-                    theirs += pipes[name]
-                    continue
-                r, w = pipes[name] = os.pipe()
-                ours[name], child_end = (w, r) if name in writers else (r, w)
-                theirs.append(child_end)
-        except OSError:
-            for fd in list(ours.values()) + theirs:
-                os.close(fd)
-            raise
-        spec = []
-        for i, (role, fds) in enumerate(children):
-            fd_list = []
-            for f in fds:
-                name, _, end = (f or "").partition(":")
-                if not name:
-                    fd_list.append(-1)
-                elif name == "rpc":
-                    fd_list.append(pipes[name][i])
-                else:
-                    fd_list.append(pipes[name][0 if end == "r" else 1])
-            spec.append((role, uids[i], fd_list))
-        return spec, ours, theirs
-
     def _execute(self, children: list[tuple[str, list[str | None]]], writes: dict[str, bytes], limits: Limits,
                  finish_on: list[str]) -> tuple[Pump, dict[str, Any], float, float, dict[str, Stream]]:
         """Start the children, feed ``writes``, read every other pipe until ``finish_on`` close, end the job.
@@ -290,7 +251,7 @@ class Sandbox:
         theirs: list[int] = []
         streams: dict[str, Stream] = {}
         try:
-            spec, ours, theirs = self._pipes(children, set(writes), self._uids(slot))
+            spec, ours, theirs = make_pipes(children, set(writes), self._uids(slot))
             t0 = time.monotonic()
             job = self._launch(spec, limits, deadline_s, slot)
             for fd in theirs:
