@@ -45,6 +45,17 @@ _EXIT_GRACE_S = 0.2
 RECALIBRATE_S = 30.0
 
 
+def server_boot(then: str) -> str:
+    """The ``python -I -c`` program that loads the server (as ``z``) and then runs ``then``.
+
+    It loads the package without its ``__init__`` (this module, which imports threading and logging): a module
+    that registers a fork handler must not be in the server, or the handler runs in every child.
+    """
+    here = str(Path(__file__).resolve().parent)
+    return (f"import sys, types; p = types.ModuleType('sandbox'); p.__path__ = [{here!r}]; "
+            f"sys.modules['sandbox'] = p; import sandbox._zygote as z; {then}")
+
+
 class SandboxError(RuntimeError):
     """The sandbox could not run the code at all (the server did not start, a child could not be set up)."""
 
@@ -89,10 +100,7 @@ class Sandbox:
     # ------------------------------------------------------------ server lifecycle
     def _start(self) -> None:
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        here = str(Path(__file__).resolve().parent)
-        # the package without its __init__ (this module): the server must not load threading or logging
-        boot = (f"import sys, types; p = types.ModuleType('sandbox'); p.__path__ = [{here!r}]; "
-                f"sys.modules['sandbox'] = p; import sandbox._zygote as z; z.main({child.fileno()})")
+        boot = server_boot(f"z.main({child.fileno()})")
         env = dict(_child.SAFE_ENV)
         try:
             self._proc = subprocess.Popen([sys.executable, "-I", "-c", boot], pass_fds=(child.fileno(),), env=env,

@@ -195,3 +195,14 @@ def test_an_interpreter_under_tmp_stays_usable_and_read_only(tmp_path):
     r = subprocess.run([str(venv / "bin" / "python"), "-c", script], capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["42", "denied", "30"], r.stderr[-2000:]  # EROFS: the tree is bound read-only
     assert not (venv / "pwned").exists()
+
+
+def test_the_server_loads_no_module_with_a_fork_handler():
+    """threading, random and logging run code in every forked child (copying its memory); the server must not
+    load them, so that a sandboxed child starts with nothing to do."""
+    from sandbox.service import server_boot
+
+    probe = "print(','.join(m for m in ('threading', 'random', 'logging', 'subprocess') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-I", "-c", server_boot(probe)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
