@@ -34,7 +34,7 @@ from sandbox._pump import Pump, Stream, make_pipes
 from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, TestsResult, level_of
 
 __all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "Sandbox", "SandboxError", "get_sandbox",
-           "isolation_level", "LEVELS"]
+           "isolation_level", "running_isolation", "LEVELS"]
 
 log = logging.getLogger(__name__)
 
@@ -387,6 +387,14 @@ def get_sandbox() -> Sandbox:
             _SHARED = Sandbox()
             atexit.register(_SHARED.close)
         return _SHARED
+
+
+def running_isolation() -> IsolationReport | None:
+    """The isolation report of this process's shared sandbox if its server is up; None otherwise (starts nothing)."""
+    sb = _SHARED
+    if sb is None or sb._pid != os.getpid() or sb._proc is None:
+        return None
+    return sb._report
 
 
 def isolation_level() -> str:
