@@ -55,7 +55,10 @@ def zero_variance_group_frac(values: Sequence[float | None], group_size: int | N
 
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The ``q``-th percentile (0-100) by linear interpolation between closest ranks; None for no values."""
-    xs = sorted(float(v) for v in values)
+    return _percentile_sorted(sorted(map(float, values)), q)
+
+
+def _percentile_sorted(xs: Sequence[float], q: float) -> float | None:
     if not xs:
         return None
     pos = (len(xs) - 1) * min(max(q, 0.0), 100.0) / 100.0
@@ -102,7 +105,8 @@ class RewardStats:
     ) -> RewardStats:
         """Build from per-sample values (None = unscored) and, optionally, their statuses and latencies."""
         m, s = mean_std(values)
-        scored = sum(1 for v in values if v is not None and not math.isnan(v))
+        scored = sum(1 for v in values if v is not None and v == v)  # (NaN != NaN)
+        latencies = sorted(map(float, latencies_s))
         if statuses is None:
             statuses = ["ok" if v is not None and not math.isnan(v) else "error" for v in values]
         return cls(
@@ -112,8 +116,8 @@ class RewardStats:
             scored=scored,
             statuses=dict(Counter(statuses)),
             zero_variance_group_frac=zero_variance_group_frac(values, group_size),
-            latency_p50_s=percentile(latencies_s, 50),
-            latency_p99_s=percentile(latencies_s, 99),
+            latency_p50_s=_percentile_sorted(latencies, 50),
+            latency_p99_s=_percentile_sorted(latencies, 99),
             weight=float(weight),
         )
 
