@@ -23,7 +23,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["spans_to_otlp_json", "spans_to_otlp_json_line", "group_spans", "otlp_json_to_request", "iter_spans", "read_requests", "any_value"]
+__all__ = ["spans_to_otlp_json", "spans_to_otlp_json_line", "group_spans", "attribute_items", "span_attribute_items", "otlp_json_to_request", "iter_spans", "read_requests", "any_value"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -174,16 +174,35 @@ def _jkey(k: str) -> str:
     return text
 
 
-def _items(attrs: Any) -> Any:
-    """The items of an attribute mapping; the SDK's ``BoundedAttributes`` iterated through its plain dict when it
-    has one (its ``Mapping`` mixin iteration costs more than the encoding here)."""
+def attribute_items(attrs: Any) -> Any:
+    """The items of an attribute mapping, read through the plain dict inside the SDK's ``BoundedAttributes`` when
+    there is one: its ``Mapping`` mixin's iteration costs more than encoding the values. Any other mapping is
+    iterated as it is."""
     if not attrs:
         return ()
-    return getattr(attrs, "_dict", attrs).items()
+    inner = getattr(attrs, "_dict", None)
+    return inner.items() if isinstance(inner, dict) else attrs.items()
+
+
+def span_attribute_items(sp: ReadableSpan) -> Any:
+    """:func:`attribute_items` of a finished span's own attributes: the SDK's ``_attributes`` behind the read-only
+    proxy ``ReadableSpan.attributes`` returns, when it has one."""
+    own = getattr(sp, "_attributes", None)
+    return attribute_items(own if own is not None else sp.attributes)
+
+
+def _jkvs_items(items: Any) -> str:
+    out = []
+    for k, v in items:
+        if type(v) is float and v - v == 0.0:
+            out.append(_jkey(k) + '{"doubleValue":' + _float_repr(v) + "}}")
+        else:
+            out.append(_jkey(k) + _jvalue(v) + "}")
+    return "[" + ",".join(out) + "]"
 
 
 def _jkvs(attrs: Any) -> str:
-    return "[" + ",".join([_jkey(k) + _jvalue(v) + "}" for k, v in _items(attrs)]) + "]"
+    return _jkvs_items(attribute_items(attrs))
 
 
 def _span_text(sp: ReadableSpan) -> str:
@@ -192,7 +211,7 @@ def _span_text(sp: ReadableSpan) -> str:
     out = ['{"traceId":"', format(ctx.trace_id, "032x"), '","spanId":"', format(ctx.span_id, "016x"),
            '","name":', _jstr(sp.name), ',"kind":', str(sp.kind.value + 1),
            ',"startTimeUnixNano":"', str(sp.start_time or 0), '","endTimeUnixNano":"', str(sp.end_time or 0),
-           '","attributes":', _jkvs(sp.attributes), ',"status":{"code":', str(status.status_code.value)]
+           '","attributes":', _jkvs_items(span_attribute_items(sp)), ',"status":{"code":', str(status.status_code.value)]
     if status.description:
         out += [',"message":', _jstr(status.description)]
     out += ['},"flags":', str(_flags(sp.parent))]

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from harness.telemetry._otlp_json import group_spans
+from harness.telemetry._otlp_json import attribute_items, group_spans, span_attribute_items
 
 __all__ = ["encode_request", "encode_spans", "count_spans"]
 
@@ -180,11 +180,20 @@ def _pb_value(v: Any) -> bytes:
     return _pb_value(str(v))
 
 
+def _pb_attribute_items(tag: bytes, items: Any) -> bytes:
+    out = []
+    for k, v in items:
+        if type(v) is float:  # most attributes: KeyValue{key, value: AnyValue{double (9 bytes)}}
+            kv = _key(k) + b"\x12\x09\x21" + _double(v)
+        else:
+            kv = _key(k) + _field(b"\x12", _pb_value(v))
+        n = len(kv)
+        out.append(tag + (bytes((n,)) if n < 0x80 else _varint(n)) + kv)
+    return b"".join(out)
+
+
 def _pb_attributes(tag: bytes, attrs: Any) -> bytes:
-    if not attrs:
-        return b""
-    items = getattr(attrs, "_dict", attrs).items()  # BoundedAttributes: its plain dict, as in _otlp_json._items
-    return b"".join([_field(tag, _key(k) + _field(b"\x12", _pb_value(v))) for k, v in items])
+    return _pb_attribute_items(tag, attribute_items(attrs))
 
 
 def _link_flags(ctx: Any) -> int:
@@ -198,7 +207,7 @@ def _pb_span(sp: Any) -> bytes:
         parts.append(_field(b"\x22", sp.parent.span_id.to_bytes(8, "big")))
     parts += [_field(b"\x2a", sp.name.encode("utf-8", "surrogatepass")), b"\x30" + _varint(sp.kind.value + 1),
               b"\x39" + _fixed64(sp.start_time or 0), b"\x41" + _fixed64(sp.end_time or 0),
-              _pb_attributes(b"\x4a", sp.attributes)]
+              _pb_attribute_items(b"\x4a", span_attribute_items(sp))]
     for e in sp.events:
         parts.append(_field(b"\x5a", b"\x09" + _fixed64(e.timestamp) + _field(b"\x12", e.name.encode("utf-8", "surrogatepass"))
                             + _pb_attributes(b"\x1a", e.attributes)))
