@@ -44,6 +44,7 @@ from harness.telemetry._attrs import (
 )
 from harness.telemetry._export import resolve_otlp
 from harness.telemetry._sender import OtlpSender
+from harness.telemetry._shipper import OtlpShipper
 from harness.telemetry._stats import RewardStats
 from harness.telemetry._writer import TraceWriter
 
@@ -140,7 +141,7 @@ class RunTelemetry:
     """
 
     def __init__(self, run_dir: Path, run_id: str, section: TelemetrySection, provider: TracerProvider | None,
-                 file_store: TraceWriter | None, exporter: OtlpSender | None) -> None:
+                 file_store: TraceWriter | None, exporter: OtlpShipper | OtlpSender | None) -> None:
         self.run_dir = run_dir
         self.run_id = run_id
         self.config = section
@@ -186,12 +187,16 @@ class RunTelemetry:
             "openinference.project.name": section.project_name or service,
         })
         provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
-        sender = None
+        sender: OtlpShipper | OtlpSender | None = None
         if otlp is not None:
+            knobs = dict(max_queue_spans=section.max_queue_size, max_batch_spans=section.max_export_batch_size,
+                         schedule_delay_s=section.schedule_delay_s, retry_after_s=section.retry_after_s)
             try:
-                sender = OtlpSender(otlp, max_queue_spans=section.max_queue_size,
-                                    max_batch_spans=section.max_export_batch_size,
-                                    schedule_delay_s=section.schedule_delay_s, retry_after_s=section.retry_after_s)
+                try:
+                    sender = OtlpShipper(otlp, **knobs)
+                except OSError as e:  # no second process to be had: export from a thread of this one
+                    logger.info("OTLP export process not started (%s); exporting in-process", e)
+                    sender = OtlpSender(otlp, **knobs)
             except ValueError as e:
                 raise ConfigError(f"telemetry.otlp_endpoint: {e}") from None
             logger.info("tracing run %s to %s and %s", run_id, otlp.endpoint, run_dir / TRACES_FILE)

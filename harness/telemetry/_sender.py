@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.telemetry._export import OtlpSettings
 
-__all__ = ["OtlpSender", "Transport", "ExportError"]
+__all__ = ["OtlpSender", "Transport", "ExportError", "check_endpoint"]
 
 logger = logging.getLogger("harness.telemetry._export")
 
@@ -31,6 +31,18 @@ _GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 class ExportError(RuntimeError):
     """A request was not accepted: refused, timed out or answered with an error status."""
+
+
+def check_endpoint(settings: OtlpSettings) -> urllib.parse.SplitResult:
+    """The parsed endpoint URL.
+
+    Raises:
+        ValueError: for an http/protobuf endpoint that is not an http:// or https:// URL with a host.
+    """
+    url = urllib.parse.urlsplit(settings.endpoint)
+    if settings.protocol != "grpc" and (url.scheme not in ("http", "https") or not url.hostname):
+        raise ValueError(f"OTLP endpoint {settings.endpoint!r}: expected an http:// or https:// URL")
+    return url
 
 
 class Transport:
@@ -51,9 +63,7 @@ class Transport:
             self._grpc = self._channel.unary_unary(_GRPC_METHOD)  # no serializers: bytes in, bytes out
             self._metadata = [(k.lower(), v) for k, v in settings.headers.items()]
         else:
-            url = urllib.parse.urlsplit(settings.endpoint)
-            if url.scheme not in ("http", "https") or not url.hostname:
-                raise ValueError(f"OTLP endpoint {settings.endpoint!r}: expected an http:// or https:// URL")
+            url = check_endpoint(settings)
             self._https = url.scheme == "https"
             self._host, self._port = url.hostname, url.port
             self._path = (url.path or "/") + (f"?{url.query}" if url.query else "")

@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from harness.telemetry._otlp_json import spans_to_otlp_json_line
 from harness.telemetry._otlp_pb import encode_spans
 from harness.telemetry._sender import OtlpSender
+from harness.telemetry._shipper import OtlpShipper
 
 __all__ = ["TraceWriter"]
 
@@ -42,11 +43,12 @@ class TraceWriter(SpanProcessor):
 
     Args:
         path: the file store (appended); None for none.
-        sender: the OTLP outbox; None for no backend.
+        sender: where OTLP export goes: a shipper process (given the JSON lines), an in-process sender (given
+            protobuf requests), or None for no backend.
     """
 
-    def __init__(self, path: str | Path | None, sender: OtlpSender | None = None, *, max_traces: int = 32,
-                 max_delay_s: float = 1.0) -> None:
+    def __init__(self, path: str | Path | None, sender: OtlpSender | OtlpShipper | None = None, *,
+                 max_traces: int = 32, max_delay_s: float = 1.0) -> None:
         self.path = Path(path) if path is not None else None
         self._fd = -1
         if self.path is not None:
@@ -61,6 +63,7 @@ class TraceWriter(SpanProcessor):
         self._lock = threading.Lock()
         self._failed = False
         self.lines_written = 0
+        self.busy_s = 0.0  # wall seconds spent encoding and writing batches (they land in single steps)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         pass
@@ -86,18 +89,25 @@ class TraceWriter(SpanProcessor):
         if not self._ready:
             return
         traces, self._ready = self._ready, []
+        t0 = time.perf_counter()
         try:
-            if self.sender is not None:
+            if isinstance(self.sender, OtlpSender):
                 for spans in traces:
                     self.sender.offer(encode_spans(spans), len(spans))
-            if self._fd >= 0:
-                os.write(self._fd, "".join([spans_to_otlp_json_line(spans) + "\n" for spans in traces]).encode("utf-8"))
-                self.lines_written += len(traces)
+            if self._fd >= 0 or isinstance(self.sender, OtlpShipper):
+                data = "".join([spans_to_otlp_json_line(spans) + "\n" for spans in traces]).encode("utf-8")
+                if self._fd >= 0:
+                    os.write(self._fd, data)
+                    self.lines_written += len(traces)
+                if isinstance(self.sender, OtlpShipper):
+                    self.sender.offer_lines(data, sum(len(spans) for spans in traces))
         except Exception as e:  # noqa: BLE001 - a full disk must not stop training; say so once
             if not self._failed:
                 self._failed = True
                 logger.warning("writing traces to %s failed (%s: %s); later traces may be missing",
                                self.path or "the OTLP outbox", type(e).__name__, e)
+        finally:
+            self.busy_s += time.perf_counter() - t0
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Write every waiting trace (and any spans whose root has not ended yet)."""
