@@ -1,8 +1,9 @@
-"""The live OTLP export: a bounded outbox of encoded traces and one thread that sends them in batches.
+"""Sending encoded traces to an OTLP backend: a bounded outbox and one thread that sends them in batches.
 
-The file store's writer thread hands each finished trace over already encoded (:mod:`harness.telemetry._otlp_pb`);
-:class:`OtlpSender` queues it (at most ``max_queue_spans`` spans; beyond that traces are dropped and counted) and
-its thread sends a batch every ``schedule_delay_s``, or as soon as ``max_batch_spans`` spans wait. A batch is the
+:class:`OtlpSender` is handed each finished trace as a serialized ``ExportTraceServiceRequest`` (in the export
+process, see :mod:`harness.telemetry._shipper`; in the training process only when no export process could
+start). It queues it (at most ``max_queue_spans`` spans; beyond that traces are dropped and counted) and its
+thread sends a batch every ``schedule_delay_s``, or as soon as ``max_batch_spans`` spans wait. A batch is the
 queued bodies joined: concatenated requests are one request. When a send fails, one warning is logged for the
 whole run and batches are dropped without a network call for ``retry_after_s``; then one send is tried again.
 Nothing here ever blocks the caller of :meth:`OtlpSender.offer` or raises into it.

@@ -1,12 +1,13 @@
-"""The span processor behind every traced run: finished traces go to the file store and the OTLP outbox.
+"""The span processor behind every traced run: finished traces go to the file store and the OTLP export.
 
 :class:`TraceWriter` keeps the spans of a trace in memory until its root ends (a training step with its reward
 spans, an evaluation with its reward spans). Finished traces are then written in batches, in the thread that
-ends them: each as one OTLP-JSON ``ExportTraceServiceRequest`` line appended to ``traces.jsonl`` (one ``write``
-per batch, so a trainer and an evaluator can share the file) and, when a backend is configured, as the same
-request in protobuf wire form handed to the :class:`~harness.telemetry._sender.OtlpSender`. Both encodings are
-written directly from the SDK's spans (:func:`~harness.telemetry._otlp_json.spans_to_otlp_json_line`,
-:func:`~harness.telemetry._otlp_pb.encode_spans`).
+ends them: each as one OTLP-JSON ``ExportTraceServiceRequest`` line, encoded directly from the SDK's spans
+(:func:`~harness.telemetry._otlp_json.spans_to_otlp_json_line`), appended to ``traces.jsonl`` (one ``write``
+per batch, so a trainer and an evaluator can share the file) and, when a backend is configured, handed to the
+export process (:class:`~harness.telemetry._shipper.OtlpShipper`). Only when no export process could start does
+this process encode protobuf itself (:func:`~harness.telemetry._otlp_pb.encode_spans`) for an in-process
+:class:`~harness.telemetry._sender.OtlpSender`.
 
 A batch is written once ``max_traces`` traces wait, when a trace ends ``max_delay_s`` after the oldest waiting
 one, when an evaluation ends, and at every flush (a checkpoint flushes) and shutdown. Batching matters on a

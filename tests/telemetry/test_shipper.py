@@ -85,3 +85,31 @@ def test_a_dead_shipper_is_one_warning_and_the_file_store_stays_complete(tmp_pat
     assert len(warns) == 1 and "stopped" in warns[0] and srv.url in warns[0]
     assert tel.exporter.dropped > 0
     assert sum(1 for s in iter_spans(tmp_path / "traces.jsonl") if s["name"] == "train.step") == 150
+
+
+def test_the_in_process_fallback_delivers_the_same_spans(tmp_path: Path) -> None:
+    """Where no export process can start, the writer encodes protobuf itself for an in-process sender."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from harness.telemetry._export import OtlpSettings
+    from harness.telemetry._sender import OtlpSender
+    from harness.telemetry._writer import TraceWriter
+
+    srv = _Collector()
+    try:
+        sender = OtlpSender(OtlpSettings(srv.url), schedule_delay_s=30)
+        writer = TraceWriter(tmp_path / "traces.jsonl", sender)
+        provider = TracerProvider()
+        provider.add_span_processor(writer)
+        tracer = provider.get_tracer("t")
+        for i in range(10):
+            with tracer.start_as_current_span("train.step", attributes={"i": i}):
+                with tracer.start_as_current_span("reward/r"):
+                    pass
+        writer.force_flush()
+        assert sender.flush(30)
+        provider.shutdown()
+    finally:
+        srv.shutdown()
+    assert sorted(_received(srv)) == ["reward/r"] * 10 + ["train.step"] * 10
+    assert sender.sent == 20 and writer.lines_written == 10
