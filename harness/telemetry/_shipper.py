@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from harness.telemetry._export import OtlpSettings
@@ -136,13 +137,7 @@ class OtlpShipper:
         return not self._buf
 
     def _read(self) -> None:
-        for raw in self._proc.stdout:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(msg, dict):
-                continue
+        for msg in _objects(self._proc.stdout):
             if "warning" in msg:
                 logger.warning("%s", msg["warning"])
             with self._cv:
@@ -212,6 +207,17 @@ class _Relay(logging.Handler):
             _emit({"warning": record.getMessage()})
 
 
+def _objects(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The JSON objects among ``lines`` (anything else is skipped)."""
+    for raw in lines:
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
+
+
 def _emit(msg: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(msg) + "\n")
     sys.stdout.flush()
@@ -229,13 +235,7 @@ def main(config: str) -> None:
     log.propagate = False
     settings = OtlpSettings(**cfg.pop("settings"))
     sender = OtlpSender(settings, **cfg)
-    for raw in sys.stdin.buffer:
-        try:
-            doc = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(doc, dict):
-            continue
+    for doc in _objects(sys.stdin.buffer):
         if "flush" in doc:
             sender.flush(2 * settings.timeout_s + 1)
             _emit({"flushed": doc["flush"]})
