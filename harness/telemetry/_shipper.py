@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -39,6 +40,22 @@ __all__ = ["OtlpShipper", "main"]
 logger = logging.getLogger("harness.telemetry._export")
 
 _F_SETPIPE_SZ = 1031
+_LIVE: weakref.WeakSet[OtlpShipper] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    """In a forked child (a data loader worker, say): close the inherited end of every shipper's pipe, or the
+    shipper would not see the end of its input until that child exits too."""
+    for shipper in list(_LIVE):
+        shipper._dead = True
+        try:
+            os.close(shipper._fd)
+        except OSError:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class OtlpShipper:
@@ -82,6 +99,7 @@ class OtlpShipper:
             pass
         self._reader = threading.Thread(target=self._read, name="harness-otlp-shipper", daemon=True)
         self._reader.start()
+        _LIVE.add(self)
 
     def offer_lines(self, data: bytes, spans: int) -> None:
         """Queue OTLP-JSON lines (complete, newline-terminated) holding ``spans`` spans; never blocks."""

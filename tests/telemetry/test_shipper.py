@@ -113,3 +113,28 @@ def test_the_in_process_fallback_delivers_the_same_spans(tmp_path: Path) -> None
         srv.shutdown()
     assert sorted(_received(srv)) == ["reward/r"] * 10 + ["train.step"] * 10
     assert sender.sent == 20 and writer.lines_written == 10
+
+
+def test_a_forked_child_does_not_keep_the_shipper_alive(tmp_path: Path) -> None:
+    """A child forked during the run (a data loader worker, say) closes its copy of the pipe, so shutdown is
+    not held up waiting for the shipper to see the end of its input."""
+    import time
+
+    srv = _Collector()
+    try:
+        tel = RunTelemetry.start(tmp_path, "fork", TelemetrySection(otlp_endpoint=srv.url, export_timeout_s=5),
+                                 environ={})
+        _steps(tel, 1, 5)
+        pid = os.fork()
+        if pid == 0:  # a child that outlives the shipper's shutdown limit and never touches telemetry
+            time.sleep(600)
+            os._exit(0)
+        try:
+            tel.shutdown()
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    finally:
+        srv.shutdown()
+    assert tel.exporter._proc.returncode == 0  # it ended on its own, not killed at the shutdown limit
+    assert tel.exporter.sent == 10
