@@ -71,6 +71,17 @@ def busy_sandbox_cgroups(sb) -> list[Path]:
 
 
 @pytest.fixture
+def run(sandbox):
+    """``run(src, stdin="", timeout=2.0)``: run a program in the shared sandbox and return its ProgramResult."""
+    from sandbox import Limits
+
+    def _run(src: str, stdin: str = "", timeout: float = 2.0):
+        return sandbox.run_program(src, stdin, Limits(timeout_s=timeout))
+
+    return _run
+
+
+@pytest.fixture
 def clean(sandbox):
     """Asserts, after the test, that no sandbox process and no job group outlived it."""
     yield

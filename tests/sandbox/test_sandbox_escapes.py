@@ -9,12 +9,6 @@ from __future__ import annotations
 import pytest
 
 
-def _run(sandbox, src: str):
-    from sandbox import Limits
-
-    return sandbox.run_program(src, "", Limits(timeout_s=2.0))
-
-
 @pytest.fixture
 def mark(tmp_path):
     return tmp_path / "escaped"
@@ -38,32 +32,32 @@ ROUTES = {
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
-def test_escape_route_leaves_no_mark_on_the_host(sandbox, mark, clean, route):
-    _run(sandbox, ROUTES[route].format(mark=mark))
+def test_escape_route_leaves_no_mark_on_the_host(sandbox, run, mark, clean, route):
+    run(ROUTES[route].format(mark=mark))
     assert not mark.exists(), f"{route} wrote to the host"
 
 
-def test_setuid_binary_does_not_grant_root(sandbox, clean):
+def test_setuid_binary_does_not_grant_root(sandbox, run, clean):
     src = ("import subprocess, shutil\nsu = shutil.which('su') or '/bin/su'\n"
            "r = subprocess.run([su, '-c', 'id -u'], capture_output=True, text=True, input='')\nprint('uid0' if r.stdout.strip() == '0' else 'denied')")
-    r = _run(sandbox, src)
+    r = run(src)
     assert b"uid0" not in r.stdout
 
 
-def test_setns_into_host_namespaces_is_denied(sandbox, clean):
+def test_setns_into_host_namespaces_is_denied(sandbox, run, clean):
     src = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\ntry:\n    fd = os.open('/proc/1/ns/net', os.O_RDONLY)\n"
            "    print(libc.setns(fd, 0), ctypes.get_errno())\nexcept OSError as e:\n    print('open denied', e.errno)")
-    r = _run(sandbox, src)
+    r = run(src)
     assert r.stdout.startswith((b"open denied", b"-1 1"))
 
 
-def test_chroot_is_denied(sandbox, clean):
-    r = _run(sandbox, "import os\ntry:\n    os.chroot('.')\n    print('chrooted')\nexcept OSError as e:\n    print(e.errno)")
+def test_chroot_is_denied(sandbox, run, clean):
+    r = run("import os\ntry:\n    os.chroot('.')\n    print('chrooted')\nexcept OSError as e:\n    print(e.errno)")
     assert r.stdout == b"1\n"
 
 
-def test_clone3_falls_back_and_threads_still_work(sandbox, clean):
+def test_clone3_falls_back_and_threads_still_work(sandbox, run, clean):
     src = ("import ctypes, threading\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.syscall(435, 0, 0), ctypes.get_errno())\n"
            "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()\nprint('threads ok')")
-    r = _run(sandbox, src)
+    r = run(src)
     assert r.stdout == b"-1 38\nthreads ok\n"

@@ -12,12 +12,6 @@ import pytest
 import rewards.code as code_module
 
 
-def _run(sandbox, src: str, stdin: str = ""):
-    from sandbox import Limits
-
-    return sandbox.run_program(src, stdin, Limits(timeout_s=2.0))
-
-
 @pytest.fixture
 def canary(tmp_path):
     p = tmp_path / "canary.txt"
@@ -25,86 +19,86 @@ def canary(tmp_path):
     return p
 
 
-def test_write_to_host_tmp_does_not_reach_host(sandbox, clean):
+def test_write_to_host_tmp_does_not_reach_host(sandbox, run, clean):
     name = f"/tmp/sbx-canary-{secrets.token_hex(6)}"
-    r = _run(sandbox, f"open({name!r}, 'w').write('pwned')\nprint('wrote')")
+    r = run(f"open({name!r}, 'w').write('pwned')\nprint('wrote')")
     if sandbox.isolation().layers["mntns"]:
         assert r.status == "ok" and r.stdout == b"wrote\n"  # the private /tmp accepted it...
     assert not os.path.exists(name)  # ...and the host's /tmp never saw it
 
 
-def test_write_into_a_host_directory_fails(sandbox, canary, clean):
+def test_write_into_a_host_directory_fails(sandbox, run, canary, clean):
     target = canary.parent / "new.txt"
-    _run(sandbox, f"open({str(target)!r}, 'w').write('pwned')")
+    run(f"open({str(target)!r}, 'w').write('pwned')")
     assert not target.exists()
 
 
-def test_overwrite_a_host_file_fails(sandbox, canary, clean):
-    _run(sandbox, f"open({str(canary)!r}, 'w').write('pwned')")
+def test_overwrite_a_host_file_fails(sandbox, run, canary, clean):
+    run(f"open({str(canary)!r}, 'w').write('pwned')")
     assert canary.read_text() == "original"
 
 
-def test_delete_a_host_file_fails(sandbox, canary, clean):
-    _run(sandbox, f"import os\nos.unlink({str(canary)!r})")
+def test_delete_a_host_file_fails(sandbox, run, canary, clean):
+    run(f"import os\nos.unlink({str(canary)!r})")
     assert canary.exists()
 
 
-def test_write_to_home_fails(sandbox, clean):
+def test_write_to_home_fails(sandbox, run, clean):
     home = Path(os.path.expanduser("~"))
     name = home / f"sbx-canary-{secrets.token_hex(6)}"
-    _run(sandbox, f"open({str(name)!r}, 'w').write('pwned')")
+    run(f"open({str(name)!r}, 'w').write('pwned')")
     assert not name.exists()
 
 
-def test_write_to_host_dev_shm_does_not_reach_host(sandbox, clean):
+def test_write_to_host_dev_shm_does_not_reach_host(sandbox, run, clean):
     name = f"/dev/shm/sbx-canary-{secrets.token_hex(6)}"
-    _run(sandbox, f"open({name!r}, 'w').write('pwned')")
+    run(f"open({name!r}, 'w').write('pwned')")
     assert not os.path.exists(name)
 
 
-def test_harness_files_cannot_be_modified(sandbox, clean):
+def test_harness_files_cannot_be_modified(sandbox, run, clean):
     target = Path(code_module.__file__)
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
-    r = _run(sandbox, f"open({str(target)!r}, 'a').write('\\nraise SystemExit')\nprint('ok')")
+    r = run(f"open({str(target)!r}, 'a').write('\\nraise SystemExit')\nprint('ok')")
     assert r.stdout == b""
     assert hashlib.sha256(target.read_bytes()).hexdigest() == digest
 
 
-def test_harness_files_cannot_be_read(sandbox, clean):
-    r = _run(sandbox, f"print(open({code_module.__file__!r}).read()[:20])")
+def test_harness_files_cannot_be_read(sandbox, run, clean):
+    r = run(f"print(open({code_module.__file__!r}).read()[:20])")
     assert r.status == "crash" and r.stdout == b""
     assert b"PermissionError" in r.stderr or b"FileNotFoundError" in r.stderr  # a checkout under /tmp is hidden
 
 
-def test_symlink_escape_fails(sandbox, canary, clean):
+def test_symlink_escape_fails(sandbox, run, canary, clean):
     src = f"import os\nos.symlink({str(canary)!r}, 'link')\nopen('link', 'w').write('pwned')"
-    _run(sandbox, src)
+    run(src)
     assert canary.read_text() == "original"
 
 
-def test_hardlink_to_host_file_fails(sandbox, canary, clean):
+def test_hardlink_to_host_file_fails(sandbox, run, canary, clean):
     src = f"import os\nos.link({str(canary)!r}, 'hl')\nopen('hl', 'w').write('pwned')"
-    _run(sandbox, src)
+    run(src)
     assert canary.read_text() == "original"
 
 
-def test_no_leftover_files_after_a_run(sandbox, clean):
+def test_no_leftover_files_after_arun(run, clean):
     before = set(os.listdir("/tmp"))
     src = ("import os\nfirst = set(os.listdir('.'))\nfor i in range(20):\n    open(f'f{i}', 'w').write('x')\n"
            "os.mkdir('d')\nprint(len(set(os.listdir('.')) - first), 'solution.py' in first)")
-    r = _run(sandbox, src)
+    r = run(src)
     assert r.stdout == b"21 True\n"  # 20 files and a directory written beside the solution's own source
     assert set(os.listdir("/tmp")) - before == set()
 
 
-def test_working_directory_is_fresh_each_run(sandbox, clean):
-    _run(sandbox, "open('marker', 'w').write('x')")
-    r = _run(sandbox, "import os\nprint(os.path.exists('marker'))")
+def test_working_directory_is_fresh_eachrun(run, clean):
+    run("open('marker', 'w').write('x')")
+    r = run("import os\nprint(os.path.exists('marker'))")
     assert r.stdout == b"False\n"
 
 
-def test_etc_shadow_is_unreadable(sandbox, clean):
-    r = _run(sandbox, "print(open('/etc/shadow').read())")
+def test_etc_shadow_is_unreadable(sandbox, run, clean):
+    r = run("print(open('/etc/shadow').read())")
     assert r.status == "crash" and r.stdout == b""
 
 

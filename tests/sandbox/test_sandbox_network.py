@@ -5,50 +5,44 @@ from __future__ import annotations
 import secrets
 
 
-def _run(sandbox, src: str):
-    from sandbox import Limits
-
-    return sandbox.run_program(src, "", Limits(timeout_s=2.0))
-
-
-def test_tcp_to_host_loopback_does_not_arrive(sandbox, listener, clean):
+def test_tcp_to_host_loopback_does_not_arrive(sandbox, run, listener, clean):
     tcp = listener("tcp")
-    r = _run(sandbox, f"import socket\ns = socket.create_connection(('127.0.0.1', {tcp.address[1]}), timeout=1)\nprint('connected')")
+    r = run(f"import socket\ns = socket.create_connection(('127.0.0.1', {tcp.address[1]}), timeout=1)\nprint('connected')")
     assert r.stdout == b"" and tcp.hits == 0
 
 
-def test_udp_to_host_loopback_does_not_arrive(sandbox, listener, clean):
+def test_udp_to_host_loopback_does_not_arrive(sandbox, run, listener, clean):
     udp = listener("udp")
-    r = _run(sandbox, f"import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'x', ('127.0.0.1', {udp.address[1]}))\nprint('sent')")
+    r = run(f"import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'x', ('127.0.0.1', {udp.address[1]}))\nprint('sent')")
     assert r.stdout == b"" and udp.hits == 0
 
 
-def test_raw_socket_syscall_is_refused(sandbox, clean):
+def test_raw_socket_syscall_is_refused(sandbox, run, clean):
     src = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
            "fd = libc.socket(2, 1, 0)\nprint(fd, ctypes.get_errno())")
-    r = _run(sandbox, src)
+    r = run(src)
     assert r.stdout == b"-1 97\n"  # EAFNOSUPPORT from the seccomp filter
 
 
-def test_abstract_unix_socket_to_host_does_not_arrive(sandbox, listener, clean):
+def test_abstract_unix_socket_to_host_does_not_arrive(sandbox, run, listener, clean):
     name = "\0sbx-test-" + secrets.token_hex(6)
     ab = listener("unix", name)
-    r = _run(sandbox, f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({name!r})\nprint('connected')")
+    r = run(f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({name!r})\nprint('connected')")
     assert r.stdout == b"" and ab.hits == 0
 
 
-def test_unix_socket_file_on_host_is_unreachable(sandbox, listener, tmp_path, clean):
+def test_unix_socket_file_on_host_is_unreachable(sandbox, run, listener, tmp_path, clean):
     path = str(tmp_path / "host.sock")
     ux = listener("unix", path)
-    r = _run(sandbox, f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({path!r})\nprint('connected')")
+    r = run(f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({path!r})\nprint('connected')")
     assert r.stdout == b"" and ux.hits == 0
 
 
-def test_dns_resolution_fails(sandbox, clean):
-    r = _run(sandbox, "import socket\ntry:\n    print(socket.getaddrinfo('example.com', 80))\nexcept OSError as e:\n    print('failed')")
+def test_dns_resolution_fails(sandbox, run, clean):
+    r = run("import socket\ntry:\n    print(socket.getaddrinfo('example.com', 80))\nexcept OSError as e:\n    print('failed')")
     assert r.stdout == b"failed\n"
 
 
-def test_ipv6_loopback_is_refused(sandbox, clean):
-    r = _run(sandbox, "import socket\ntry:\n    socket.socket(socket.AF_INET6).connect(('::1', 22))\n    print('connected')\nexcept OSError:\n    print('refused')")
+def test_ipv6_loopback_is_refused(sandbox, run, clean):
+    r = run("import socket\ntry:\n    socket.socket(socket.AF_INET6).connect(('::1', 22))\n    print('connected')\nexcept OSError:\n    print('refused')")
     assert r.stdout == b"refused\n"
