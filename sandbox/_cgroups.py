@@ -236,11 +236,6 @@ class JobCgroup:
             pass
         self.dirs.append(d)
 
-    def join(self, pid: int = 0) -> None:
-        """Move ``pid`` (0 = the caller) into every group."""
-        for d in self.dirs:
-            _write(d / "cgroup.procs", str(pid))
-
     def join_fds(self) -> list[int]:
         """Open (once) each group's ``cgroup.procs`` for writing: a forked child writes ``0`` to each to join.
 

@@ -24,13 +24,11 @@ __all__ = [
     "set_child_subreaper",
     "set_parent_death_signal",
     "landlock_abi",
-    "landlock_restrict",
     "LandlockPlan",
     "landlock_enforce",
     "SeccompFilter",
     "seccomp_supported",
     "seccomp_program",
-    "seccomp_install",
     "CLONE_NEWNS",
     "CLONE_NEWNET",
     "CLONE_NEWIPC",
@@ -221,27 +219,6 @@ def landlock_enforce(ruleset_fd: int) -> None:
            "landlock_restrict_self")
 
 
-def landlock_restrict(read_only: list[str], read_write: list[str], abi: int) -> None:
-    """Restrict this process (and every later child) to the given paths with Landlock, in one go.
-
-    Everything the kernel's ABI can restrict is handled: file-system access outside the listed trees is denied,
-    TCP bind/connect is denied (ABI 4), and abstract unix sockets and signals are scoped to this domain (ABI 6).
-    Needs no-new-privs set first. Paths that do not exist are skipped.
-
-    Raises:
-        OSError: when a Landlock call fails.
-    """
-    plan = LandlockPlan(read_only, abi)
-    try:
-        rfd = plan.ruleset(read_write)
-    finally:
-        plan.close()
-    try:
-        landlock_enforce(rfd)
-    finally:
-        os.close(rfd)
-
-
 # ---------------------------------------------------------------- seccomp
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _SECCOMP_RET_KILL_PROCESS = 0x80000000
@@ -336,8 +313,3 @@ class SeccompFilter:
     def install(self) -> None:
         """``prctl(PR_SET_SECCOMP)``; needs no-new-privs (or CAP_SYS_ADMIN)."""
         _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0), "prctl(SECCOMP)")
-
-
-def seccomp_install(program: list[bytes]) -> None:
-    """Install a BPF program with ``prctl(PR_SET_SECCOMP)``; needs no-new-privs (or CAP_SYS_ADMIN)."""
-    SeccompFilter(program).install()

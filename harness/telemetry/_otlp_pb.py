@@ -1,9 +1,9 @@
 """The protobuf wire encoding of an OTLP/JSON trace request, written directly (no message objects).
 
 :func:`encode_request` turns one ``ExportTraceServiceRequest`` in the OTLP/JSON form this package stores (see
-:mod:`harness.telemetry._otlp_json`) into the bytes an OTLP backend expects over http/protobuf or grpc. The live
-exporter encodes each finished trace once, on the file store's writer thread, from the dict it already built
-for the file; going through the generated message classes costs about three times as much per span. Two
+:mod:`harness.telemetry._otlp_json`) into the bytes an OTLP backend expects over http/protobuf or grpc. The export
+process encodes each line the training process wrote for the file store this way; going through the generated
+message classes costs about three times as much per span. Two
 encoded requests concatenated are one valid request holding both (repeated fields append), so batching is
 joining bytes.
 
@@ -19,9 +19,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from harness.telemetry._otlp_json import attribute_items, group_spans, span_attribute_items
-
-__all__ = ["encode_request", "encode_spans", "count_spans"]
+__all__ = ["encode_request", "count_spans"]
 
 _fixed64 = struct.Struct("<Q").pack
 _fixed32 = struct.Struct("<I").pack
@@ -149,103 +147,6 @@ def encode_request(req: dict[str, Any]) -> bytes:
             body.append(_field(b"\x12", b"".join(inner)))
         if rs.get("schemaUrl"):
             body.append(_field(b"\x1a", rs["schemaUrl"].encode()))
-        out.append(_field(b"\x0a", b"".join(body)))
-    return b"".join(out)
-
-
-# ---------------------------------------------------------------- straight from the SDK's spans
-_RESOURCE_PB: dict[int, tuple[Any, bytes]] = {}
-
-
-def _pb_value(v: Any) -> bytes:
-    t = type(v)
-    if t is float:
-        return b"\x21" + _double(v)
-    if t is str:
-        return _field(b"\x0a", v.encode("utf-8", "surrogatepass"))
-    if t is bool:
-        return b"\x10\x01" if v else b"\x10\x00"
-    if t is int:
-        return b"\x18" + _varint(v & 0xFFFFFFFFFFFFFFFF)
-    if isinstance(v, bool):
-        return _pb_value(bool(v))
-    if isinstance(v, int):
-        return _pb_value(int(v))
-    if isinstance(v, float):
-        return _pb_value(float(v))
-    if isinstance(v, str):
-        return _pb_value(str(v))
-    if isinstance(v, (list, tuple)):
-        return _field(b"\x2a", b"".join(_field(b"\x0a", _pb_value(x)) for x in v))
-    return _pb_value(str(v))
-
-
-def _pb_attribute_items(tag: bytes, items: Any) -> bytes:
-    out = []
-    for k, v in items:
-        if type(v) is float:  # most attributes: KeyValue{key, value: AnyValue{double (9 bytes)}}
-            kv = _key(k) + b"\x12\x09\x21" + _double(v)
-        else:
-            kv = _key(k) + _field(b"\x12", _pb_value(v))
-        n = len(kv)
-        out.append(tag + (bytes((n,)) if n < 0x80 else _varint(n)) + kv)
-    return b"".join(out)
-
-
-def _pb_attributes(tag: bytes, attrs: Any) -> bytes:
-    return _pb_attribute_items(tag, attribute_items(attrs))
-
-
-def _link_flags(ctx: Any) -> int:
-    return 0x100 | (0x200 if ctx is not None and ctx.is_remote else 0)
-
-
-def _pb_span(sp: Any) -> bytes:
-    ctx = sp.get_span_context()
-    parts = [_field(b"\x0a", ctx.trace_id.to_bytes(16, "big")), _field(b"\x12", ctx.span_id.to_bytes(8, "big"))]
-    if sp.parent is not None:
-        parts.append(_field(b"\x22", sp.parent.span_id.to_bytes(8, "big")))
-    parts += [_field(b"\x2a", sp.name.encode("utf-8", "surrogatepass")), b"\x30" + _varint(sp.kind.value + 1),
-              b"\x39" + _fixed64(sp.start_time or 0), b"\x41" + _fixed64(sp.end_time or 0),
-              _pb_attribute_items(b"\x4a", span_attribute_items(sp))]
-    for e in sp.events:
-        parts.append(_field(b"\x5a", b"\x09" + _fixed64(e.timestamp) + _field(b"\x12", e.name.encode("utf-8", "surrogatepass"))
-                            + _pb_attributes(b"\x1a", e.attributes)))
-    for ln in sp.links:
-        parts.append(_field(b"\x6a", _field(b"\x0a", ln.context.trace_id.to_bytes(16, "big"))
-                            + _field(b"\x12", ln.context.span_id.to_bytes(8, "big"))
-                            + _pb_attributes(b"\x22", ln.attributes) + b"\x35" + _fixed32(_link_flags(ln.context))))
-    status = sp.status
-    body = _field(b"\x12", status.description.encode("utf-8", "surrogatepass")) if status.description else b""
-    if status.status_code.value:
-        body += b"\x18" + _varint(status.status_code.value)
-    parts.append(_field(b"\x7a", body))
-    parts.append(b"\x85\x01" + _fixed32(_link_flags(sp.parent)))
-    return b"".join(parts)
-
-
-def _pb_resource(resource: Any) -> bytes:
-    hit = _RESOURCE_PB.get(id(resource))
-    if hit is not None and hit[0] is resource:
-        return hit[1]
-    body = _field(b"\x0a", _pb_attributes(b"\x0a", resource.attributes if resource is not None else {}))
-    if len(_RESOURCE_PB) > 64:
-        _RESOURCE_PB.clear()
-    _RESOURCE_PB[id(resource)] = (resource, body)
-    return body
-
-
-def encode_spans(spans: Sequence[Any]) -> bytes:
-    """The serialized ``ExportTraceServiceRequest`` for SDK ``ReadableSpan`` objects, written directly.
-
-    The same request as ``encode_request(spans_to_otlp_json(spans))`` without the dicts in between; a test checks
-    it field for field against the SDK's own encoder.
-    """
-    out = []
-    for resource, scopes in group_spans(spans, lambda sp: _field(b"\x12", _pb_span(sp))):
-        body = [_pb_resource(resource)]
-        for (name, version), encoded in scopes.items():
-            body.append(_field(b"\x12", _field(b"\x0a", _scope({"name": name, "version": version})) + b"".join(encoded)))
         out.append(_field(b"\x0a", b"".join(body)))
     return b"".join(out)
 

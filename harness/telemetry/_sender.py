@@ -1,20 +1,21 @@
 """Sending encoded traces to an OTLP backend: a bounded outbox and one thread that sends them in batches.
 
-:class:`OtlpSender` is handed each finished trace as a serialized ``ExportTraceServiceRequest`` (in the export
-process, see :mod:`harness.telemetry._shipper`; in the training process only when no export process could
-start). It queues it (at most ``max_queue_spans`` spans; beyond that traces are dropped and counted) and its
+:class:`OtlpSender` is handed each finished trace as an OTLP/JSON request, which it encodes to the protobuf wire
+form (:mod:`harness.telemetry._otlp_pb`), or as serialized bytes. It runs in the export process (see
+:mod:`harness.telemetry._shipper`), and in the training process only when no export process could start. It queues it (at most ``max_queue_spans`` spans; beyond that traces are dropped and counted) and its
 thread sends a batch every ``schedule_delay_s``, or as soon as ``max_batch_spans`` spans wait. A batch is the
 queued bodies joined: concatenated requests are one request. When a send fails, one warning is logged for the
 whole run and batches are dropped without a network call for ``retry_after_s``; then one send is tried again.
 Nothing here ever blocks the caller of :meth:`OtlpSender.offer` or raises into it.
 
 :class:`Transport` is the wire: http/protobuf over one kept-alive connection, or grpc with the request passed as
-bytes. This module does not encode spans and does not decide what is traced.
+bytes. This module does not decide what is traced.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import logging
 import threading
 import time
@@ -22,6 +23,7 @@ import urllib.parse
 from typing import Any
 
 from harness.telemetry._export import OtlpSettings
+from harness.telemetry._otlp_pb import count_spans, encode_request
 
 __all__ = ["OtlpSender", "Transport", "ExportError", "check_endpoint"]
 
@@ -163,6 +165,24 @@ class OtlpSender:
             self._queued += spans
             if self._queued >= self._max_batch:
                 self._cv.notify_all()
+
+    def offer_request(self, doc: dict[str, Any]) -> None:
+        """Queue one OTLP/JSON request dict (encoded here); one that is not a trace request is skipped."""
+        try:
+            body, spans = encode_request(doc), count_spans(doc)
+        except (KeyError, ValueError, TypeError, AttributeError):
+            return
+        self.offer(body, spans)
+
+    def offer_lines(self, data: bytes, spans: int) -> None:  # noqa: ARG002 - each line counts its own spans
+        """Queue OTLP-JSON lines, as the file store writes them (the interface of the export process's pipe)."""
+        for line in data.splitlines():
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict):
+                self.offer_request(doc)
 
     def _take(self) -> list[tuple[bytes, int]]:
         batch, n = [], 0

@@ -243,7 +243,6 @@ def _emit(msg: dict[str, Any]) -> None:
 
 def main(config: str) -> None:
     """The shipper process: OTLP-JSON lines from stdin to the backend, until stdin closes."""
-    from harness.telemetry._otlp_pb import count_spans, encode_request
     from harness.telemetry._sender import OtlpSender  # (already loaded with this module)
 
     cfg = json.loads(config)
@@ -258,9 +257,6 @@ def main(config: str) -> None:
             sender.flush(2 * settings.timeout_s + 1)
             _emit({"flushed": doc["flush"]})
             continue
-        try:
-            sender.offer(encode_request(doc), count_spans(doc))
-        except (KeyError, ValueError, TypeError):
-            continue
+        sender.offer_request(doc)
     sender.shutdown()
     _emit({"stats": {"sent": sender.sent, "dropped": sender.dropped, "queue_full": sender.queue_full}})

@@ -5,9 +5,8 @@ spans, an evaluation with its reward spans). Finished traces are then written in
 ends them: each as one OTLP-JSON ``ExportTraceServiceRequest`` line, encoded directly from the SDK's spans
 (:func:`~harness.telemetry._otlp_json.spans_to_otlp_json_line`), appended to ``traces.jsonl`` (one ``write``
 per batch, so a trainer and an evaluator can share the file) and, when a backend is configured, handed to the
-export process (:class:`~harness.telemetry._shipper.OtlpShipper`). Only when no export process could start does
-this process encode protobuf itself (:func:`~harness.telemetry._otlp_pb.encode_spans`) for an in-process
-:class:`~harness.telemetry._sender.OtlpSender`.
+export process (:class:`~harness.telemetry._shipper.OtlpShipper`), or, when none could start, to an in-process
+:class:`~harness.telemetry._sender.OtlpSender`. Both take the same lines.
 
 A batch is written once ``max_traces`` traces wait, when a trace ends ``max_delay_s`` after the oldest waiting
 one, when an evaluation ends, and at every flush (a checkpoint flushes) and shutdown. Batching matters on a
@@ -30,7 +29,6 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from harness.telemetry._otlp_json import spans_to_otlp_json_line
-from harness.telemetry._otlp_pb import encode_spans
 from harness.telemetry._sender import OtlpSender
 from harness.telemetry._shipper import OtlpShipper
 
@@ -44,8 +42,8 @@ class TraceWriter(SpanProcessor):
 
     Args:
         path: the file store (appended); None for none.
-        sender: where OTLP export goes: a shipper process (given the JSON lines), an in-process sender (given
-            protobuf requests), or None for no backend.
+        sender: where OTLP export goes (the export process, or an in-process sender; both are given the lines),
+            or None for no backend.
     """
 
     def __init__(self, path: str | Path | None, sender: OtlpSender | OtlpShipper | None = None, *,
@@ -92,16 +90,12 @@ class TraceWriter(SpanProcessor):
         traces, self._ready = self._ready, []
         t0 = time.perf_counter()
         try:
-            if isinstance(self.sender, OtlpSender):
-                for spans in traces:
-                    self.sender.offer(encode_spans(spans), len(spans))
-            if self._fd >= 0 or isinstance(self.sender, OtlpShipper):
-                data = "".join([spans_to_otlp_json_line(spans) + "\n" for spans in traces]).encode("utf-8")
-                if self._fd >= 0:
-                    os.write(self._fd, data)
-                    self.lines_written += len(traces)
-                if isinstance(self.sender, OtlpShipper):
-                    self.sender.offer_lines(data, sum(len(spans) for spans in traces))
+            data = "".join([spans_to_otlp_json_line(spans) + "\n" for spans in traces]).encode("utf-8")
+            if self._fd >= 0:
+                os.write(self._fd, data)
+                self.lines_written += len(traces)
+            if self.sender is not None:
+                self.sender.offer_lines(data, sum(len(spans) for spans in traces))
         except Exception as e:  # noqa: BLE001 - a full disk must not stop training; say so once
             if not self._failed:
                 self._failed = True
