@@ -152,6 +152,7 @@ class JobCgroup:
     limits: tuple[int, int] = (0, 0)  # (memory bytes, max pids) last written
     counted: tuple[int, int] | None = None  # counters as last read (groups only change while a job runs)
     _fds: dict[tuple[Path, str], int] = field(default_factory=dict, repr=False)
+    _missing: set[tuple[Path, str]] = field(default_factory=set, repr=False)
 
     @classmethod
     def create(cls, roots: CgroupRoots, name: str, memory_bytes: int, max_pids: int) -> JobCgroup:
@@ -201,9 +202,16 @@ class JobCgroup:
         Raises:
             OSError: when the file cannot be opened.
         """
-        fd = self._fds.get((d, name))
+        key = (d, name)
+        if key in self._missing:  # (v2 memory.events without the memory controller, say: not asked again)
+            raise FileNotFoundError(f"{d / name} is missing")
+        fd = self._fds.get(key)
         if fd is None:
-            fd = self._fds[(d, name)] = os.open(d / name, flags | os.O_CLOEXEC)
+            try:
+                fd = self._fds[key] = os.open(d / name, flags | os.O_CLOEXEC)
+            except FileNotFoundError:
+                self._missing.add(key)
+                raise
         return fd
 
     def _read(self, d: Path, name: str) -> str:
