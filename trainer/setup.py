@@ -25,7 +25,7 @@ from harness.errors import ConfigError, DataError
 from harness.types import Sample
 
 __all__ = ["validate", "load_train_samples", "load_policy", "load_reference", "make_optimizer", "PromptStream",
-           "weight_dtype", "use_bf16", "disable_dropout"]
+           "weight_dtype", "use_bf16", "disable_dropout", "enable_checkpointing"]
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +131,17 @@ def _train_mode(model: Any, checkpointing: bool) -> None:
     if not checkpointing:
         model.eval()
         return
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    enable_checkpointing(model)
     model.train()
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Non-reentrant activation checkpointing of every decoder layer (transformers >= 5.21 renamed the method)."""
+    kw = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
 
 
 def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Path | None = None) -> tuple[Any, Any]:
