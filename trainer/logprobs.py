@@ -6,7 +6,8 @@ for each copy. Here the model's backbone runs once to its last hidden states ``(
 applied to ``chunk`` positions at a time: logits of one chunk, in float32, divided by the temperature, minus
 their log-sum-exp, gathered at the sampled ids. With autograd on, each chunk runs under non-reentrant activation
 checkpointing, so the backward pass recomputes that chunk's logits instead of keeping them: no tensor larger
-than ``(chunk, vocab)`` exists at any time, forward or backward.
+than ``(chunk, vocab)`` exists at any time, forward or backward (when all positions fit one chunk, it runs
+without checkpointing: its logits are within the budget anyway).
 
 :func:`token_logprobs` is the pure function (hidden states, head, ids, temperature); :func:`sequence_logprobs`
 runs a causal LM over prompt + completion and applies it to the completion positions. The update, the old-policy
@@ -89,7 +90,9 @@ def token_logprobs(
     if chunk is None:
         weight = getattr(head, "weight", None)
         chunk = default_chunk(int(weight.shape[0]) if weight is not None else 151_936)
-    grad = torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in _params(head)))
+    # one chunk holds all positions: its logits are within the budget, so nothing is gained by recomputing them
+    grad = torch.is_grad_enabled() and flat.numel() > chunk and (
+        h.requires_grad or any(p.requires_grad for p in _params(head)))
     logps: list[torch.Tensor] = []
     ents: list[torch.Tensor] = []
     for i in range(0, flat.numel(), chunk):
