@@ -79,7 +79,8 @@ def _smollm2(work: Path) -> dict[str, Any] | None:
     path = work / "smollm2-135m"
     model.save_pretrained(path)
     tok.save_pretrained(path)
-    return {"path": str(path), "params": sum(p.numel() for p in model.parameters()), "build_s": time.perf_counter() - t0}
+    n = sum(p.numel() for p in model.parameters())
+    return {"path": str(path), "params": n, "build_s": time.perf_counter() - t0}
 
 
 def train_config(model: str, work: Path, a: argparse.Namespace, backend: str, steps: int) -> Any:
@@ -91,7 +92,8 @@ def train_config(model: str, work: Path, a: argparse.Namespace, backend: str, st
         "data": {"train": "toy:1024", "chat_template": False},
         "rewards": {"char_count": {"weight": 1.0, "params": {"char": "a", "norm": float(a.completion)}}},
         "trainer": {"loss": "grpo", "backend": backend, "num_generations": a.g, "prompts_per_step": a.prompts,
-                    "max_prompt_length": 64, "max_completion_length": a.completion, "micro_batch_tokens": a.micro_tokens,
+                    "max_prompt_length": 64, "max_completion_length": a.completion,
+                    "micro_batch_tokens": a.micro_tokens,
                     "lr": 1e-6, "max_steps": steps, "monitors": {"truncated_frac": 1.0},
                     "vllm": {"enforce_eager": a.enforce_eager}},
     })
@@ -136,7 +138,8 @@ def phase_engine(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any
     update_s = time.perf_counter() - t1
     free, total = torch.cuda.mem_get_info()
     r.sync_weights()
-    return {"vllm_startup_s": round(startup, 2), "kv_cache_gib": _gib(r.kv_bytes), "gpu_memory_utilization": r.utilization,
+    return {"vllm_startup_s": round(startup, 2), "kv_cache_gib": _gib(r.kv_bytes),
+            "gpu_memory_utilization": r.utilization,
             "vllm_num_gpu_blocks": getattr(cache, "num_gpu_blocks", None),
             "update_tokens": n * (64 + a.completion), "update_micro_batches": stats["micro_batches"],
             "update_s": round(update_s, 2), "update_peak_allocated_gib": _gib(torch.cuda.max_memory_allocated()),
@@ -167,7 +170,7 @@ def phase_sync(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     after = r.generate(prompts, 1, greedy)
     engine = dict(r.engine_model().named_parameters())
     diffs = {n: float((engine[n].float() - p.detach().to(engine[n].dtype).float()).abs().max())
-             for n, p in model.named_parameters() if n in engine}
+             for n, p in model.named_parameters() if n in engine and engine[n].shape == p.shape}
     enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False).to("cuda")
     with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
         hf = model.generate(**enc, do_sample=False, max_new_tokens=24, pad_token_id=tok.pad_token_id)
@@ -201,8 +204,9 @@ def phase_train(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]
         flops = 2 * n * gen + 6 * n * (gen + 64 * a.prompts * a.g)  # sampling + training, model FLOPs only
         steps.append({"step": m["step"], "step_s": round(m["timing/step_s"], 2),
                       "generate_s": round(m["timing/generate_s"], 2), "update_s": round(m["timing/update_s"], 2),
-                      "tokens_per_s": round(m["tokens_per_s"]), "mfu": round(flops / m["timing/step_s"] / peak / 1e12, 4)
-                      if peak else None, "is_ratio_mean": m.get("is_ratio/mean"), "is_ratio_max": m.get("is_ratio/max"),
+                      "tokens_per_s": round(m["tokens_per_s"]),
+                      "mfu": round(flops / m["timing/step_s"] / peak / 1e12, 4) if peak else None,
+                      "is_ratio_mean": m.get("is_ratio/mean"), "is_ratio_max": m.get("is_ratio/max"),
                       "mean_length": m["completions/mean_length"]})
     return {"gpu": name, "steps": steps, "peak_allocated_gib": _gib(torch.cuda.max_memory_allocated()), "eval": evals}
 
@@ -250,7 +254,8 @@ def _run_phase(name: str, a: argparse.Namespace, models: dict[str, Any]) -> dict
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
     if proc.returncode != 0 or not out.is_file():
-        return {"error": f"exit {proc.returncode}", "stderr_tail": proc.stderr[-3000:], "wall_s": time.perf_counter() - t0}
+        return {"error": f"exit {proc.returncode}", "stderr_tail": proc.stderr[-3000:],
+                "wall_s": time.perf_counter() - t0}
     return {**json.loads(out.read_text()), "wall_s": round(time.perf_counter() - t0, 1)}
 
 
@@ -288,16 +293,26 @@ def main() -> None:
         res = PHASES[a.phase](a, json.loads((work / "models.json").read_text()))
         (work / f"{a.phase}.json").write_text(json.dumps(res, default=str))
         return
+    import shutil
     import tempfile
 
     import torch
 
+    keep = a.work is not None
     a.work = a.work or tempfile.mkdtemp(prefix="gpu-check-")
+    try:
+        _check(a, torch.cuda.is_available())
+    finally:
+        if not keep:
+            shutil.rmtree(a.work, ignore_errors=True)  # the models take a few GB
+
+
+def _check(a: argparse.Namespace, cuda: bool) -> None:
+    if not a.dry_run and not cuda:
+        raise SystemExit("gpu_check: no CUDA device visible (use --dry-run on a CPU)")
     t0 = time.perf_counter()
     models = build_models(Path(a.work))
     phases = ["dry"] if a.dry_run else ["engine", "sync", "train"]
-    if not a.dry_run and not torch.cuda.is_available():
-        raise SystemExit("gpu_check: no CUDA device visible (use --dry-run on a CPU)")
     if models["smollm2"] is None and "sync" in phases:
         phases.remove("sync")
     result = {"dry_run": a.dry_run, "args": {k: v for k, v in vars(a).items() if k != "phase"}, "models": models,

@@ -139,7 +139,9 @@ def _shared_vllm(engines: dict[str, Any] | None, args: argparse.Namespace, info:
 
     data = info.config.data if info.config is not None else None
     chat = False if args.no_chat_template else (data.chat_template if data is not None else True)
-    system = args.system_prompt if args.system_prompt is not None else (data.system_prompt if data is not None else None)
+    system = args.system_prompt
+    if system is None and data is not None:
+        system = data.system_prompt
     be = engines.get("vllm")
     if be is None:
         be = engines["vllm"] = make_backend("vllm", path, settings, chat_template=chat, system_prompt=system)

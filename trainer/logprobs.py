@@ -28,8 +28,9 @@ from torch.utils.checkpoint import checkpoint
 __all__ = ["token_logprobs", "sequence_logprobs", "naive_logprobs", "default_chunk", "split_model"]
 
 #: Bytes of float32 logits one chunk may hold (the default chunk is this over 4 * vocab). The backward pass of a
-#: chunk holds about five tensors of this size.
+#: chunk holds about five tensors of this size. On a GPU, chunks are larger (fewer, larger matmuls).
 CHUNK_BYTES = 64 * 2**20
+CHUNK_BYTES_CUDA = 512 * 2**20
 
 
 def default_chunk(vocab_size: int, budget_bytes: int = CHUNK_BYTES) -> int:
@@ -77,7 +78,8 @@ def token_logprobs(
         ids: ``(...)`` token ids (long).
         head: the output layer, ``(n, H) -> (n, V)`` (a ``torch.nn.Linear`` or any module).
         temperature: the sampling temperature.
-        chunk: positions per chunk; default :func:`default_chunk` of the head's output size.
+        chunk: positions per chunk; default :func:`default_chunk` of the head's output size (64 MiB of logits,
+            512 MiB on a GPU).
         softcap: ``final_logit_softcapping`` of the model, applied before the temperature.
         with_entropy: also return the softmax entropy of each position (no gradient).
 
@@ -89,7 +91,8 @@ def token_logprobs(
     flat = ids.reshape(-1).to(h.device)
     if chunk is None:
         weight = getattr(head, "weight", None)
-        chunk = default_chunk(int(weight.shape[0]) if weight is not None else 151_936)
+        budget = CHUNK_BYTES_CUDA if h.is_cuda else CHUNK_BYTES
+        chunk = default_chunk(int(weight.shape[0]) if weight is not None else 151_936, budget)
     # one chunk holds all positions: its logits are within the budget, so nothing is gained by recomputing them
     grad = torch.is_grad_enabled() and flat.numel() > chunk and (
         h.requires_grad or any(p.requires_grad for p in _params(head)))

@@ -148,7 +148,7 @@ def policy_update(
     n_seq, n_tok = all_reduce_sum([float(len(batch)), float(inputs.loss_mask.sum())], dist)
     stats: dict[str, float] = {"loss": 0.0, "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0, "kl": 0.0,
                                "entropy": 0.0, "grad_norm": 0.0}
-    use_is = is_cap is not None and batch.sampler_logp is not None
+    sampler_logp = batch.sampler_logp if is_cap is not None else None
     weights: list[torch.Tensor | None] = [None] * len(slices)
     is_stats: list[tuple[TISStats, float]] = []
     ent_n = 0.0
@@ -159,9 +159,9 @@ def policy_update(
             t_len = trimmed[k][3]
             mask = inputs.loss_mask[s, :t_len].to(device)
             old_k = old[k] if old is not None else logp.detach()
-            if use_is and it == 0:
-                weights[k], st = tis_weights(old_k, batch.sampler_logp[s, :t_len].to(device), mask,  # type: ignore[index]
-                                             float(is_cap), sequence=loss_cfg.loss_type == "gspo")
+            if sampler_logp is not None and is_cap is not None and it == 0:
+                weights[k], st = tis_weights(old_k, sampler_logp[s, :t_len].to(device), mask, is_cap,
+                                             sequence=loss_cfg.loss_type == "gspo")
                 is_stats.append((st, float(mask.sum())))
             out = policy_loss(
                 logp, old_k, inputs.advantages[s].to(device), mask, loss_cfg,

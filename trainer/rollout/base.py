@@ -86,10 +86,8 @@ class RolloutBatch:
             rows = [r for b in batches for r in _rows(b.sampler_logp, b.completion_mask)]  # type: ignore[arg-type]
             for i, r in enumerate(rows):
                 lp[i, :len(r)] = r
-        return RolloutBatch(
-            p_ids, p_mask, c_ids, c_mask, torch.cat([b.truncated for b in batches]), [t for b in batches for t in b.texts],
-            lp,
-        )
+        texts = [t for b in batches for t in b.texts]
+        return RolloutBatch(p_ids, p_mask, c_ids, c_mask, torch.cat([b.truncated for b in batches]), texts, lp)
 
 
 def _rows(ids: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:

@@ -137,7 +137,7 @@ class VLLMRollout:
         vllm = _import_vllm()
         if hasattr(model, "peft_config"):
             raise ConfigError("trainer.backend=vllm does not take LoRA adapters; use backend: hf with trainer.lora")
-        self.settings = settings or VLLMSection()
+        self.settings = settings or VLLMSection.model_validate({})
         self.model, self.tokenizer = model, tokenizer
         self.max_prompt_length = max_prompt_length
         self.eos_id = tokenizer.eos_token_id
@@ -147,7 +147,8 @@ class VLLMRollout:
         max_len = max_prompt_length + max_completion_length
         kv = self.settings.kv_cache_bytes or kv_cache_bytes(model.config, max_num_seqs, max_len)
         weights = sum(p.numel() for p in model.parameters()) * 2
-        self.kv_bytes, self.utilization = engine_memory(kv, weights, *_gpu_memory(), self.settings.gpu_memory_utilization)
+        self.kv_bytes, self.utilization = engine_memory(kv, weights, *_gpu_memory(),
+                                                        self.settings.gpu_memory_utilization)
         self._tmp = tempfile.TemporaryDirectory(prefix="vllm-policy-")
         model.save_pretrained(self._tmp.name)
         tokenizer.save_pretrained(self._tmp.name)
@@ -192,7 +193,8 @@ class VLLMRollout:
         """Sample ``n`` completions per prompt; rows are group-major; sampler log-probs included."""
         if self.sleeping:
             self.sync_weights()
-        ids = [list(self.tokenizer(p, add_special_tokens=False)["input_ids"])[-self.max_prompt_length:] for p in prompts]
+        ids = [list(self.tokenizer(p, add_special_tokens=False)["input_ids"])[-self.max_prompt_length:]
+               for p in prompts]
         params = self._vllm.SamplingParams(n=n, temperature=sampling.temperature, top_p=sampling.top_p,
                                            max_tokens=sampling.max_new_tokens, logprobs=0)
         outs = self.llm.generate([{"prompt_token_ids": x} for x in ids], sampling_params=params, use_tqdm=False)
