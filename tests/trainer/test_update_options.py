@@ -176,3 +176,21 @@ def test_update_applies_the_correction_with_the_sampler_logprobs():
     assert m["is_ratio/capped_frac"] == pytest.approx(1 / 9)
     off = _update(copy.deepcopy(model), batch, is_cap=None)
     assert "is_ratio/mean" not in off and off["loss"] != pytest.approx(m["loss"])
+
+
+def test_a_run_with_checkpointing_and_token_micro_batches_equals_the_plain_run(tmp_path):
+    """The loop wiring: the same seeded toy run with gradient checkpointing (train mode, dropout off) and
+    micro-batches of at most 48 padded tokens gives the plain run's losses and rewards step for step."""
+    from _trainer_helpers import toy_config
+
+    from trainer import train
+
+    plain = train(toy_config(tmp_path, "plain", max_steps=3), progress=False)
+    split = train(toy_config(tmp_path, "split", max_steps=3, gradient_checkpointing=True, micro_batch_tokens=48),
+                  progress=False)
+    assert [m["micro_batches"] for m in plain.metrics] == [1.0] * 3
+    assert all(m["micro_batches"] >= 3 for m in split.metrics)
+    for a, b in zip(plain.metrics, split.metrics):
+        assert b["loss"] == pytest.approx(a["loss"], abs=1e-5)
+        assert b["reward/total/mean"] == pytest.approx(a["reward/total/mean"], abs=1e-9)
+    assert split.model.training and not plain.model.training
