@@ -3,16 +3,21 @@
 # Torch is installed first and pinned (TORCH_SPEC): an unpinned torch pulls a multi-GB CUDA build. Where no
 # NVIDIA GPU is present and the pinned version is not available locally, pass a CPU index, e.g.
 #   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# Where nvidia-smi lists a GPU, setup installs the `gpu` extra instead (vLLM 0.33.0 with the torch 2.14.0 and
+# transformers <5.21 its wheel requires); `make setup-gpu` does so explicitly. GPU=0 forces the CPU path.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-TORCH_SPEC ?= torch==2.13.0
+GPU ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo 1 || echo 0)
+GPU_TORCH_SPEC := torch==2.14.0
+GPU_EXTRAS := train,dev,bench,gpu
+TORCH_SPEC ?= $(if $(filter 1,$(GPU)),$(GPU_TORCH_SPEC),torch==2.13.0)
 TORCH_INDEX ?=
-EXTRAS ?= train,dev,bench
+EXTRAS ?= $(if $(filter 1,$(GPU)),$(GPU_EXTRAS),train,dev,bench)
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup backends clean bench
+.PHONY: demo test setup setup-gpu backends clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +47,10 @@ $(VENV)/.deps-installed: pyproject.toml $(VENV)/.torch-installed
 	touch $@
 
 setup: $(VENV)/.deps-installed
+
+setup-gpu:  # reinstalls into an existing venv too (pip replaces a CPU torch with the pinned CUDA one)
+	rm -f $(VENV)/.torch-installed $(VENV)/.deps-installed
+	$(MAKE) setup GPU=1 TORCH_SPEC=$(GPU_TORCH_SPEC) EXTRAS=$(GPU_EXTRAS)
 
 demo: setup
 	OMP_NUM_THREADS=1 $(BIN)/harness demo

@@ -130,7 +130,29 @@ def _fields(items: Sequence[str], info: CheckpointInfo) -> FieldMap | None:
     return FieldMap.model_validate(base)
 
 
-def _eval_one(args: argparse.Namespace, path: Path, output: Path | None) -> EvalResult:
+def _shared_vllm(engines: dict[str, Any] | None, args: argparse.Namespace, info: CheckpointInfo,
+                 settings: EvalSection, path: Path) -> Any:
+    """One vllm engine for every checkpoint of a run: built for the first, weights reloaded for the next."""
+    if engines is None or settings.backend != "vllm":
+        return None
+    from evals.backends import make_backend
+
+    data = info.config.data if info.config is not None else None
+    chat = False if args.no_chat_template else (data.chat_template if data is not None else True)
+    system = args.system_prompt
+    if system is None and data is not None:
+        system = data.system_prompt
+    be = engines.get("vllm")
+    if be is None:
+        be = engines["vllm"] = make_backend("vllm", path, settings, chat_template=chat, system_prompt=system)
+    else:
+        be.load_checkpoint(settings.model or path)
+        be.chat_template, be.system_prompt = chat, system
+    return be
+
+
+def _eval_one(args: argparse.Namespace, path: Path, output: Path | None,
+              engines: dict[str, Any] | None = None) -> EvalResult:
     from harness.cli import parse_reward_args
 
     info = resolve_checkpoint(path)
@@ -146,7 +168,7 @@ def _eval_one(args: argparse.Namespace, path: Path, output: Path | None) -> Eval
         path, args.data, specs, settings=settings, output_dir=output, resume=not args.restart,
         fields=_fields(args.field, info), chat_template=False if args.no_chat_template else None,
         system_prompt=args.system_prompt, train_data=args.train_data, gguf_file=args.gguf_file,
-        telemetry=not args.no_telemetry,
+        telemetry=not args.no_telemetry, backend=_shared_vllm(engines, args, info, settings, path),
         progress=not args.no_progress,
     )
     contamination = res.results.get("contamination", {})
@@ -166,13 +188,21 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.checkpoint:
         _eval_one(args, Path(args.checkpoint), Path(args.output) if args.output else None)
         return 0
-    run_dir = Path(args.checkpoints)
+    engines: dict[str, Any] = {}  # vllm: one engine across checkpoints
+    try:
+        return _eval_run(args, Path(args.checkpoints), engines)
+    finally:
+        for be in engines.values():
+            be.close()
+
+
+def _eval_run(args: argparse.Namespace, run_dir: Path, engines: dict[str, Any]) -> int:
     done: set[Path] = set()
     idle_since = time.monotonic()
     while True:
         new = [c for c in list_checkpoints(run_dir) if c not in done]
         for ckpt in new:
-            _eval_one(args, ckpt, Path(args.output) / ckpt.name if args.output else None)
+            _eval_one(args, ckpt, Path(args.output) / ckpt.name if args.output else None, engines)
             done.add(ckpt)
             idle_since = time.monotonic()
         if not args.watch:

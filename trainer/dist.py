@@ -18,7 +18,8 @@ from typing import Any, Iterable
 import torch
 import torch.distributed as dist
 
-__all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "sync_gradients", "broadcast_parameters", "barrier", "all_gather_object"]
+__all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "sync_gradients", "broadcast_parameters", "barrier",
+           "all_gather_object", "free_port", "launcher_env"]
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +109,27 @@ def all_gather_object(obj: Any, info: DistInfo) -> list[Any]:
     out: list[Any] = [None] * info.world_size
     dist.all_gather_object(out, obj)
     return out
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on now (the OS picks it; another process could still take it
+    before it is bound, so bind it soon)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def launcher_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The torchrun variables an in-process engine reads (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT),
+    filled in for a single process where they are missing; MASTER_PORT is a free port, never a fixed number, so
+    two runs on one machine do not collide. Existing values (torchrun's) are kept. Returns what was added."""
+    env = os.environ if environ is None else environ
+    added: dict[str, str] = {}
+    for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
+        if key not in env:
+            env[key] = added[key] = value
+    if "MASTER_PORT" not in env:
+        env["MASTER_PORT"] = added["MASTER_PORT"] = str(free_port(env["MASTER_ADDR"]))
+    return added

@@ -34,7 +34,8 @@ from trainer.dist import DistInfo, all_gather_object, barrier, broadcast_paramet
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import SamplingConfig
-from trainer.setup import PromptStream, load_policy, load_reference, load_train_samples, make_optimizer, validate
+from trainer.setup import (PromptStream, load_policy, load_reference, load_train_samples, make_optimizer, use_bf16,
+                           validate)
 from trainer.update import UpdateInputs, policy_update
 
 __all__ = ["TrainResult", "train"]
@@ -92,12 +93,15 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator, bf16: bool) -> Any:
+def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator, bf16: bool, seed: int,
+                  world_size: int) -> Any:
     if t.backend == "vllm":
         from trainer.rollout.vllm import VLLMRollout
 
+        per_call = -(-t.prompts_per_step // world_size // t.rollout_chunks) * t.num_generations
         return VLLMRollout(model, tok, max_prompt_length=t.max_prompt_length,
-                           max_completion_length=t.max_completion_length, gpu_memory_utilization=t.vllm_gpu_memory_utilization)
+                           max_completion_length=t.max_completion_length, settings=t.vllm, seed=seed,
+                           max_num_seqs=per_call)
     from trainer.rollout.hf import HFRollout
 
     return HFRollout(model, tok, max_prompt_length=t.max_prompt_length, generator=generator, bf16=bf16)
@@ -154,12 +158,13 @@ def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], BatchResult]:
         chunks=t.rollout_chunks,
     )
     t1 = time.perf_counter()
+    c.rollout.release_memory()  # vLLM: sleep during the update
     upd = policy_update(
         c.model, c.optimizer, c.scheduler, col.batch, _inputs_fn(col, t), c.loss_cfg, temperature=t.temperature,
-        mu=t.mu, micro_batch_size=t.micro_batch_size, max_grad_norm=t.max_grad_norm, ref_model=c.ref,
-        dist=c.info, bf16=c.bf16,
+        mu=t.mu, micro_batch_size=t.micro_batch_size, micro_batch_tokens=t.micro_batch_tokens,
+        max_grad_norm=t.max_grad_norm, ref_model=c.ref, dist=c.info, bf16=c.bf16, is_cap=t.vllm.is_cap,
     )
-    c.rollout.sync_weights()
+    c.rollout.sync_weights()  # vLLM: wake up, load the new weights
     step_s = time.perf_counter() - t0
     lengths = col.batch.completion_lengths.float()
     tokens = float(col.batch.prompt_mask.sum() + col.batch.completion_mask.sum())
@@ -203,8 +208,9 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
         start = int(state["step"])
         log.info("resuming %s from step %d", ckpt, start)
     loss_cfg = LossConfig(t.loss, float(t.epsilon), float(t.epsilon_high), t.cispo_cap, t.beta, t.max_completion_length)
-    bf16 = t.bf16 if t.bf16 is not None else info.device.startswith("cuda")
-    ctx = _Ctx(config, t, info, model, tok, ref, optimizer, scheduler, stream, _make_rollout(t, model, tok, generator, bf16),
+    bf16 = use_bf16(config, t, info.device)
+    rollout = _make_rollout(t, model, tok, generator, bf16, config.run.seed, info.world_size)
+    ctx = _Ctx(config, t, info, model, tok, ref, optimizer, scheduler, stream, rollout,
                session, loss_cfg, SamplingConfig(t.max_completion_length, t.temperature, t.top_p), bf16, generator)
     return ctx, run_dir, start
 

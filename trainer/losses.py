@@ -17,6 +17,13 @@ Loss types (r = pi/pi_old per token, A = advantage, clip = clip(r, 1 - eps_low, 
 ``cispo``   CISPO (MiniMax-M1, 2506.13585) eq. 4: -sg(min(r, cap)) A log pi per token, token-level average over the
             batch; the cap is an absolute bound (``cispo_cap``), not 1 + eps.
 
+Off-policy correction: when the completions were sampled by another engine (vLLM, in lower precision), the
+per-token loss is multiplied by a truncated importance-sampling weight ``min(pi_old / pi_sampler, cap)``
+(Yao et al., "Your efficient RL framework secretly brings you off-policy RL training", 2025; TRL's
+``vllm_importance_sampling_correction``), computed by :func:`tis_weights` from the trainer's log-probs at the
+sampling weights and the sampler's own log-probs; for gspo the weight is the capped sequence ratio
+``exp(mean_t(old - sampler))``.
+
 KL: the k3 estimator exp(ref - logp) - (ref - logp) - 1 per token, added as ``beta * kl`` to each token loss
 (to the sequence loss for gspo). The normalizers are passed in (``num_sequences``, ``num_tokens``) so that a
 step split into micro-batches, or over ranks whose gradients are summed, gives the full-batch loss exactly.
@@ -31,7 +38,8 @@ from typing import Literal
 
 import torch
 
-__all__ = ["LossConfig", "LossOutput", "policy_loss", "kl_k3", "entropy_from_logits", "masked_mean"]
+__all__ = ["LossConfig", "LossOutput", "policy_loss", "kl_k3", "entropy_from_logits", "masked_mean", "tis_weights",
+           "TISStats"]
 
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "gspo", "cispo"]
 
@@ -101,6 +109,42 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     return -(logq.exp() * logq).sum(dim=-1)
 
 
+@dataclass(frozen=True)
+class TISStats:
+    """The untruncated importance ratios pi_old / pi_sampler over the loss tokens (sequences for gspo)."""
+
+    mean: float
+    max: float
+    capped_frac: float
+
+
+def tis_weights(old_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor, cap: float, *,
+                sequence: bool = False) -> tuple[torch.Tensor, TISStats]:
+    """Truncated importance-sampling weights ``min(exp(old - sampler), cap)``, without gradient.
+
+    Args:
+        old_logp: (B, T) the trainer's log-probs of the sampled tokens under the weights that sampled them.
+        sampler_logp: (B, T) the sampling engine's log-probs of the same tokens.
+        mask: (B, T) 1 on loss tokens (the statistics cover these only).
+        cap: upper bound of the weight.
+        sequence: one weight per sequence, ``min(exp(mean_t(old - sampler)), cap)``, shaped (B,) (gspo).
+
+    Returns:
+        (weights (B, T) or (B,), statistics of the untruncated ratios).
+    """
+    d = (old_logp - sampler_logp).detach().float()
+    if sequence:
+        ratio = torch.exp(masked_mean(d, mask, dim=1))  # (B,)
+        has = mask.sum(1) > 0
+        r = ratio[has]
+    else:
+        ratio = torch.exp(d)
+        r = ratio[mask.bool()]
+    stats = TISStats(float(r.mean()) if r.numel() else 1.0, float(r.max()) if r.numel() else 1.0,
+                     float((r > cap).float().mean()) if r.numel() else 0.0)
+    return torch.clamp(ratio, max=cap), stats
+
+
 def _clip_stats(ratio: torch.Tensor, adv: torch.Tensor, lo: float, hi: float, mask: torch.Tensor) -> tuple[float, float]:
     low = ((ratio < 1.0 - lo) & (adv < 0)).to(ratio.dtype)
     high = ((ratio > 1.0 + hi) & (adv > 0)).to(ratio.dtype)
@@ -131,6 +175,7 @@ def policy_loss(
     ref_logp: torch.Tensor | None = None,
     num_sequences: int | None = None,
     num_tokens: int | None = None,
+    is_weight: torch.Tensor | None = None,
 ) -> LossOutput:
     """The loss of one (micro-)batch.
 
@@ -143,6 +188,8 @@ def policy_loss(
         ref_logp: (B, T) log-probs under the frozen reference, needed when ``cfg.beta > 0``.
         num_sequences: sequences in the whole step (all micro-batches, all ranks); default B.
         num_tokens: loss tokens in the whole step; default ``mask.sum()``.
+        is_weight: truncated importance weights from :func:`tis_weights`, (B, T), or (B,) for gspo; each
+            token's (sequence's) loss is multiplied by its weight.
 
     Returns:
         :class:`LossOutput`.
@@ -166,6 +213,8 @@ def policy_loss(
         s = torch.exp(log_s)
         a = advantages.to(logp.dtype)
         seq = -torch.minimum(s * a, torch.clamp(s, 1.0 - lo, 1.0 + hi) * a)
+        if is_weight is not None:
+            seq = seq * is_weight.to(seq.dtype)
         if cfg.beta > 0:
             seq = seq + cfg.beta * masked_mean(kl_tok, mask, dim=1)
         has = (maskf.sum(1) > 0).to(logp.dtype)
@@ -182,6 +231,8 @@ def policy_loss(
         else:
             per_token = -torch.minimum(ratio * adv, torch.clamp(ratio, 1.0 - lo, 1.0 + hi) * adv)
             low_f, high_f = _clip_stats(ratio.detach(), adv.expand_as(ratio), lo, hi, mask)
+        if is_weight is not None:
+            per_token = per_token * is_weight.to(per_token.dtype)
         if cfg.beta > 0:
             per_token = per_token + cfg.beta * kl_tok
         loss = _aggregate(per_token, mask, cfg, num_sequences, num_tokens)

@@ -3,7 +3,9 @@
 :func:`validate` runs on the config alone, before any model is loaded, and raises a
 :class:`~harness.errors.ConfigError` that says which field to change. Model loading understands the built-in
 toy model (``toy:char``, see :mod:`trainer.toy`), local directories and hub names (from_pretrained, optionally a
-GGUF file), and optional LoRA through peft.
+GGUF file), and optional LoRA through peft. Trainable weights are always float32 (``model.dtype: bfloat16`` means
+bf16 autocast over float32 master weights); dropout is switched off, and gradient checkpointing switched on where
+configured.
 
 This module does not run steps.
 """
@@ -22,7 +24,8 @@ from harness.config import RunConfig
 from harness.errors import ConfigError, DataError
 from harness.types import Sample
 
-__all__ = ["validate", "load_train_samples", "load_policy", "load_reference", "make_optimizer", "PromptStream"]
+__all__ = ["validate", "load_train_samples", "load_policy", "load_reference", "make_optimizer", "PromptStream",
+           "weight_dtype", "use_bf16", "disable_dropout", "enable_checkpointing"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ def validate(config: RunConfig, t: TrainerSection, world_size: int) -> None:
         )
     if t.loss == "dr_grpo" and t.scale_rewards not in (None, "none"):
         log.warning("loss dr_grpo with scale_rewards=%r is not Dr. GRPO (the paper removes the std scaling)", t.scale_rewards)
+    weight_dtype(config.model.dtype)  # refuses float16 before any model loads
     if t.backend == "vllm" and not torch.cuda.is_available():
         raise ConfigError("trainer.backend=vllm needs a CUDA GPU; use backend: hf on this machine")
     if t.epsilon_high is not None and t.epsilon is not None and t.epsilon_high < t.epsilon and t.loss == "dapo":
@@ -84,10 +88,60 @@ def load_train_samples(config: RunConfig) -> list[Sample]:
     return res.samples
 
 
-def _dtype(name: str, bf16: bool) -> torch.dtype | str:
-    if name == "auto":
-        return torch.float32  # trainable weights stay fp32; bf16 runs as autocast
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+def weight_dtype(name: str) -> torch.dtype:
+    """The dtype trainable weights are loaded in for ``model.dtype == name``: always float32.
+
+    ``bfloat16`` means float32 master weights with bfloat16 autocast for the forward (see :func:`use_bf16`): AdamW
+    updates at lr 1e-6 are below bfloat16's resolution for most weights, so bfloat16 weights would not train.
+    ``float16`` is refused: it would need loss scaling, which this trainer does not do.
+    """
+    if name == "float16":
+        raise ConfigError("model.dtype: float16 cannot be trained here (no loss scaling); use bfloat16 (float32 "
+                          "master weights with bf16 autocast) or float32")
+    return torch.float32
+
+
+def use_bf16(config: RunConfig, t: TrainerSection, device: str) -> bool:
+    """Whether the forward runs under bfloat16 autocast: ``trainer.bf16`` when set, else on for a CUDA device or
+    ``model.dtype: bfloat16``."""
+    if t.bf16 is not None:
+        return bool(t.bf16)
+    return device.startswith("cuda") or config.model.dtype == "bfloat16"
+
+
+def disable_dropout(model: Any) -> None:
+    """Set every dropout probability of ``model`` to 0 (modules, attention-dropout attributes and config), so
+    train mode computes the same function as eval mode."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+        for attr in ("attention_dropout", "dropout_p", "attn_dropout"):
+            if isinstance(getattr(m, attr, None), float):
+                setattr(m, attr, 0.0)
+        cfg = getattr(m, "config", None)
+        for attr in ("attention_dropout", "hidden_dropout", "dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop"):
+            if isinstance(getattr(cfg, attr, None), float):
+                setattr(cfg, attr, 0.0)
+
+
+def _train_mode(model: Any, checkpointing: bool) -> None:
+    """Dropout off; with gradient checkpointing, enable it and put the model in train mode (transformers
+    checkpoints only in train mode), else eval mode."""
+    disable_dropout(model)
+    if not checkpointing:
+        model.eval()
+        return
+    enable_checkpointing(model)
+    model.train()
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Non-reentrant activation checkpointing of every decoder layer (transformers >= 5.21 renamed the method)."""
+    kw = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
 
 
 def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Path | None = None) -> tuple[Any, Any]:
@@ -106,7 +160,7 @@ def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Pa
         if m.gguf_file and source is None:
             kw["gguf_file"] = m.gguf_file
         tok = AutoTokenizer.from_pretrained(m.tokenizer or name if source is None else name, **kw)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=_dtype(m.dtype, bool(t.bf16)), **kw)
+        model = AutoModelForCausalLM.from_pretrained(name, dtype=weight_dtype(m.dtype), **kw)
         if "gguf_file" in kw:
             _detach_gguf_quantizer(model, m.gguf_file)
     if tok.pad_token_id is None:
@@ -116,7 +170,8 @@ def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Pa
         model = _apply_lora(model, t)
     model.to(device)
     model.config.use_cache = True
-    model.eval()  # dropout off for sampling and training alike (see trainer.update)
+    gc = t.gradient_checkpointing if t.gradient_checkpointing is not None else device.startswith("cuda")
+    _train_mode(model, bool(gc))  # dropout off for sampling and training alike (see trainer.update)
     return model, tok
 
 
@@ -155,7 +210,7 @@ def load_reference(config: RunConfig, t: TrainerSection, device: str) -> Any | N
     """The frozen reference policy (the configured model as loaded at start), or None when ``beta == 0``."""
     if t.beta == 0:
         return None
-    no_lora = t.model_copy(update={"lora": None})
+    no_lora = t.model_copy(update={"lora": None, "gradient_checkpointing": False})
     ref, _ = load_policy(config, no_lora, device)
     ref.eval()
     for p in ref.parameters():

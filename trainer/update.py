@@ -1,11 +1,19 @@
 """One optimizer update of the policy on a scored generation batch: log-probs, loss, backward, step.
 
 :func:`completion_logprobs` runs the model over prompt + completion and returns the log-probability of each
-sampled completion token (at the sampling temperature). :func:`policy_update` splits the batch into
-micro-batches (gradient accumulation), takes ``mu`` optimizer steps over it, sums gradients over ranks and
-clips them. To hide reward time, the first micro-batch's forward pass runs *before* it waits for the scores.
-The policy stays in eval mode (dropout off, as TRL's ``disable_dropout``), so old, new and reference log-probs
-compare one deterministic policy; gradients flow all the same.
+sampled completion token (at the sampling temperature), through the chunked head of :mod:`trainer.logprobs`, so
+no ``[batch, seq, vocab]`` float32 tensor is built. :func:`policy_update` splits the batch into micro-batches
+(gradient accumulation) by a row count and/or a token budget (:func:`micro_batches`), takes ``mu`` optimizer
+steps over it, sums gradients over ranks and clips them. To hide reward time, the first micro-batch's forward
+pass runs *before* it waits for the scores. Dropout is off in the policy (see :func:`trainer.setup.load_policy`),
+so old, new and reference log-probs compare one deterministic policy; with gradient checkpointing the policy is
+in train mode, which then computes the same function. With ``bf16`` the forward runs under bfloat16 autocast
+over float32 weights.
+
+When the batch carries the sampler's log-probs (vLLM) and ``is_cap`` is set, each token's loss is weighted by
+``min(pi_old / pi_sampler, is_cap)`` (:func:`trainer.losses.tis_weights`), where pi_old is the trainer's own
+log-prob at the weights that sampled the batch (the first pass's, detached, so no extra forward pass is needed
+when ``mu == 1``).
 
 This module does not sample or score; the loop hands it a batch and a function that yields the advantages.
 """
@@ -20,11 +28,12 @@ from typing import Any, Callable
 import torch
 
 from trainer.dist import DistInfo, all_reduce_sum, sync_gradients
-from trainer.losses import LossConfig, LossOutput, entropy_from_logits, policy_loss
+from trainer.logprobs import sequence_logprobs
+from trainer.losses import LossConfig, LossOutput, TISStats, policy_loss, tis_weights
 from trainer.rollout.base import RolloutBatch
 from trainer.rollout.hf import position_ids_from_mask
 
-__all__ = ["UpdateInputs", "completion_logprobs", "micro_slices", "policy_update"]
+__all__ = ["UpdateInputs", "completion_logprobs", "micro_batches", "policy_update"]
 
 
 @dataclass
@@ -35,10 +44,29 @@ class UpdateInputs:
     loss_mask: torch.Tensor  # (B, T)
 
 
-def micro_slices(n: int, size: int | None) -> list[slice]:
-    """Consecutive slices of at most ``size`` rows covering ``range(n)``."""
-    size = size or max(n, 1)
-    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+def micro_batches(prompt_mask: torch.Tensor, completion_mask: torch.Tensor, size: int | None = None,
+                  tokens: int | None = None) -> list[slice]:
+    """Consecutive row slices covering the batch, each of at most ``size`` rows and at most ``tokens`` padded
+    tokens (rows x (longest prompt + longest completion) of the slice, the shape its forward pass has).
+
+    A single row longer than ``tokens`` forms a micro-batch of its own.
+    """
+    n = int(completion_mask.shape[0])
+    p_len = prompt_mask.sum(1).tolist()
+    c_len = completion_mask.sum(1).tolist()
+    out: list[slice] = []
+    start, mp, mc = 0, 0, 0
+    for i in range(n):
+        np_, nc = max(mp, int(p_len[i])), max(mc, int(c_len[i]))
+        rows = i - start + 1
+        full = (size is not None and rows > size) or (tokens is not None and rows * (np_ + nc) > tokens)
+        if full and rows > 1:
+            out.append(slice(start, i))
+            start, np_, nc = i, int(p_len[i]), int(c_len[i])
+        mp, mc = np_, nc
+    if n:
+        out.append(slice(start, n))
+    return out
 
 
 def _trim(batch: RolloutBatch, rows: slice) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
@@ -57,29 +85,24 @@ def completion_logprobs(
     temperature: float,
     *,
     with_entropy: bool = False,
+    chunk: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(B, T) log-probs of ``completion_ids`` given the prompts, and (B, T) entropies when asked (no grad)."""
     device = next(model.parameters()).device
     ids = torch.cat([prompt_ids, completion_ids], dim=1).to(device)
-    t = completion_ids.shape[1]
     if bool(prompt_mask.all()):
         attn = pos = None  # no left padding: plain causal attention, no mask to build
     else:
         attn = torch.cat([prompt_mask, torch.ones_like(completion_ids)], dim=1).to(device)
         pos = position_ids_from_mask(attn)
-    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False, logits_to_keep=t + 1)
-    logits = out.logits[:, :-1].float() / temperature  # (B, T, V)
-    logp = torch.log_softmax(logits, dim=-1).gather(-1, completion_ids.to(device)[..., None]).squeeze(-1)
-    ent = None
-    if with_entropy:
-        with torch.no_grad():
-            ent = entropy_from_logits(logits.detach())
-    return logp, ent
+    return sequence_logprobs(model, ids, attn, pos, completion_ids.to(device), temperature=temperature, chunk=chunk,
+                             with_entropy=with_entropy)
 
 
-def _autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextManager:
-    if bf16 and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+def autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextManager:
+    """bfloat16 autocast on ``device`` (CUDA or CPU) when ``bf16``; the weights stay float32."""
+    if bf16:
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -94,53 +117,76 @@ def policy_update(
     temperature: float,
     mu: int = 1,
     micro_batch_size: int | None = None,
+    micro_batch_tokens: int | None = None,
     max_grad_norm: float | None = None,
     ref_model: Any | None = None,
     dist: DistInfo = DistInfo(),
     bf16: bool = False,
+    is_cap: float | None = None,
+    logprob_chunk: int | None = None,
 ) -> dict[str, float]:
-    """Take ``mu`` optimizer steps on ``batch``; returns loss, clip fractions, KL, entropy, grad norm, timings.
+    """Take ``mu`` optimizer steps on ``batch``; returns loss, clip fractions, KL, entropy, grad norm, timings
+    (and ``is_ratio/*`` when the off-policy correction ran).
 
     ``get_inputs`` is called once, after the first forward pass, and may block on scoring.
     """
     device = next(model.parameters()).device
-    slices = micro_slices(len(batch), micro_batch_size)
+    slices = micro_batches(batch.prompt_mask, batch.completion_mask, micro_batch_size, micro_batch_tokens)
     trimmed = [_trim(batch, s) for s in slices]
-    fwd = lambda m, k, ent=False: completion_logprobs(m, *trimmed[k][:3], temperature, with_entropy=ent)  # noqa: E731
-    with torch.no_grad(), _autocast(device, bf16):
+
+    def fwd(m: Any, k: int, ent: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        with autocast(device, bf16):
+            return completion_logprobs(m, *trimmed[k][:3], temperature, with_entropy=ent, chunk=logprob_chunk)
+
+    with torch.no_grad():
         old = [fwd(model, k)[0] for k in range(len(slices))] if mu > 1 else None
         ref = [fwd(ref_model, k)[0] for k in range(len(slices))] if ref_model is not None else None
-    with _autocast(device, bf16):
-        first = fwd(model, 0, True)
+    first = fwd(model, 0, True)
     t0 = time.perf_counter()
     inputs = get_inputs()
     wait_s = time.perf_counter() - t0
     n_seq, n_tok = all_reduce_sum([float(len(batch)), float(inputs.loss_mask.sum())], dist)
     stats: dict[str, float] = {"loss": 0.0, "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0, "kl": 0.0,
                                "entropy": 0.0, "grad_norm": 0.0}
+    sampler_logp = batch.sampler_logp if is_cap is not None else None
+    weights: list[torch.Tensor | None] = [None] * len(slices)
+    is_stats: list[tuple[TISStats, float]] = []
     ent_n = 0.0
     for it in range(mu):
         optimizer.zero_grad(set_to_none=True)
         for k, s in enumerate(slices):
-            if it == 0 and k == 0:
-                logp, ent = first
-            else:
-                with _autocast(device, bf16):
-                    logp, ent = fwd(model, k, it == 0)
+            logp, ent = first if it == 0 and k == 0 else fwd(model, k, it == 0)
             t_len = trimmed[k][3]
+            mask = inputs.loss_mask[s, :t_len].to(device)
+            old_k = old[k] if old is not None else logp.detach()
+            if sampler_logp is not None and is_cap is not None and it == 0:
+                weights[k], st = tis_weights(old_k, sampler_logp[s, :t_len].to(device), mask, is_cap,
+                                             sequence=loss_cfg.loss_type == "gspo")
+                is_stats.append((st, float(mask.sum())))
             out = policy_loss(
-                logp, old[k] if old is not None else logp.detach(), inputs.advantages[s].to(device),
-                inputs.loss_mask[s, :t_len].to(device), loss_cfg, ref_logp=ref[k] if ref is not None else None,
-                num_sequences=int(n_seq), num_tokens=int(n_tok),
+                logp, old_k, inputs.advantages[s].to(device), mask, loss_cfg,
+                ref_logp=ref[k] if ref is not None else None, num_sequences=int(n_seq), num_tokens=int(n_tok),
+                is_weight=weights[k],
             )
             out.loss.backward()
             if it == 0:
                 ent_n += _accumulate(stats, out, ent, batch.completion_mask[s, :t_len].to(device), n_tok)
         stats["grad_norm"] = _optimizer_step(model, optimizer, scheduler, dist, max_grad_norm)
     stats["entropy"] /= max(ent_n, 1.0)
+    if is_stats:
+        stats.update(_is_metrics(is_stats))
     stats["timing/score_wait_s"] = wait_s
     stats["lr"] = float(scheduler.get_last_lr()[0])
+    stats["micro_batches"] = float(len(slices))
     return stats
+
+
+def _is_metrics(parts: list[tuple[TISStats, float]]) -> dict[str, float]:
+    """Token-weighted mean, max and capped fraction of the importance ratios over the micro-batches."""
+    w = sum(n for _, n in parts) or 1.0
+    return {"is_ratio/mean": sum(st.mean * n for st, n in parts) / w,
+            "is_ratio/max": max(st.max for st, _ in parts),
+            "is_ratio/capped_frac": sum(st.capped_frac * n for st, n in parts) / w}
 
 
 def _accumulate(stats: dict[str, float], out: LossOutput, ent: torch.Tensor | None, cmask: torch.Tensor,

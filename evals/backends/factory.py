@@ -37,7 +37,8 @@ def make_backend(
         from evals.backends.vllm import VLLMBackend
 
         return VLLMBackend(settings.model or str(model_path), seed=settings.seed, chat_template=chat_template,
-                           system_prompt=system_prompt)
+                           system_prompt=system_prompt, gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
+                           kv_cache_bytes=settings.vllm_kv_cache_bytes, enforce_eager=settings.vllm_enforce_eager)
     if name == "openai":
         from evals.backends.openai import OpenAIBackend
 

@@ -41,6 +41,12 @@ class EvalSection(BaseModel):
     device: str = Field("auto", description="hf: cpu, cuda, cuda:1 ... or auto")
     base_url: str | None = Field(None, description="openai: server base URL, e.g. http://127.0.0.1:8000/v1")
     model: str | None = Field(None, description="openai: model name sent to the server; vllm: model path override")
+    vllm_gpu_memory_utilization: float | None = Field(
+        None, gt=0.0, lt=1.0, description="vllm: share of the GPU the engine takes (vLLM checks it against the free "
+        "memory at start-up); default: 90% of the memory free at start-up, so it starts beside a training job")
+    vllm_kv_cache_bytes: int | None = Field(None, ge=1, description="vllm: KV cache size (default: what the "
+                                            "memory share leaves)")
+    vllm_enforce_eager: bool = Field(False, description="vllm: no CUDA graphs (faster start-up, slower decoding)")
     api_key_env: str = Field("OPENAI_API_KEY", description="openai: environment variable holding the API key")
     concurrency: int = Field(4, ge=1, description="openai: requests in flight at once")
     request_timeout: float = Field(120.0, gt=0, description="openai: seconds per request")

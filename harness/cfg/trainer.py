@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["TrainerSection", "LoraSection", "MonitorSection", "LossType", "ScaleRewards", "LOSS_DEFAULTS"]
+__all__ = ["TrainerSection", "VLLMSection", "LoraSection", "MonitorSection", "LossType", "ScaleRewards", "LOSS_DEFAULTS"]
 
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "gspo", "cispo"]
 ScaleRewards = Literal["group", "batch", "none"]
@@ -56,6 +56,22 @@ class MonitorSection(BaseModel):
     unscored_frac: float = Field(0.1, ge=0.0, le=1.0, description="warn when a reward leaves more unscored")
 
 
+class VLLMSection(BaseModel):
+    """The colocated vLLM engine of ``backend: vllm`` (see trainer/rollout/vllm.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0.0, lt=1.0, description="share of the GPU the engine may claim at start-up (vLLM checks it against "
+        "free memory); default: what the weights and KV cache need, within the free memory")
+    kv_cache_bytes: int | None = Field(None, ge=1, description="KV cache size; default: one rollout call's "
+                                       "sequences at full length, plus 25%")
+    enforce_eager: bool = Field(False, description="no CUDA graphs (faster start-up, slower decoding)")
+    sleep: bool = Field(True, description="free the engine's GPU memory during the update (vLLM sleep mode)")
+    is_cap: float | None = Field(3.0, gt=1.0, description="cap of the truncated importance-sampling weight "
+                                 "pi_trainer / pi_sampler per token; null turns the correction off")
+
+
 class TrainerSection(BaseModel):
     """GRPO trainer settings; see trainer/ for their meaning."""
 
@@ -72,12 +88,14 @@ class TrainerSection(BaseModel):
     num_generations: int = Field(8, ge=2, description="G, completions per prompt")
     prompts_per_step: int = Field(2, ge=1, description="groups per optimizer step (all ranks together)")
     micro_batch_size: int | None = Field(None, ge=1, description="completions per forward/backward (accumulation)")
+    micro_batch_tokens: int | None = Field(None, ge=1, description="padded tokens (rows x (prompt + completion)) "
+                                           "per forward/backward; with micro_batch_size, both bound each one")
     mu: int = Field(1, ge=1, description="optimizer passes over each generation batch")
     # sampling
     max_prompt_length: int = Field(256, ge=1)
     max_completion_length: int = Field(256, ge=1)
     temperature: float = Field(1.0, gt=0.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="must be 1: the loss uses full-softmax log-probs")
     dynamic_sampling: bool | None = Field(None, description="drop zero-variance groups and refill (DAPO)")
     max_resample_rounds: int = Field(3, ge=0, description="bound on dynamic-sampling refills per step")
     mask_truncated: bool | None = Field(None, description="overlong filtering: no loss on truncated completions")
@@ -89,11 +107,14 @@ class TrainerSection(BaseModel):
     warmup_steps: int = Field(0, ge=0)
     weight_decay: float = Field(0.0, ge=0.0)
     max_grad_norm: float | None = Field(1.0, gt=0.0)
-    bf16: bool | None = Field(None, description="bf16 autocast; default: on when a CUDA GPU is used")
+    bf16: bool | None = Field(None, description="bf16 autocast over float32 weights; default: on with a CUDA GPU "
+                              "or model.dtype bfloat16")
+    gradient_checkpointing: bool | None = Field(None, description="recompute activations in backward; default: on "
+                                                "with a CUDA GPU")
     lora: LoraSection | None = None
     # machinery
     backend: Literal["hf", "vllm"] = "hf"
-    vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, lt=1.0)
+    vllm: VLLMSection = Field(default_factory=VLLMSection, description="the colocated vLLM engine")
     score_timeout: float | None = Field(None, gt=0.0, description="per-call reward time limit (scoring default)")
     score_workers: int | None = Field(None, ge=1)
     save_steps: int = Field(0, ge=0, description="checkpoint every N steps (0: only at the end)")
@@ -106,6 +127,12 @@ class TrainerSection(BaseModel):
             raise ValueError(
                 f"micro_batch_size={self.micro_batch_size} does not divide prompts_per_step * num_generations = "
                 f"{self.prompts_per_step} * {self.num_generations} = {per_step}; pick a divisor of {per_step}"
+            )
+        if self.top_p < 1.0:
+            raise ValueError(
+                f"top_p={self.top_p}: the trainer's log-probs are those of the full tempered softmax, so nucleus "
+                "sampling would make every step off-policy in a way the loss does not see; use top_p: 1.0 "
+                "(temperature still applies)"
             )
         if self.max_prompt_length + self.max_completion_length > 1_000_000:
             raise ValueError("max_prompt_length + max_completion_length is over a million tokens; lower them")

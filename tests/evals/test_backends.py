@@ -1,5 +1,6 @@
 """Backends: the hf backend on the tiny random-init model (see conftest); the vllm backend against a stand-in
-``vllm`` module, because vLLM needs a CUDA GPU and cannot run here; prompt seeds."""
+``vllm`` module, because vLLM needs a CUDA GPU and cannot run here (where vLLM is installed, one test checks our
+argument names against its signatures); prompt seeds."""
 
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ def test_hf_missing_model_is_a_backend_error(tmp_path: Path) -> None:
 
 
 class _StandInVLLM(types.ModuleType):
-    """Records how the backend calls vLLM's documented offline API (LLM, SamplingParams, LLM.generate)."""
+    """Records how the backend calls vLLM 0.33's offline API (LLM, SamplingParams, LLM.generate with token-id
+    prompts, collective_rpc("reload_weights"), reset_prefix_cache, the engine core's shutdown)."""
 
     def __init__(self, tokenizer: Any) -> None:
         super().__init__("vllm")
@@ -77,11 +79,21 @@ class _StandInVLLM(types.ModuleType):
         class LLM:
             def __init__(self, **kw: Any) -> None:
                 outer.calls.append(("LLM", kw))
+                core = types.SimpleNamespace(shutdown=lambda: outer.calls.append(("shutdown", None)))
+                self.llm_engine = types.SimpleNamespace(engine_core=core)
 
             def get_tokenizer(self) -> Any:
                 return tokenizer
 
-            def generate(self, prompts: list[str], sps: list[Any], use_tqdm: bool = True) -> list[Any]:
+            def collective_rpc(self, method: str, timeout: Any = None, args: tuple = (), kwargs: Any = None) -> list:
+                outer.calls.append(("collective_rpc", (method, kwargs)))
+                return [None]
+
+            def reset_prefix_cache(self) -> bool:
+                outer.calls.append(("reset_prefix_cache", None))
+                return True
+
+            def generate(self, prompts: list[dict], sps: list[Any], use_tqdm: bool = True) -> list[Any]:
                 outer.calls.append(("generate", (prompts, [sp.kw for sp in sps])))
                 out = []
                 for sp in sps:
@@ -103,10 +115,70 @@ def test_vllm_backend_uses_the_documented_api(monkeypatch: pytest.MonkeyPatch, t
     out = be.generate(_reqs("2+2?", "3+3?"), 2, SamplingParams(temperature=0.6, top_p=0.95, max_new_tokens=7))
     assert stand_in.calls[0] == ("LLM", {"model": str(tiny_model_dir), "dtype": "auto", "seed": 3})
     prompts, sps = stand_in.calls[1][1]
-    assert prompts == ["u:2+2?\na:", "u:3+3?\na:"]  # chat template applied
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    hf = HFBackend(tiny_model_dir)  # the same tokens as the hf backend sends (no special tokens added)
+    assert [hf.render(r) for r in _reqs("2+2?", "3+3?")] == ["u:2+2?\na:", "u:3+3?\na:"]  # chat template
+    assert [p["prompt_token_ids"] for p in prompts] == [
+        tok(hf.render(r), add_special_tokens=False)["input_ids"] for r in _reqs("2+2?", "3+3?")]
     assert sps[0] == {"n": 2, "temperature": 0.6, "top_p": 0.95, "max_tokens": 7, "seed": prompt_seed(0, "p0")}
     assert [[(g.text, g.finish_reason, g.tokens) for g in row] for row in out] == [
         [("c0", "length", 1), ("c1", "stop", 2)]] * 2
+
+
+def test_vllm_memory_comes_from_the_config_or_the_free_memory(monkeypatch: pytest.MonkeyPatch,
+                                                                tiny_model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    stand_in = _StandInVLLM(AutoTokenizer.from_pretrained(tiny_model_dir))
+    monkeypatch.setitem(sys.modules, "vllm", stand_in)
+    monkeypatch.setattr("evals.backends.vllm._gpu_memory", lambda: (40 * 2**30, 80 * 2**30))  # (free, total)
+    make_backend("vllm", tiny_model_dir, EvalSection())
+    assert stand_in.calls[-1][1]["gpu_memory_utilization"] == 0.45  # 90% of the free memory, not vLLM's 0.92
+    be = make_backend("vllm", tiny_model_dir, EvalSection(vllm_gpu_memory_utilization=0.3,
+                                                          vllm_kv_cache_bytes=2**30, vllm_enforce_eager=True))
+    kw = stand_in.calls[-1][1]
+    assert (kw["gpu_memory_utilization"], kw["kv_cache_memory_bytes"], kw["enforce_eager"]) == (0.3, 2**30, True)
+    assert be.describe()["gpu_memory_utilization"] == 0.3
+
+
+def test_one_vllm_engine_serves_every_checkpoint_and_is_released(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                 tiny_model_dir: Path) -> None:
+    import shutil
+
+    from conftest import make_run
+    from transformers import AutoTokenizer
+
+    from evals.cli import main
+
+    stand_in = _StandInVLLM(AutoTokenizer.from_pretrained(tiny_model_dir))
+    monkeypatch.setitem(sys.modules, "vllm", stand_in)
+    run = make_run(tmp_path, tiny_model_dir, step=2, eval_section={"k": 2, "limit": 2})
+    second = run / "checkpoints" / "step-000004"
+    shutil.copytree(run / "checkpoints" / "step-000002", second)
+    assert main(["--checkpoints", str(run), "--backend", "vllm", "--no-telemetry", "--no-progress",
+                 "--output", str(tmp_path / "out")]) == 0
+    names = [c[0] for c in stand_in.calls]
+    assert names.count("LLM") == 1 and names.count("shutdown") == 1 and names[-1] == "shutdown"
+    assert ("collective_rpc", ("reload_weights", {"weights_path": str(second)})) in stand_in.calls
+    assert names.count("generate") == 2
+    assert (tmp_path / "out" / "step-000004" / "results.json").is_file()
+
+
+def test_vllm_argument_names_exist_in_the_installed_vllm(tiny_model_dir: Path) -> None:
+    """Runs only where vLLM is installed (a GPU machine)."""
+    vllm = pytest.importorskip("vllm")
+    import dataclasses
+    import inspect
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    known = set(inspect.signature(vllm.LLM.__init__).parameters) | {f.name for f in dataclasses.fields(EngineArgs)}
+    assert {"model", "dtype", "seed", "gpu_memory_utilization", "kv_cache_memory_bytes", "enforce_eager"} <= known
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    assert "weights_path" in inspect.signature(GPUModelRunner.reload_weights).parameters
+    for name in ("collective_rpc", "reset_prefix_cache", "generate", "get_tokenizer"):
+        assert callable(getattr(vllm.LLM, name))
 
 
 def test_vllm_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) -> None:

@@ -1,12 +1,16 @@
 """The vLLM backend's wiring, against a FAKE ``vllm`` module: vLLM needs a CUDA GPU and cannot run here.
 
-The fake implements only the documented surface the backend uses (``LLM(...)``, ``LLM.generate`` with token-id
-prompts and ``SamplingParams(n=...)``, ``CompletionOutput.token_ids/finish_reason``, the engine's model
-``load_weights`` and ``reset_prefix_cache``). What this checks is our side: prompt truncation, group-major rows,
-truncation flags, EOS handling, and that every parameter is pushed after an update. It says nothing about vLLM
-itself.
+The fake implements only the surface the backend uses, as read from vLLM 0.33.0 (``LLM(...)``, ``LLM.generate``
+with token-id prompts and ``SamplingParams(n=..., logprobs=0)``, ``CompletionOutput.token_ids/finish_reason/
+logprobs``, the engine's model ``load_weights``, ``reset_prefix_cache``, ``sleep``/``wake_up``). What this checks
+is our side: prompt truncation, group-major rows, truncation flags, EOS handling, sampler log-probs, memory
+settings, the sleep/wake order and that every parameter is pushed after an update. It says nothing about vLLM
+itself; where vLLM is installed, the last test checks our argument names against its signatures.
 """
 
+import inspect
+import os
+import socket
 import sys
 import types
 from dataclasses import dataclass
@@ -23,6 +27,11 @@ from trainer.toy import char_tokenizer, tiny_model
 class _Completion:
     token_ids: list
     finish_reason: str
+    logprobs: list | None = None
+
+
+def _with_logprobs(ids, reason):
+    return _Completion(ids, reason, [{t: types.SimpleNamespace(logprob=-0.1 * (i + 1))} for i, t in enumerate(ids)])
 
 
 class _FakeLLM:
@@ -32,7 +41,14 @@ class _FakeLLM:
         self.kwargs = dict(kwargs, model=model)
         self.loaded: list[str] = []
         self.resets = 0
-        engine_model = types.SimpleNamespace(load_weights=lambda pairs: self.loaded.extend(n for n, _ in pairs))
+        self.events: list = []
+
+        def load_weights(pairs):
+            names = [n for n, _ in pairs]
+            self.loaded.extend(names)
+            self.events.append(("load_weights", len(names)))
+
+        engine_model = types.SimpleNamespace(load_weights=load_weights)
         runner = types.SimpleNamespace(model=engine_model)
         self.llm_engine = types.SimpleNamespace(
             model_executor=types.SimpleNamespace(driver_worker=types.SimpleNamespace(model_runner=runner)))
@@ -46,14 +62,21 @@ class _FakeLLM:
             comps = []
             for j in range(sampling_params.n):  # even j: ends with EOS (id 1); odd j: hits max_tokens
                 if j % 2 == 0:
-                    comps.append(_Completion([3 + j, 1], "stop"))
+                    comps.append(_with_logprobs([3 + j, 1], "stop"))
                 else:
-                    comps.append(_Completion([3] * sampling_params.max_tokens, "length"))
+                    comps.append(_with_logprobs([3] * sampling_params.max_tokens, "length"))
             outs.append(types.SimpleNamespace(prompt_token_ids=ids, outputs=comps))
         return outs
 
     def reset_prefix_cache(self):
         self.resets += 1
+        self.events.append("reset_prefix_cache")
+
+    def sleep(self, level=1):
+        self.events.append(("sleep", level))
+
+    def wake_up(self, tags=None):
+        self.events.append(("wake_up", tags))
 
 
 @dataclass
@@ -62,6 +85,7 @@ class _FakeSamplingParams:
     temperature: float
     top_p: float
     max_tokens: int
+    logprobs: int | None = None
 
 
 @pytest.fixture
@@ -69,9 +93,9 @@ def fake_vllm(monkeypatch):
     mod = types.ModuleType("vllm")
     mod.LLM, mod.SamplingParams = _FakeLLM, _FakeSamplingParams
     monkeypatch.setitem(sys.modules, "vllm", mod)
-    for k, v in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
-                 ("MASTER_PORT", "29531")):
-        monkeypatch.setenv(k, v)  # restored after the test (the backend fills them in when missing)
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(k, raising=False)  # the backend fills them in; monkeypatch restores them after
+    monkeypatch.setattr("trainer.rollout.vllm._gpu_memory", lambda: (60 * 2**30, 80 * 2**30))  # (free, total)
     _FakeLLM.instances.clear()
     return mod
 
@@ -91,6 +115,73 @@ def test_generate_builds_group_major_rows_with_truncation_flags(fake_vllm):
     assert b.completion_lengths.tolist() == [2, 5, 2, 5] * 2
     assert b.completion_ids[0, :2].tolist() == [3, 1]  # EOS kept as a loss token
     assert b.texts[0] == tok.decode([3]) and (b.prompt_ids[:4] == b.prompt_ids[0]).all()
+    assert b.sampler_logp[0, :2].tolist() == pytest.approx([-0.1, -0.2])  # the sampled tokens' log-probs
+    assert b.sampler_logp[0, 2:].abs().sum() == 0 and b.sampler_logp[1].tolist() == pytest.approx(
+        [-0.1, -0.2, -0.3, -0.4, -0.5])
+
+
+def test_engine_memory_seed_port_and_options(fake_vllm):
+    from harness.cfg.trainer import VLLMSection
+    from trainer.rollout.vllm import VLLMRollout, kv_cache_bytes
+
+    tok = char_tokenizer()
+    model = tiny_model(len(tok))  # 2 layers, 4 KV heads of 16: 512 bytes of bf16 KV per token
+    VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20, seed=7, max_num_seqs=16,
+                settings=VLLMSection(enforce_eager=True))
+    kw = _FakeLLM.instances[-1].kwargs
+    assert kw["kv_cache_memory_bytes"] == kv_cache_bytes(model.config, 16, 30) == int(512 * 16 * 32 * 1.25)
+    n_params = sum(p.numel() for p in model.parameters())
+    assert kw["gpu_memory_utilization"] == pytest.approx((kw["kv_cache_memory_bytes"] + 2 * n_params + 2 * 2**30)
+                                                         / (80 * 2**30), abs=1e-4)
+    assert kw["seed"] == 7 and kw["max_num_seqs"] == 16 and kw["enforce_eager"] is True
+    assert kw["enable_sleep_mode"] is True and kw["logprobs_mode"] == "processed_logprobs"
+    port = int(os.environ["MASTER_PORT"])
+    with socket.socket() as s:  # a free port, bindable now
+        s.bind(("127.0.0.1", port))
+    VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20,
+                settings=VLLMSection(kv_cache_bytes=12345, gpu_memory_utilization=0.5))
+    kw = _FakeLLM.instances[-1].kwargs
+    assert kw["kv_cache_memory_bytes"] == 12345 and kw["gpu_memory_utilization"] == 0.5
+
+
+def test_an_engine_that_does_not_fit_the_free_memory_is_a_config_error(fake_vllm, monkeypatch):
+    from harness.cfg.trainer import VLLMSection
+    from trainer.rollout.vllm import VLLMRollout
+
+    monkeypatch.setattr("trainer.rollout.vllm._gpu_memory", lambda: (3 * 2**30, 80 * 2**30))
+    tok = char_tokenizer()
+    with pytest.raises(ConfigError, match="GiB are free"):
+        VLLMRollout(tiny_model(len(tok)), tok, max_prompt_length=4, max_completion_length=5,
+                    settings=VLLMSection(kv_cache_bytes=2 * 2**30))
+
+
+def test_launcher_env_keeps_torchrun_values_and_picks_a_free_port():
+    from trainer.dist import launcher_env
+
+    env = {"RANK": "1", "MASTER_PORT": "1234"}
+    assert launcher_env(env) == {"LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
+    assert env["RANK"] == "1" and env["MASTER_PORT"] == "1234"
+    with socket.socket() as busy:  # a port taken by someone else is never chosen
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        ports = {int(launcher_env({})["MASTER_PORT"]) for _ in range(20)}
+    assert taken not in ports and all(0 < p < 65536 for p in ports)
+
+
+def test_sleep_during_the_update_then_wake_weights_load_and_wake_cache(fake_vllm, monkeypatch):
+    from trainer.rollout.vllm import VLLMRollout
+
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    tok = char_tokenizer()
+    r = VLLMRollout(tiny_model(len(tok)), tok, max_prompt_length=4, max_completion_length=5)
+    llm = _FakeLLM.instances[-1]
+    r.release_memory()
+    r.release_memory()  # idempotent
+    r.sync_weights()
+    n = len(list(r.model.parameters()))
+    assert llm.events == [("sleep", 2), ("wake_up", ["weights"]), ("load_weights", n), "reset_prefix_cache",
+                          ("wake_up", ["kv_cache"])]
 
 
 def test_sync_weights_pushes_every_parameter_and_resets_the_prefix_cache(fake_vllm):
@@ -102,7 +193,27 @@ def test_sync_weights_pushes_every_parameter_and_resets_the_prefix_cache(fake_vl
     r.sync_weights()
     llm = _FakeLLM.instances[-1]
     assert llm.loaded == [n for n, _ in model.named_parameters()]
-    assert llm.resets == 1
+    assert llm.resets == 1 and ("sleep", 2) not in llm.events  # no sleep without an update in between
+
+
+def test_argument_names_exist_in_the_installed_vllm():
+    """Runs only where vLLM is installed (a GPU machine): every keyword we pass is a parameter of vllm.LLM or a
+    field of EngineArgs (LLM passes its **kwargs there), and SamplingParams takes ours."""
+    vllm = pytest.importorskip("vllm")
+    import dataclasses
+
+    from harness.cfg.trainer import VLLMSection
+    from trainer.rollout.vllm import engine_kwargs
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    kw = engine_kwargs("m", dtype="bfloat16", max_model_len=8, seed=0, settings=VLLMSection(), kv_bytes=1,
+                       utilization=0.1, max_num_seqs=1)
+    known = set(inspect.signature(vllm.LLM.__init__).parameters) | {f.name for f in dataclasses.fields(EngineArgs)}
+    assert set(kw) <= known, set(kw) - known
+    vllm.SamplingParams(n=2, temperature=1.0, top_p=1.0, max_tokens=4, logprobs=0, seed=1)
+    for name in ("sleep", "wake_up", "reset_prefix_cache", "generate"):
+        assert callable(getattr(vllm.LLM, name))
 
 
 def test_missing_vllm_is_a_config_error(monkeypatch):

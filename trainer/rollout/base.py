@@ -2,7 +2,8 @@
 
 Two backends implement it: :class:`trainer.rollout.hf.HFRollout` (transformers, CPU or GPU) and
 :class:`trainer.rollout.vllm.VLLMRollout` (vLLM, colocated on the GPU). The trainer never looks inside a backend;
-it calls :meth:`Rollout.generate` and, after each optimizer step, :meth:`Rollout.sync_weights`.
+it calls :meth:`Rollout.generate`, :meth:`Rollout.release_memory` before the update and, after each optimizer
+step, :meth:`Rollout.sync_weights`.
 
 This module holds the contract and the shared helpers (left padding); it does not sample.
 """
@@ -43,6 +44,8 @@ class RolloutBatch:
         completion_mask: (B, T) 1 on completion tokens up to and including EOS.
         truncated: (B,) True when the completion hit max_new_tokens without EOS.
         texts: B decoded completions, special tokens removed.
+        sampler_logp: (B, T) the sampling engine's log-probs of the completion tokens (0 on padding), when the
+            backend reports them (vLLM); the update uses them for the off-policy correction.
     """
 
     prompt_ids: torch.Tensor
@@ -51,6 +54,7 @@ class RolloutBatch:
     completion_mask: torch.Tensor
     truncated: torch.Tensor
     texts: list[str]
+    sampler_logp: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.completion_ids.shape[0])
@@ -66,6 +70,7 @@ class RolloutBatch:
         return RolloutBatch(
             self.prompt_ids[index], self.prompt_mask[index], self.completion_ids[index],
             self.completion_mask[index], self.truncated[index], [self.texts[i] for i in idx],
+            self.sampler_logp[index] if self.sampler_logp is not None else None,
         )
 
     @staticmethod
@@ -75,9 +80,14 @@ class RolloutBatch:
             return batches[0]
         p_ids, p_mask = left_pad([r for b in batches for r in _rows(b.prompt_ids, b.prompt_mask)], pad_id)
         c_ids, c_mask = right_pad([r for b in batches for r in _rows(b.completion_ids, b.completion_mask)], pad_id)
-        return RolloutBatch(
-            p_ids, p_mask, c_ids, c_mask, torch.cat([b.truncated for b in batches]), [t for b in batches for t in b.texts]
-        )
+        lp = None
+        if all(b.sampler_logp is not None for b in batches):
+            lp = torch.zeros(c_ids.shape, dtype=torch.float32)
+            rows = [r for b in batches for r in _rows(b.sampler_logp, b.completion_mask)]  # type: ignore[arg-type]
+            for i, r in enumerate(rows):
+                lp[i, :len(r)] = r
+        texts = [t for b in batches for t in b.texts]
+        return RolloutBatch(p_ids, p_mask, c_ids, c_mask, torch.cat([b.truncated for b in batches]), texts, lp)
 
 
 def _rows(ids: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
@@ -112,6 +122,10 @@ class Rollout(Protocol):
 
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> RolloutBatch:
         """Sample ``n`` completions for each prompt text; rows are group-major."""
+        ...
+
+    def release_memory(self) -> None:
+        """Give back the device memory the backend holds until :meth:`sync_weights` (called before the update)."""
         ...
 
     def sync_weights(self) -> None:

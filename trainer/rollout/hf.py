@@ -88,6 +88,9 @@ class HFRollout:
     def sync_weights(self) -> None:
         """No-op: the rollout uses the training model's own weights."""
 
+    def release_memory(self) -> None:
+        """No-op: the KV cache of a generate call is freed when it returns."""
+
     @torch.no_grad()
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> RolloutBatch:
         """Sample ``n`` completions per prompt; rows are group-major."""

@@ -1,44 +1,122 @@
 """vLLM rollout backend, colocated: the vLLM engine shares the GPU (and the process) with the trainer.
 
-Written against vLLM's documented offline API (``vllm.LLM``, ``SamplingParams``, token-id prompts) as of vLLM
-0.10-0.11, and it cannot be exercised on a machine without a CUDA GPU: it has not been run against a real
-vLLM. A test checks its wiring against a fake ``vllm`` module. How it works:
+Written against vLLM 0.33.0's offline API, read from its wheel (``vllm.LLM`` keyword arguments,
+``SamplingParams``, ``LLM.sleep`` / ``LLM.wake_up``, the in-process executor's
+``llm_engine.model_executor.driver_worker.model_runner.model``). It cannot run on a machine without a CUDA GPU;
+the tests check our side against a stand-in module, and the argument names against the installed vLLM where
+there is one. How it works:
 
 * the engine is built once from the policy's weights (a temporary ``save_pretrained`` copy, so in-memory and
   toy models work too) with ``distributed_executor_backend="external_launcher"``: the engine runs inside this
-  process (one engine per rank under torchrun), so the model's weights are reachable for updates;
-* :meth:`VLLMRollout.generate` sends token-id prompts (truncated here to ``max_prompt_length``) with
-  ``SamplingParams(n=G, ...)``; ``finish_reason == "length"`` marks a truncated completion;
-* :meth:`VLLMRollout.sync_weights` streams ``named_parameters()`` into the engine's model with ``load_weights``
-  after every optimizer step and resets the prefix cache, so the next batch is sampled on-policy.
+  process (one engine per rank under torchrun). Outside torchrun the launcher variables are filled in, with a
+  free MASTER_PORT (:func:`trainer.dist.launcher_env`);
+* memory: the KV cache is sized for the work, one rollout call's sequences at full length plus 25%
+  (:func:`kv_cache_bytes`), or ``trainer.vllm.kv_cache_bytes``; ``gpu_memory_utilization``, which vLLM checks
+  against the free memory at start-up, is what the weights and cache need, within the free memory
+  (:func:`engine_memory`). With ``trainer.vllm.sleep`` (default) the engine sleeps (level 2: weights and KV cache
+  released) during the update, and :meth:`VLLMRollout.sync_weights` wakes the weights, loads the policy's, resets
+  the prefix cache and then wakes the KV cache;
+* :meth:`VLLMRollout.generate` sends token-id prompts (tokenized as the transformers backend does, without
+  special tokens, cut to ``max_prompt_length``) with ``SamplingParams(n=G, seed=..., logprobs=0)`` and
+  ``logprobs_mode="processed_logprobs"``, so each sampled token comes back with its log-prob under the
+  temperature actually sampled from; they go into ``RolloutBatch.sampler_logp`` for the off-policy correction
+  of the update (:func:`trainer.losses.tis_weights`). ``finish_reason == "length"`` marks a truncated completion.
 
-Not covered: LoRA adapters (merge them first), server mode, sleep mode, tensor parallelism.
+Not covered: LoRA adapters (merge them first), server mode, tensor parallelism, top_p < 1 (refused by the
+config: the trainer's log-probs are those of the full softmax).
 """
 
 from __future__ import annotations
 
+import gc
 import logging
+import math
 import os
 import tempfile
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
+from harness.cfg.trainer import VLLMSection
 from harness.errors import ConfigError
+from trainer.dist import launcher_env
 from trainer.rollout.base import RolloutBatch, SamplingConfig, left_pad, right_pad
 
-__all__ = ["VLLMRollout"]
+__all__ = ["VLLMRollout", "kv_cache_bytes", "engine_memory", "engine_kwargs"]
 
 log = logging.getLogger(__name__)
+
+_GIB = 2**30
+#: Memory beside weights and KV cache that an engine needs (activations of the profile run, CUDA graphs, sampler).
+ENGINE_OVERHEAD_BYTES = 2 * _GIB
 
 
 def _import_vllm() -> Any:
     try:
         import vllm
     except ImportError:
-        raise ConfigError("trainer.backend=vllm: the vllm package is not installed (pip install vllm on a CUDA "
-                          "machine), or use backend: hf") from None
+        raise ConfigError("trainer.backend=vllm: the vllm package is not installed (make setup-gpu, or pip install "
+                          "-e '.[gpu]' on a CUDA machine), or use backend: hf") from None
     return vllm
+
+
+def kv_cache_bytes(model_config: Any, num_seqs: int, max_len: int, *, dtype_bytes: int = 2, block: int = 16,
+                   margin: float = 1.25) -> int:
+    """KV cache for ``num_seqs`` sequences of ``max_len`` tokens (in ``block``-token pages), times ``margin``.
+
+    Per token: 2 (K and V) x layers x KV heads x head dim x ``dtype_bytes``.
+
+    >>> from types import SimpleNamespace as C  # Qwen2.5-0.5B: 24 layers, 2 KV heads of 64
+    >>> kv_cache_bytes(C(num_hidden_layers=24, num_key_value_heads=2, num_attention_heads=14, hidden_size=896,
+    ...                  head_dim=64), 512, 1408, margin=1.0) / 2**30
+    8.25
+    """
+    heads = getattr(model_config, "num_key_value_heads", None) or model_config.num_attention_heads
+    head_dim = getattr(model_config, "head_dim", None) or model_config.hidden_size // model_config.num_attention_heads
+    per_token = 2 * model_config.num_hidden_layers * heads * head_dim * dtype_bytes
+    tokens = num_seqs * math.ceil(max_len / block) * block
+    return int(per_token * tokens * margin)
+
+
+def engine_memory(kv_bytes: int, weight_bytes: int, free: int, total: int,
+                  utilization: float | None = None) -> tuple[int, float]:
+    """(kv_cache_memory_bytes, gpu_memory_utilization) for an engine beside a trainer.
+
+    vLLM refuses to start unless ``free >= utilization * total``; with ``kv_cache_memory_bytes`` set it does not
+    otherwise use the utilization. The default utilization is what the engine needs (weights + KV cache +
+    :data:`ENGINE_OVERHEAD_BYTES`) as a share of the GPU.
+
+    Raises:
+        ConfigError: the engine would need more than the free memory.
+    """
+    need = kv_bytes + weight_bytes + ENGINE_OVERHEAD_BYTES
+    if utilization is None:
+        utilization = min(need / total, 0.95)
+    if need > free or utilization * total > free:
+        raise ConfigError(
+            f"trainer.vllm: the engine needs {need / _GIB:.1f} GiB (weights {weight_bytes / _GIB:.1f}, KV cache "
+            f"{kv_bytes / _GIB:.1f}, overhead {ENGINE_OVERHEAD_BYTES / _GIB:.0f}) and claims {utilization:.2f} of "
+            f"{total / _GIB:.1f} GiB, but {free / _GIB:.1f} GiB are free; lower trainer.vllm.kv_cache_bytes or "
+            "gpu_memory_utilization, or generate in more rollout_chunks"
+        )
+    return kv_bytes, round(utilization, 4)
+
+
+def engine_kwargs(path: str, *, dtype: str, max_model_len: int, seed: int, settings: VLLMSection, kv_bytes: int,
+                  utilization: float, max_num_seqs: int) -> dict[str, Any]:
+    """The ``vllm.LLM`` keyword arguments of the colocated engine (names as in vLLM 0.33.0)."""
+    return {
+        "model": path, "dtype": dtype, "max_model_len": max_model_len, "seed": seed,
+        "distributed_executor_backend": "external_launcher", "enable_prefix_caching": True,
+        "kv_cache_memory_bytes": kv_bytes, "gpu_memory_utilization": utilization, "max_num_seqs": max_num_seqs,
+        "enforce_eager": settings.enforce_eager, "enable_sleep_mode": settings.sleep,
+        "logprobs_mode": "processed_logprobs",
+    }
+
+
+def _gpu_memory() -> tuple[int, int]:
+    free, total = torch.cuda.mem_get_info()
+    return int(free), int(total)
 
 
 class VLLMRollout:
@@ -49,54 +127,96 @@ class VLLMRollout:
         tokenizer: its tokenizer.
         max_prompt_length: prompts are cut to their last ``max_prompt_length`` tokens.
         max_completion_length: the engine's length budget.
-        gpu_memory_utilization: the share of GPU memory vLLM may take (the trainer needs the rest).
-        seed: sampling seed of the engine.
+        settings: ``trainer.vllm`` (memory, eager mode, sleep mode).
+        seed: the run seed (plus the rank).
+        max_num_seqs: sequences of one rollout call (sizes the KV cache and the engine's batch).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, max_prompt_length: int, max_completion_length: int,
-                 gpu_memory_utilization: float = 0.3, seed: int = 0) -> None:
+                 settings: VLLMSection | None = None, seed: int = 0, max_num_seqs: int = 256) -> None:
         vllm = _import_vllm()
         if hasattr(model, "peft_config"):
             raise ConfigError("trainer.backend=vllm does not take LoRA adapters; use backend: hf with trainer.lora")
+        self.settings = settings or VLLMSection.model_validate({})
         self.model, self.tokenizer = model, tokenizer
         self.max_prompt_length = max_prompt_length
         self.eos_id = tokenizer.eos_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
-        for k, v in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
-                     ("MASTER_PORT", "29531")):
-            os.environ.setdefault(k, v)  # external_launcher reads the torchrun variables
+        env = launcher_env()  # external_launcher reads the torchrun variables
+        rank = int(os.environ["RANK"])
+        max_len = max_prompt_length + max_completion_length
+        kv = self.settings.kv_cache_bytes or kv_cache_bytes(model.config, max_num_seqs, max_len)
+        weights = sum(p.numel() for p in model.parameters()) * 2
+        self.kv_bytes, self.utilization = engine_memory(kv, weights, *_gpu_memory(),
+                                                        self.settings.gpu_memory_utilization)
         self._tmp = tempfile.TemporaryDirectory(prefix="vllm-policy-")
         model.save_pretrained(self._tmp.name)
         tokenizer.save_pretrained(self._tmp.name)
         dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
-        self.llm = vllm.LLM(
-            model=self._tmp.name, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization,
-            max_model_len=max_prompt_length + max_completion_length, distributed_executor_backend="external_launcher",
-            seed=seed + int(os.environ["RANK"]), enable_prefix_caching=True,
-        )
+        self.engine_args = engine_kwargs(self._tmp.name, dtype=dtype, max_model_len=max_len, seed=seed + rank,
+                                         settings=self.settings, kv_bytes=self.kv_bytes, utilization=self.utilization,
+                                         max_num_seqs=max_num_seqs)
+        log.info("vllm engine: KV cache %.2f GiB, gpu_memory_utilization %.3f, launcher variables added: %s",
+                 self.kv_bytes / _GIB, self.utilization, env)
+        self.llm = vllm.LLM(**self.engine_args)
         self._vllm = vllm
+        self.sleeping = False
+
+    def engine_model(self) -> Any:
+        """The engine's torch model (in this process, through the external-launcher executor)."""
+        return self.llm.llm_engine.model_executor.driver_worker.model_runner.model
+
+    def _weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        for name, param in self.model.named_parameters():
+            yield name, param.detach()
+
+    def release_memory(self) -> None:
+        """Sleep (level 2): the engine's weights and KV cache leave the GPU until :meth:`sync_weights`."""
+        if self.settings.sleep and not self.sleeping:
+            self.llm.sleep(level=2)
+            self.sleeping = True
 
     def sync_weights(self) -> None:
-        """Copy the policy's current parameters into the engine and drop cached prefixes."""
-        engine_model = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
+        """Wake the engine's weights, copy the policy's parameters in, drop cached prefixes, wake the KV cache."""
+        if self.sleeping:
+            gc.collect()
+            torch.cuda.empty_cache()  # the trainer's freed blocks go back to the device before vLLM allocates
+            self.llm.wake_up(tags=["weights"])
         with torch.no_grad():
-            for name, param in self.model.named_parameters():
-                engine_model.load_weights([(name, param.data)])
+            self.engine_model().load_weights(self._weights())
         self.llm.reset_prefix_cache()
+        if self.sleeping:
+            self.llm.wake_up(tags=["kv_cache"])
+            self.sleeping = False
 
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> RolloutBatch:
-        """Sample ``n`` completions per prompt; rows are group-major."""
-        ids = [list(self.tokenizer(p, add_special_tokens=False)["input_ids"])[-self.max_prompt_length:] for p in prompts]
+        """Sample ``n`` completions per prompt; rows are group-major; sampler log-probs included."""
+        if self.sleeping:
+            self.sync_weights()
+        ids = [list(self.tokenizer(p, add_special_tokens=False)["input_ids"])[-self.max_prompt_length:]
+               for p in prompts]
         params = self._vllm.SamplingParams(n=n, temperature=sampling.temperature, top_p=sampling.top_p,
-                                           max_tokens=sampling.max_new_tokens)
+                                           max_tokens=sampling.max_new_tokens, logprobs=0)
         outs = self.llm.generate([{"prompt_token_ids": x} for x in ids], sampling_params=params, use_tqdm=False)
-        rows, truncated, prompt_rows = [], [], []
+        rows, truncated, prompt_rows, logps = [], [], [], []
         for p_ids, out in zip(ids, outs):
             for c in out.outputs:
                 rows.append(list(c.token_ids))
                 truncated.append(c.finish_reason == "length")
                 prompt_rows.append(p_ids)
+                logps.append(_sampled_logprobs(c))
         prompt_ids, prompt_mask = left_pad(prompt_rows, self.pad_id)
         completion_ids, completion_mask = right_pad(rows, self.pad_id)
+        sampler_logp = torch.zeros(completion_ids.shape, dtype=torch.float32)
+        for i, lp in enumerate(logps):
+            sampler_logp[i, :len(lp)] = torch.tensor(lp, dtype=torch.float32)
         texts = self.tokenizer.batch_decode(rows, skip_special_tokens=True)
-        return RolloutBatch(prompt_ids, prompt_mask, completion_ids, completion_mask, torch.tensor(truncated), texts)
+        return RolloutBatch(prompt_ids, prompt_mask, completion_ids, completion_mask, torch.tensor(truncated), texts,
+                            sampler_logp)
+
+
+def _sampled_logprobs(c: Any) -> list[float]:
+    """The log-prob of each sampled token from a ``CompletionOutput`` (``logprobs[i]`` maps token id -> Logprob)."""
+    if c.logprobs is None:
+        raise RuntimeError("vllm returned no logprobs although SamplingParams(logprobs=0) asked for them")
+    return [float(pos[tok].logprob) for pos, tok in zip(c.logprobs, c.token_ids)]

@@ -1,0 +1,155 @@
+"""Per-token log-probabilities (and entropies) of sampled tokens, computed in chunks of positions.
+
+The naive way builds the logits of every position, ``[batch, seq, vocab]``, then a float32 copy, a
+temperature-divided copy and a log-softmax; with a 151,936-token vocabulary that is 0.6 GB per 1,000 positions
+for each copy. Here the model's backbone runs once to its last hidden states ``(N, H)``, and the output head is
+applied to ``chunk`` positions at a time: logits of one chunk, in float32, divided by the temperature, minus
+their log-sum-exp, gathered at the sampled ids. With autograd on, each chunk runs under non-reentrant activation
+checkpointing, so the backward pass recomputes that chunk's logits instead of keeping them: no tensor larger
+than ``(chunk, vocab)`` exists at any time, forward or backward (when all positions fit one chunk, it runs
+without checkpointing: its logits are within the budget anyway).
+
+:func:`token_logprobs` is the pure function (hidden states, head, ids, temperature); :func:`sequence_logprobs`
+runs a causal LM over prompt + completion and applies it to the completion positions. The update, the old-policy
+pass and the reference model all go through :func:`sequence_logprobs`.
+
+Not covered: heads other than a module that maps ``(n, H)`` to ``(n, vocab)`` (``final_logit_softcapping`` from
+the model config is applied; other logit post-processing is not), and top-p renormalization: the trainer refuses
+``top_p < 1`` (see :mod:`harness.cfg.trainer`), so these are log-probs of the full tempered softmax.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+__all__ = ["token_logprobs", "sequence_logprobs", "naive_logprobs", "default_chunk", "split_model"]
+
+#: Bytes of float32 logits one chunk may hold (the default chunk is this over 4 * vocab). The backward pass of a
+#: chunk holds about five tensors of this size. On a GPU, chunks are larger (fewer, larger matmuls).
+CHUNK_BYTES = 64 * 2**20
+CHUNK_BYTES_CUDA = 512 * 2**20
+
+
+def default_chunk(vocab_size: int, budget_bytes: int = CHUNK_BYTES) -> int:
+    """Positions per chunk so that one chunk's float32 logits take about ``budget_bytes``.
+
+    >>> default_chunk(151_936)
+    110
+    """
+    return max(1, budget_bytes // (4 * max(1, vocab_size)))
+
+
+def _chunk_logprobs(h: torch.Tensor, ids: torch.Tensor, head: Callable[[torch.Tensor], torch.Tensor],
+                    temperature: float, softcap: float | None, ent_out: list[torch.Tensor] | None) -> torch.Tensor:
+    """(c,) log-probs of one chunk; appends its (c,) entropies to ``ent_out`` when given and not yet done (the
+    backward pass's recomputation of a checkpointed chunk skips them: they carry no gradient)."""
+    logits = head(h).float()  # (c, V)
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    if temperature != 1.0:
+        logits = logits / temperature
+    logz = torch.logsumexp(logits, dim=-1)  # (c,)
+    logp = logits.gather(-1, ids[:, None]).squeeze(-1) - logz
+    if ent_out is not None and not ent_out:
+        with torch.no_grad():
+            p = (logits.detach() - logz.detach()[:, None]).exp_()
+            ent_out.append(logz.detach() - p.mul_(logits.detach()).sum(-1))  # H = logZ - E_p[logit]
+            del p
+    return logp
+
+
+def token_logprobs(
+    hidden: torch.Tensor,
+    ids: torch.Tensor,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    temperature: float = 1.0,
+    chunk: int | None = None,
+    softcap: float | None = None,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probs of ``ids`` under ``softmax(head(hidden) / temperature)``, ``chunk`` positions at a time.
+
+    Args:
+        hidden: ``(..., H)`` hidden states, each position predicting the id at the same index of ``ids``.
+        ids: ``(...)`` token ids (long).
+        head: the output layer, ``(n, H) -> (n, V)`` (a ``torch.nn.Linear`` or any module).
+        temperature: the sampling temperature.
+        chunk: positions per chunk; default :func:`default_chunk` of the head's output size (64 MiB of logits,
+            512 MiB on a GPU).
+        softcap: ``final_logit_softcapping`` of the model, applied before the temperature.
+        with_entropy: also return the softmax entropy of each position (no gradient).
+
+    Returns:
+        ``(logp, entropy)``, each shaped like ``ids``, float32; entropy is None unless asked for.
+    """
+    shape = ids.shape
+    h = hidden.reshape(-1, hidden.shape[-1])
+    flat = ids.reshape(-1).to(h.device)
+    if chunk is None:
+        weight = getattr(head, "weight", None)
+        budget = CHUNK_BYTES_CUDA if h.is_cuda else CHUNK_BYTES
+        chunk = default_chunk(int(weight.shape[0]) if weight is not None else 151_936, budget)
+    # one chunk holds all positions: its logits are within the budget, so nothing is gained by recomputing them
+    grad = torch.is_grad_enabled() and flat.numel() > chunk and (
+        h.requires_grad or any(p.requires_grad for p in _params(head)))
+    logps: list[torch.Tensor] = []
+    ents: list[torch.Tensor] = []
+    for i in range(0, flat.numel(), chunk):
+        once: list[torch.Tensor] | None = [] if with_entropy else None
+        args = (h[i:i + chunk], flat[i:i + chunk], head, temperature, softcap, once)
+        logps.append(checkpoint(_chunk_logprobs, *args, use_reentrant=False) if grad else _chunk_logprobs(*args))
+        if once:
+            ents.append(once[0])
+    if not logps:
+        empty = h.new_zeros(shape, dtype=torch.float32)
+        return empty, (empty.clone() if with_entropy else None)
+    logp = torch.cat(logps).reshape(shape)
+    return logp, (torch.cat(ents).reshape(shape) if with_entropy else None)
+
+
+def _params(head: Any) -> list[torch.Tensor]:
+    return list(head.parameters()) if isinstance(head, torch.nn.Module) else []
+
+
+def naive_logprobs(logits: torch.Tensor, ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """The reference computation: a float32 log-softmax over the full ``(..., V)`` logits, gathered at ``ids``."""
+    x = logits.float() / temperature
+    return torch.log_softmax(x, dim=-1).gather(-1, ids[..., None]).squeeze(-1)
+
+
+def split_model(model: Any) -> tuple[Any, Any, float | None]:
+    """(backbone returning ``last_hidden_state``, output head, logit softcap) of a transformers causal LM.
+
+    A peft model is unwrapped to its base model (LoRA layers stay in place and train).
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head = base.get_output_embeddings()
+    body = base.get_decoder() if hasattr(base, "get_decoder") else None
+    if head is None or body is None:
+        raise ValueError(f"{type(base).__name__}: no output embeddings / decoder to compute chunked log-probs from")
+    return body, head, getattr(base.config, "final_logit_softcapping", None)
+
+
+def sequence_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+    targets: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    chunk: int | None = None,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(B, T) log-probs of ``targets``, the last T tokens of ``input_ids`` (B, L), each predicted by the position
+    before it; and (B, T) entropies when asked (no gradient)."""
+    body, head, softcap = split_model(model)
+    t = targets.shape[1]
+    out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
+    hidden = out.last_hidden_state[:, -t - 1:-1]  # (B, T, H): position j predicts token j + 1
+    return token_logprobs(hidden, targets, head, temperature=temperature, chunk=chunk, softcap=softcap,
+                          with_entropy=with_entropy)
