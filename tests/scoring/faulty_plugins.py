@@ -53,3 +53,14 @@ def test_counter():
         return Score(value=float(len(completion)), info={"pid": os.getpid(), "t": time.time()})
 
     return score
+
+
+@reward("test_hang", reads=(), cacheable=False)
+def test_hang():
+    """Never returns: every call sleeps far past any limit."""
+
+    def score(sample, completion: str) -> Score:
+        time.sleep(3600)
+        return Score(value=0.0)
+
+    return score
