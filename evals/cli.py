@@ -88,6 +88,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-retries", type=int, help="openai: retries per request")
     p.add_argument("--no-telemetry", action="store_true", help="record no eval span in the run's traces")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    from harness.cli import add_plugin_argument
+
+    add_plugin_argument(p)
     p.set_defaults(func=run_eval)
 
 
@@ -132,6 +135,9 @@ def _fields(items: Sequence[str], info: CheckpointInfo) -> FieldMap | None:
 
 def _eval_one(args: argparse.Namespace, path: Path, output: Path | None) -> EvalResult:
     from harness.cli import parse_reward_args
+    from harness.plugins import add_plugins
+
+    add_plugins(args.plugin)
 
     info = resolve_checkpoint(path)
     settings = resolve_settings(info, settings_from_args(args, info), None, None)

@@ -31,6 +31,7 @@ from harness.cfg.eval import BackendName, EvalSection
 from harness.contamination import check_contamination
 from harness.data import LoadResult, load_samples
 from harness.errors import DataError
+from harness.plugins import add_plugins
 from harness.scoring import ScoringSession, weighted_total
 from harness.types import RewardSpec, Sample
 
@@ -315,6 +316,8 @@ def evaluate(
     """
     started = datetime.now(timezone.utc)
     info = resolve_checkpoint(checkpoint)
+    if info.config is not None:
+        add_plugins(info.config.plugins)  # the run's own reward modules (saved absolute in its config.yaml)
     cfg = resolve_settings(info, settings, k, backend)
     plan = _plan(info, cfg, data, specs, fields, chat_template, system_prompt)
     contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)

@@ -1,7 +1,7 @@
 """One pydantic model for a whole run, loaded from YAML or TOML, with errors that name the file and the field.
 
 A run config has the sections ``run``, ``model``, ``data``, ``rewards``, ``trainer``, ``eval`` and
-``telemetry``. The section models live in :mod:`harness.cfg` (one module per owner); this module assembles them,
+``telemetry``, and a list of reward ``plugins`` (modules or ``.py`` files, see :mod:`harness.plugins`). The section models live in :mod:`harness.cfg` (one module per owner); this module assembles them,
 loads files and turns pydantic's errors into a :class:`ConfigError` such as::
 
     run.yaml: trainer.num_generations: Input should be greater than or equal to 2 (got 1)
@@ -53,6 +53,9 @@ class RunConfig(BaseModel):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     eval: EvalSection = Field(default_factory=EvalSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
+    plugins: list[str] = Field(default_factory=list, description="modules or .py files that register rewards with "
+                               "@reward, imported before the rewards load (in scoring workers too); a relative "
+                               "file path is relative to the config file and saved absolute")
 
     @field_validator("rewards", mode="before")
     @classmethod
@@ -132,9 +135,21 @@ def load_config(source: str | Path | dict[str, Any], *, overrides: dict[str, Any
                 raise ConfigError(f"override {dotted}: {p} is not a section")
         node[leaf] = value
     try:
-        return RunConfig.model_validate(data)
+        cfg = RunConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, label)) from None
+    return _absolute_paths(cfg, None if isinstance(source, dict) else Path(source).resolve().parent)
+
+
+def _is_path(spec: str) -> bool:
+    return spec.endswith(".py") or "/" in spec or "\\" in spec
+
+
+def _absolute_paths(cfg: RunConfig, base: Path | None) -> RunConfig:
+    """Plugin files relative to the config file's directory (else the working directory), made absolute."""
+    root = base or Path.cwd()
+    plugins = [str((root / p).resolve()) if _is_path(p) and not Path(p).is_absolute() else p for p in cfg.plugins]
+    return cfg.model_copy(update={"plugins": plugins}) if plugins != cfg.plugins else cfg
 
 
 def dump_config(cfg: RunConfig, path: str | Path) -> None:

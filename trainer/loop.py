@@ -25,6 +25,7 @@ import torch
 
 from harness.config import RunConfig, dump_config
 from harness.data import render_prompt
+from harness.plugins import add_plugins
 from harness.scoring import BatchResult, ScoringSession
 from harness.telemetry import RewardStats, RunTelemetry
 from trainer import checkpoint as ckpt_io
@@ -179,6 +180,7 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
     info = init_distributed()
     validate(config, t, info.world_size)
 
+    add_plugins(config.plugins)  # user reward modules, imported here and in every scoring worker
     session = ScoringSession(config.rewards, timeout=t.score_timeout, workers=t.score_workers)  # checks reward names
     samples = load_train_samples(config)
     run_dir = Path(config.run.output_dir) / str(config.run.id)

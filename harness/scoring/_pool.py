@@ -84,6 +84,7 @@ class _Worker:
     head_since: float = 0.0
     building: bool = False  # the head task's plugin is being built; its call clock has not started
     built: set = field(default_factory=set)  # (name, params_key) of plugins this worker has built
+    nplugins: int = 0  # how many of the registry's user plugins this worker has been told to import
 
 
 def _describe_exit(code: int | None) -> str:
@@ -180,7 +181,7 @@ class WorkerPool:
         proc = self._ctx.Process(target=worker_main, args=(child, self.memory_limit_mb, plugins), daemon=True)
         proc.start()
         child.close()
-        return _Worker(proc=proc, conn=parent)
+        return _Worker(proc=proc, conn=parent, nplugins=len(plugins))
 
     def _kill(self, w: _Worker) -> None:
         try:
@@ -230,6 +231,10 @@ class WorkerPool:
                 n = max(1, min(_CHUNK_MAX, len(self._queue) // self.size))
                 chunk = [self._queue.popleft() for _ in range(min(n, len(self._queue)))]
             try:
+                plugins = default_registry().plugins
+                if len(plugins) > w.nplugins:  # added (--plugin, plugins:) after this worker started
+                    w.conn.send(("plugins", plugins[w.nplugins:]))
+                    w.nplugins = len(plugins)
                 w.conn.send(("tasks", [t.wire() for t in chunk]))
             except (OSError, ValueError) as e:
                 w.inflight.extend(chunk)

@@ -96,6 +96,19 @@ def _score_one(fn: Any, name: str, sample: dict, completion: str) -> dict:
     return d
 
 
+def _add_plugins(plugins: tuple[str, ...] | list[str]) -> None:
+    """Import the user plugins the parent imported; a failure shows up as the error of each task that needs them."""
+    if not plugins:
+        return
+    from harness.errors import HarnessError
+    from harness.plugins import add_plugins
+
+    try:
+        add_plugins(plugins)
+    except HarnessError:
+        pass
+
+
 def _preload() -> None:
     """Import the built-in and plugin reward modules before saying ready, so no call's clock pays for them."""
     from harness.registry import list_rewards
@@ -127,7 +140,8 @@ def worker_main(conn: Connection, memory_limit_mb: int | None, plugins: tuple[st
     """Serve the pool until the pipe closes.
 
     Messages in: ``("tasks", [(tid, name, module, params, params_key, sample, completion), ...])`` and
-    ``("build", [(name, module, params, params_key), ...])`` (build these before any task). Messages out:
+    ``("build", [(name, module, params, params_key), ...])`` (build these before any task) and ``("plugins",
+    [module_or_file, ...])`` (import these user plugins). Messages out:
     ``("ready", pid, built_keys)``, ``("built", tid, seconds)`` when a task's plugin is built, ``("done", tid,
     score_dict, seconds)``. ``plugins`` are the user plugins the parent's registry imports (``--plugin``).
     """
@@ -135,10 +149,7 @@ def worker_main(conn: Connection, memory_limit_mb: int | None, plugins: tuple[st
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _limit_memory(memory_limit_mb)
     fns: dict = {}
-    if plugins:
-        from harness.registry import default_registry
-
-        default_registry().plugins.extend(p for p in plugins if p not in default_registry().plugins)
+    _add_plugins(plugins)
     _preload()
     conn.send(("ready", os.getpid(), []))
     while True:
@@ -149,6 +160,9 @@ def worker_main(conn: Connection, memory_limit_mb: int | None, plugins: tuple[st
         if msg is None:
             return
         try:
+            if msg[0] == "plugins":
+                _add_plugins(msg[1])
+                continue
             if msg[0] == "build":
                 for name, module, params, params_key in msg[1]:
                     _build_one(fns, name, module, params, params_key)
