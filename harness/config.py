@@ -28,7 +28,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["RunConfig", "RunSection", "load_config", "dump_config", "format_validation_error"]
+__all__ = ["RunConfig", "RunSection", "load_config", "dump_config", "absolute_data_paths", "format_validation_error"]
 
 
 class RunSection(BaseModel):
@@ -152,6 +152,21 @@ def _absolute_paths(cfg: RunConfig, base: Path | None) -> RunConfig:
     return cfg.model_copy(update={"plugins": plugins}) if plugins != cfg.plugins else cfg
 
 
+def absolute_data_paths(cfg: RunConfig, base: str | Path | None = None) -> RunConfig:
+    """``cfg`` with local ``data.train``/``data.heldout`` paths made absolute against ``base`` (default: the working
+    directory, which is what they are relative to when a command reads them); ``hf:`` sources and paths that do not
+    exist there stay as they are."""
+    root = Path(base) if base is not None else Path.cwd()
+    update = {}
+    for key in ("train", "heldout"):
+        value = getattr(cfg.data, key)
+        if value and not Path(value).is_absolute() and (root / value).exists():  # not hf:, toy: or a typo
+            update[key] = str((root / value).resolve())
+    return cfg.model_copy(update={"data": cfg.data.model_copy(update=update)}) if update else cfg
+
+
 def dump_config(cfg: RunConfig, path: str | Path) -> None:
-    """Write ``cfg`` as YAML (the form saved beside a run's checkpoints)."""
+    """Write ``cfg`` as YAML (the form saved beside a run's checkpoints), with data paths stored absolute so that a
+    command run from another directory (``harness eval``'s contamination check) reads the same files."""
+    cfg = absolute_data_paths(cfg)
     Path(path).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
