@@ -273,8 +273,8 @@ def load_samples(
     >>> p = os.path.join(tempfile.mkdtemp(), "d.jsonl")
     >>> _ = open(p, "w").write('{"prompt": "1+1?", "answer": "2"}\\n{"answer": "3"}\\n')
     >>> res = load_samples(p)
-    >>> [s.prompt for s in res.samples], str(res.errors[0]).split("d.jsonl:2: ")[1][:41]
-    (['1+1?'], "prompt: missing prompt column 'prompt'; ")
+    >>> [s.prompt for s in res.samples], str(res.errors[0]).split("d.jsonl:2: ")[1].split(";")[:2]
+    (['1+1?'], ["prompt: missing prompt column 'prompt'", " the row has columns 'answer'"])
     """
     source = str(source)
     fmap = fields if isinstance(fields, FieldMap) else FieldMap.model_validate(dict(fields or {}))

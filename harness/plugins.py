@@ -18,12 +18,12 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from harness.errors import RegistryError
 
-__all__ = ["add_plugins", "import_plugin", "normalize_plugin", "check_builtin_package"]
+__all__ = ["add_plugins", "check_builtin_package", "import_plugin", "normalize_plugin"]
 
 
 def normalize_plugin(spec: str, base: str | Path | None = None) -> str:
@@ -46,6 +46,7 @@ def _module_name_for(path: Path) -> str:
     """The name to import ``path`` under: its stem, unless that names another module (then a private name)."""
     stem = path.stem
     mod = sys.modules.get(stem)
+    mod_file = getattr(mod, "__file__", None)
     if stem.isidentifier() and mod is None:
         try:
             spec = importlib.util.find_spec(stem)
@@ -53,7 +54,7 @@ def _module_name_for(path: Path) -> str:
             spec = None
         if spec is None or (spec.origin and Path(spec.origin).resolve() == path):
             return stem
-    elif mod is not None and getattr(mod, "__file__", None) and Path(mod.__file__).resolve() == path:
+    elif mod_file and Path(mod_file).resolve() == path:
         return stem
     digest = hashlib.blake2b(str(path).encode(), digest_size=4).hexdigest()
     return f"_grpo_harness_plugin_{''.join(c if c.isalnum() else '_' for c in stem)}_{digest}"
@@ -87,7 +88,7 @@ def import_plugin(spec: str) -> str:
         return name
     except (RegistryError, DuplicateRewardError):
         raise
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - whatever a user module raises, the error names the plugin
         raise RegistryError(f"plugin {spec} failed to import: {type(e).__name__}: {e}") from e
 
 

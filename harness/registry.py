@@ -143,7 +143,7 @@ def _check_value(entry: RewardEntry, p: ParamInfo, value: Any) -> Any:
 
     try:
         adapter = TypeAdapter(p.type_)
-    except Exception:  # an annotation pydantic cannot check (an arbitrary class): leave it to the factory
+    except Exception:  # noqa: BLE001 - an annotation pydantic cannot check (an arbitrary class): the factory checks it
         return value
     try:
         return adapter.validate_python(value)
@@ -163,7 +163,7 @@ def _check_value(entry: RewardEntry, p: ParamInfo, value: Any) -> Any:
 def _type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
     try:
         return typing.get_type_hints(factory)
-    except Exception:  # names only defined under TYPE_CHECKING, say: such parameters are not checked
+    except Exception:  # noqa: BLE001 - names only defined under TYPE_CHECKING, say: those parameters go unchecked
         return {}
 
 

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+import harness
+
+ROOT = Path(harness.__file__).resolve().parents[1]  # the tree whose harness the console module runs
 
 PLUGIN = '''
 import os
@@ -32,7 +34,7 @@ def shout(*, bangs: int = 1):
 
 
 def _harness(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
                           timeout=300, env=env, cwd=cwd)
 

@@ -118,7 +118,7 @@ def divergence_alarms(train: list[float | None], heldout: list[float | None], cf
     for i in range(w - 1, len(train)):
         j = i - w + 1
         t0, t1, h0, h1 = train[j], train[i], heldout[j], heldout[i]
-        if None in (t0, t1, h0, h1):
+        if t0 is None or t1 is None or h0 is None or h1 is None:
             continue
         dt, dh = t1 - t0, h1 - h0
         saturated = cfg.saturated_at is not None and h1 >= cfg.saturated_at - 1e-9 and h1 >= t1

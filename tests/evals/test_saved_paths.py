@@ -19,6 +19,8 @@ from conftest import TRAIN, make_run, write_jsonl
 
 def test_a_saved_run_config_holds_absolute_data_paths(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    write_jsonl(tmp_path / "data" / "train.jsonl", TRAIN)
     cfg = load_config({"data": {"train": "data/train.jsonl", "heldout": "hf:gsm8k:main:test"}})
     dump_config(cfg, tmp_path / "config.yaml")
     saved = yaml.safe_load((tmp_path / "config.yaml").read_text())["data"]

@@ -64,3 +64,18 @@ def test_hang():
         return Score(value=0.0)
 
     return score
+
+
+@reward("test_slow_build", reads=(), cacheable=False)
+def test_slow_build(*, build_s: float = 1.5):
+    """Takes ``build_s`` to build in a scoring worker (not in the parent's load check); every call hangs."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        time.sleep(build_s)
+
+    def score(sample, completion: str) -> Score:
+        time.sleep(3600)
+        return Score(value=0.0)
+
+    return score
