@@ -178,7 +178,8 @@ class WorkerPool:
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
         plugins = tuple(default_registry().plugins)  # user plugins (--plugin): every worker imports them too
-        proc = self._ctx.Process(target=worker_main, args=(child, self.memory_limit_mb, plugins), daemon=True)
+        args = (child, self.memory_limit_mb, plugins, dict(os.environ))  # the environment of now, as spawn would
+        proc = self._ctx.Process(target=worker_main, args=args, daemon=True)
         proc.start()
         child.close()
         return _Worker(proc=proc, conn=parent, nplugins=len(plugins))

@@ -136,15 +136,20 @@ def _run_task(conn: Connection, fns: dict, task: tuple) -> None:
     conn.send(("done", tid, out, time.perf_counter() - t0))
 
 
-def worker_main(conn: Connection, memory_limit_mb: int | None, plugins: tuple[str, ...] = ()) -> None:
+def worker_main(conn: Connection, memory_limit_mb: int | None, plugins: tuple[str, ...] = (),
+                environ: dict[str, str] | None = None) -> None:
     """Serve the pool until the pipe closes.
 
     Messages in: ``("tasks", [(tid, name, module, params, params_key, sample, completion), ...])`` and
     ``("build", [(name, module, params, params_key), ...])`` (build these before any task) and ``("plugins",
     [module_or_file, ...])`` (import these user plugins). Messages out:
     ``("ready", pid, built_keys)``, ``("built", tid, seconds)`` when a task's plugin is built, ``("done", tid,
-    score_dict, seconds)``. ``plugins`` are the user plugins the parent's registry imports (``--plugin``).
+    score_dict, seconds)``. ``plugins`` are the user plugins the parent's registry imports (``--plugin``);
+    ``environ`` is the parent's environment when the worker started (a fork server's own may be older).
     """
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _limit_memory(memory_limit_mb)

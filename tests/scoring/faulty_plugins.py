@@ -79,3 +79,15 @@ def test_slow_build(*, build_s: float = 1.5):
         return Score(value=0.0)
 
     return score
+
+
+@reward("test_env", reads=(), cacheable=False)
+def test_env():
+    """Reports GRPO_HARNESS_TEST_ENV as the worker sees it; ``exit`` ends the worker."""
+
+    def score(sample, completion: str) -> Score:
+        if completion == "exit":
+            os._exit(3)
+        return Score(value=1.0, info={"value": os.environ.get("GRPO_HARNESS_TEST_ENV")})
+
+    return score

@@ -55,3 +55,19 @@ def test_a_slow_build_is_not_charged_to_any_call_and_later_builds_are_bounded_by
         assert pool.build_limit(key, 1.0) == min(10.0, 3.0 * measured + 2.0)
     finally:
         pool.close()
+
+
+def test_workers_forked_from_the_warm_server_see_the_environment_of_their_start(monkeypatch) -> None:
+    """Workers are forks of a fork server started earlier; they still get the parent's environment of now."""
+    pool = WorkerPool(1)
+    try:
+        with ScoringSession(["test_env"], pool=pool, cache=False) as s:
+            s.score([{"id": "0"}], ["x"])  # the fork server and a worker are up
+            monkeypatch.setenv("GRPO_HARNESS_TEST_ENV", "set-later")
+            before = s.score([{"id": "1"}], ["x"]).scores["test_env"][0]
+            s.score([{"id": "2"}], ["exit"])  # replaces the worker: a fresh fork
+            after = s.score([{"id": "3"}], ["x"]).scores["test_env"][0]
+    finally:
+        pool.close()
+    assert before.info["value"] is None  # the first worker started before the variable was set
+    assert after.info["value"] == "set-later"
