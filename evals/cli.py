@@ -8,7 +8,9 @@
 
 Rewards default to the specs saved in the run's config.yaml; ``--reward NAME[=WEIGHT]`` adds one or overrides
 one of the same name. Every other setting defaults to the run config's ``eval`` section, then to the built-in
-defaults; the sampling parameters in force are printed before each evaluation and recorded in results.json.
+defaults; the sampling parameters in force are printed before each evaluation, with the settings inherited from
+the saved config named as such, and recorded in results.json. A saved ``eval.limit`` applies to the run's own
+held-out set, not to a file given with ``--data``.
 
 ``add_parser`` plugs the command into the ``harness`` CLI; :func:`main` runs it standalone. This module parses
 arguments, picks checkpoints and prints; the work is :func:`evals.runner.evaluate`.
@@ -30,7 +32,7 @@ from harness.cfg.eval import EvalSection
 from harness.errors import HarnessError
 from harness.types import RewardSpec
 
-__all__ = ["add_parser", "run_eval", "main", "merge_specs", "settings_from_args"]
+__all__ = ["add_parser", "run_eval", "main", "merge_specs", "settings_from_args", "inherited_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-retries", type=int, help="openai: retries per request")
     p.add_argument("--no-telemetry", action="store_true", help="record no eval span in the run's traces")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    from harness.cli import add_plugin_argument
+
+    add_plugin_argument(p)
     p.set_defaults(func=run_eval)
 
 
@@ -105,9 +110,15 @@ def merge_specs(base: Sequence[RewardSpec], extra: Sequence[RewardSpec]) -> list
 
 
 def settings_from_args(args: argparse.Namespace, info: CheckpointInfo) -> EvalSection:
-    """The run config's eval section (or defaults) with the flags that were given applied on top."""
+    """The run config's eval section (or defaults) with the flags that were given applied on top.
+
+    A saved ``eval.limit`` belongs to the run's own held-out set: it does not cut a file given with ``--data``
+    (only ``--limit`` does).
+    """
     base = info.config.eval if info.config is not None else EvalSection()
     update = {field: getattr(args, dest) for dest, field in _SETTING_FLAGS.items() if getattr(args, dest) is not None}
+    if getattr(args, "data", None) is not None and args.limit is None and base.limit is not None:
+        update["limit"] = None
     if args.fail_on_overlap:
         update["fail_on_overlap"] = True
     if args.strict:
@@ -116,6 +127,30 @@ def settings_from_args(args: argparse.Namespace, info: CheckpointInfo) -> EvalSe
         return EvalSection.model_validate({**base.model_dump(), **update})
     except ValueError as e:
         raise HarnessError(f"invalid eval setting: {e}") from None
+
+
+def _saved_config_path(info: CheckpointInfo) -> Path | None:
+    places = (info.path / "config.yaml", info.run_dir / "config.yaml" if info.run_dir else None)
+    return next((c for c in places if c is not None and c.is_file()), None)
+
+
+def inherited_settings(args: argparse.Namespace, info: CheckpointInfo, settings: EvalSection) -> list[str]:
+    """Lines naming each setting that came from the run's saved config rather than a flag or a default."""
+    if info.config is None:
+        return []
+    saved, default = info.config.eval, EvalSection()
+    flagged = {field for dest, field in _SETTING_FLAGS.items() if getattr(args, dest, None) is not None}
+    got = [f"{name}={getattr(settings, name)!r}".replace("'", "") for name in EvalSection.model_fields
+           if name not in flagged and getattr(saved, name) != getattr(default, name)
+           and getattr(settings, name) == getattr(saved, name)]
+    if saved.max_new_tokens is None and "max_new_tokens" not in flagged:
+        got.append(f"max_new_tokens={settings.max_new_tokens} (trainer.max_completion_length)")
+    where = _saved_config_path(info) or "the run's config"
+    lines = [f"settings inherited from {where}: {', '.join(got)} (a flag overrides any of them)"] if got else []
+    if getattr(args, "data", None) is not None and args.limit is None and saved.limit is not None:
+        lines.append(f"the saved eval.limit={saved.limit} is not applied to --data {args.data} (it was set for the "
+                     f"run's own held-out set); pass --limit {saved.limit} to cut it")
+    return lines
 
 
 def _fields(items: Sequence[str], info: CheckpointInfo) -> FieldMap | None:
@@ -154,6 +189,9 @@ def _shared_vllm(engines: dict[str, Any] | None, args: argparse.Namespace, info:
 def _eval_one(args: argparse.Namespace, path: Path, output: Path | None,
               engines: dict[str, Any] | None = None) -> EvalResult:
     from harness.cli import parse_reward_args
+    from harness.plugins import add_plugins
+
+    add_plugins(args.plugin)
 
     info = resolve_checkpoint(path)
     settings = resolve_settings(info, settings_from_args(args, info), None, None)
@@ -164,6 +202,8 @@ def _eval_one(args: argparse.Namespace, path: Path, output: Path | None,
           f"temperature={settings.temperature:g} top_p={settings.top_p:g} max_new_tokens={settings.max_new_tokens} "
           f"seed={settings.seed}; rewards: {', '.join(s.name for s in specs) if specs else '(none)'}",
           file=sys.stderr)
+    for line in inherited_settings(args, info, settings):
+        print(f"harness eval: {line}", file=sys.stderr)
     res = evaluate(
         path, args.data, specs, settings=settings, output_dir=output, resume=not args.restart,
         fields=_fields(args.field, info), chat_template=False if args.no_chat_template else None,

@@ -31,6 +31,7 @@ from harness.cfg.eval import BackendName, EvalSection
 from harness.contamination import check_contamination
 from harness.data import LoadResult, load_samples
 from harness.errors import DataError
+from harness.plugins import add_plugins
 from harness.scoring import ScoringSession, weighted_total
 from harness.types import RewardSpec, Sample
 
@@ -90,9 +91,27 @@ def _success_reward(specs: Sequence[RewardSpec], settings: EvalSection) -> str:
     return (weighted or names)[0]
 
 
+def saved_data_path(info: CheckpointInfo, source: str | None) -> str | None:
+    """A data path from a run's saved config, resolved where that run was started.
+
+    Runs save their data paths absolute; an older config may hold one relative to the directory ``harness train``
+    ran in, which is the run directory less ``run.output_dir/<run id>`` (when ``output_dir`` is relative).
+    """
+    if not source or source.startswith("hf:") or Path(source).is_absolute() or info.run_dir is None or info.config is None:
+        return source
+    out = Path(info.config.run.output_dir)
+    if out.is_absolute():
+        return source
+    start = info.run_dir.resolve()
+    for _ in range(len(out.parts) + 1):
+        start = start.parent
+    candidate = start / source
+    return str(candidate) if candidate.exists() else source
+
+
 def _contamination(held: LoadResult, info: CheckpointInfo, train_data: str | None, fields: FieldMap,
                    settings: EvalSection) -> dict[str, Any]:
-    source = train_data or (info.config.data.train if info.config else None)
+    source = train_data or saved_data_path(info, info.config.data.train if info.config else None)
     if not source:
         return {"checked": False, "reason": "no training data source (run config data.train) to compare with"}
     try:
@@ -244,7 +263,7 @@ def _plan(info: CheckpointInfo, cfg: EvalSection, data: str | Path | None,
           chat_template: bool | None, system_prompt: str | None) -> _Plan:
     reward_specs = resolve_specs(specs, info)
     data_cfg = info.config.data if info.config else None
-    source = str(data) if data is not None else (data_cfg.heldout if data_cfg else None)
+    source = str(data) if data is not None else saved_data_path(info, data_cfg.heldout if data_cfg else None)
     if not source:
         raise EvalError("no held-out data: pass --data SOURCE (or set data.heldout in the run config)")
     fmap = fields or (data_cfg.fields if data_cfg else FieldMap())
@@ -315,6 +334,8 @@ def evaluate(
     """
     started = datetime.now(timezone.utc)
     info = resolve_checkpoint(checkpoint)
+    if info.config is not None:
+        add_plugins(info.config.plugins)  # the run's own reward modules (saved absolute in its config.yaml)
     cfg = resolve_settings(info, settings, k, backend)
     plan = _plan(info, cfg, data, specs, fields, chat_template, system_prompt)
     contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)

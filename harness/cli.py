@@ -1,5 +1,7 @@
 """The `harness` command: score | rewards list | train | eval | report | traces | sandbox | demo.
 
+``score``, ``train``, ``eval`` and ``rewards list`` take ``--plugin MODULE_OR_FILE.py`` to import user rewards.
+
 Only this module configures logging. Subcommands owned by other packages (trainer, evals, telemetry, demo)
 register their own argparse parsers; they are imported when the command line is parsed, so ``harness score``
 never imports torch.
@@ -19,7 +21,7 @@ import yaml
 from harness.errors import HarnessError
 from harness.types import RewardSpec
 
-__all__ = ["main", "build_parser", "parse_reward_args", "run_standalone"]
+__all__ = ["main", "build_parser", "parse_reward_args", "run_standalone", "add_plugin_argument"]
 
 log = logging.getLogger("harness")
 
@@ -58,11 +60,20 @@ def parse_reward_args(rewards: list[str], params: list[str]) -> list[RewardSpec]
     return [RewardSpec.model_validate(s) for s in specs.values()]
 
 
+def add_plugin_argument(p: argparse.ArgumentParser) -> None:
+    """``--plugin MODULE_OR_FILE.py`` (repeatable): import a module or file that registers rewards with @reward."""
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE.py",
+                   help="import a module or .py file that registers rewards with @reward (repeatable)")
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     from harness.config import load_config
+    from harness.plugins import add_plugins
     from harness.score_file import format_summary, score_file
 
-    specs = list(load_config(args.config).rewards) if args.config else []
+    config = load_config(args.config) if args.config else None
+    add_plugins([*(config.plugins if config else []), *args.plugin])
+    specs = list(config.rewards) if config else []
     cli_specs = parse_reward_args(args.reward or [], args.param or [])
     by_name = {s.name: s for s in specs}
     for s in cli_specs:  # --reward overrides or adds to the config's rewards
@@ -83,8 +94,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_rewards_list(args: argparse.Namespace) -> int:
+    from harness.plugins import add_plugins
     from harness.registry import list_rewards
 
+    add_plugins(args.plugin)
     for e in list_rewards():
         params = ", ".join(str(p) for p in e.params) or "no parameters"
         print(f"{e.name}\n    origin: {e.origin}\n    isolation: {e.isolation}\n    params: {params}")
@@ -104,6 +117,7 @@ def _add_score_parser(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=None, help="wall-clock seconds per reward call (default 30)")
     p.add_argument("--resume", action="store_true", help="skip ids already in the output")
     p.add_argument("--strict", action="store_true", help="exit non-zero when any row is bad")
+    add_plugin_argument(p)
     p.set_defaults(func=_cmd_score)
 
 
@@ -116,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     rw = sub.add_parser("rewards", help="inspect registered rewards")
     rsub = rw.add_subparsers(dest="rewards_command", metavar="SUBCOMMAND")
     rl = rsub.add_parser("list", help="every reward with its origin and parameters")
+    add_plugin_argument(rl)
     rl.set_defaults(func=_cmd_rewards_list)
     for module, fn in _PLUGGED_PARSERS:
         try:

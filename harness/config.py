@@ -1,7 +1,7 @@
 """One pydantic model for a whole run, loaded from YAML or TOML, with errors that name the file and the field.
 
 A run config has the sections ``run``, ``model``, ``data``, ``rewards``, ``trainer``, ``eval`` and
-``telemetry``. The section models live in :mod:`harness.cfg` (one module per owner); this module assembles them,
+``telemetry``, and a list of reward ``plugins`` (modules or ``.py`` files, see :mod:`harness.plugins`). The section models live in :mod:`harness.cfg` (one module per owner); this module assembles them,
 loads files and turns pydantic's errors into a :class:`ConfigError` such as::
 
     run.yaml: trainer.num_generations: Input should be greater than or equal to 2 (got 1)
@@ -28,7 +28,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["RunConfig", "RunSection", "load_config", "dump_config", "format_validation_error"]
+__all__ = ["RunConfig", "RunSection", "load_config", "dump_config", "absolute_data_paths", "format_validation_error"]
 
 
 class RunSection(BaseModel):
@@ -53,6 +53,9 @@ class RunConfig(BaseModel):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     eval: EvalSection = Field(default_factory=EvalSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
+    plugins: list[str] = Field(default_factory=list, description="modules or .py files that register rewards with "
+                               "@reward, imported before the rewards load (in scoring workers too); a relative "
+                               "file path is relative to the config file and saved absolute")
 
     @field_validator("rewards", mode="before")
     @classmethod
@@ -132,11 +135,38 @@ def load_config(source: str | Path | dict[str, Any], *, overrides: dict[str, Any
                 raise ConfigError(f"override {dotted}: {p} is not a section")
         node[leaf] = value
     try:
-        return RunConfig.model_validate(data)
+        cfg = RunConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, label)) from None
+    return _absolute_paths(cfg, None if isinstance(source, dict) else Path(source).resolve().parent)
+
+
+def _is_path(spec: str) -> bool:
+    return spec.endswith(".py") or "/" in spec or "\\" in spec
+
+
+def _absolute_paths(cfg: RunConfig, base: Path | None) -> RunConfig:
+    """Plugin files relative to the config file's directory (else the working directory), made absolute."""
+    root = base or Path.cwd()
+    plugins = [str((root / p).resolve()) if _is_path(p) and not Path(p).is_absolute() else p for p in cfg.plugins]
+    return cfg.model_copy(update={"plugins": plugins}) if plugins != cfg.plugins else cfg
+
+
+def absolute_data_paths(cfg: RunConfig, base: str | Path | None = None) -> RunConfig:
+    """``cfg`` with local ``data.train``/``data.heldout`` paths made absolute against ``base`` (default: the working
+    directory, which is what they are relative to when a command reads them); ``hf:`` sources and paths that do not
+    exist there stay as they are."""
+    root = Path(base) if base is not None else Path.cwd()
+    update = {}
+    for key in ("train", "heldout"):
+        value = getattr(cfg.data, key)
+        if value and not Path(value).is_absolute() and (root / value).exists():  # not hf:, toy: or a typo
+            update[key] = str((root / value).resolve())
+    return cfg.model_copy(update={"data": cfg.data.model_copy(update=update)}) if update else cfg
 
 
 def dump_config(cfg: RunConfig, path: str | Path) -> None:
-    """Write ``cfg`` as YAML (the form saved beside a run's checkpoints)."""
+    """Write ``cfg`` as YAML (the form saved beside a run's checkpoints), with data paths stored absolute so that a
+    command run from another directory (``harness eval``'s contamination check) reads the same files."""
+    cfg = absolute_data_paths(cfg)
     Path(path).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")

@@ -132,7 +132,10 @@ def row_to_sample(row: Any, fields: FieldMap, default_id: str) -> Sample | tuple
         return None, f"expected a JSON object per row, got {type(row).__name__}"
     prompt_col = fields.messages or fields.prompt
     if prompt_col not in row or row[prompt_col] is None:
-        return prompt_col, "missing prompt column"
+        key = "messages" if fields.messages else "prompt"
+        have = ", ".join(repr(k) for k in list(row)[:20]) or "none"
+        return prompt_col, (f"missing prompt column {prompt_col!r}; the row has columns {have}; "
+                            f"map one with data.fields.{key}=COLUMN (harness eval: --field {key}=COLUMN)")
     prompt = row[prompt_col]
     if isinstance(prompt, str):
         if fields.messages:
@@ -270,8 +273,8 @@ def load_samples(
     >>> p = os.path.join(tempfile.mkdtemp(), "d.jsonl")
     >>> _ = open(p, "w").write('{"prompt": "1+1?", "answer": "2"}\\n{"answer": "3"}\\n')
     >>> res = load_samples(p)
-    >>> [s.prompt for s in res.samples], str(res.errors[0]).endswith("d.jsonl:2: prompt: missing prompt column")
-    (['1+1?'], True)
+    >>> [s.prompt for s in res.samples], str(res.errors[0]).split("d.jsonl:2: ")[1].split(";")[:2]
+    (['1+1?'], ["prompt: missing prompt column 'prompt'", " the row has columns 'answer'"])
     """
     source = str(source)
     fmap = fields if isinstance(fields, FieldMap) else FieldMap.model_validate(dict(fields or {}))

@@ -12,22 +12,31 @@ the callable that scores, ``(sample, completion) -> Score``::
 Third-party packages register through the entry-point group ``grpo_harness.rewards``; the entry point's name is
 the reward name and its value the factory (``pkg.module:factory``) or a module whose import registers rewards.
 
-Loading is lazy: nothing is imported until a reward is looked up or listed. Then the built-in reward modules load,
+Loading is lazy: nothing is imported until a reward is looked up or listed. Then the user plugins named with
+``--plugin`` or the run config's ``plugins:`` import (:mod:`harness.plugins`), the built-in reward modules load,
 and every entry point (unless ``GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD=1``). A plugin that fails to import is a
 warning naming the entry point; a duplicate name is a :class:`DuplicateRewardError` naming both origins; an unknown
-parameter is a :class:`RewardParameterError` listing the accepted ones.
+parameter is a :class:`RewardParameterError` listing the accepted ones, and a value that does not fit the factory's
+annotation is one naming the parameter, the value and the expected type. A ``rewards`` module of the user's own
+that shadows the built-in package is a :class:`RegistryError` naming the file to rename.
+
+Loading is all-or-nothing: a load that fails leaves no half-filled registry behind; every later lookup raises the
+same error until :meth:`Registry.reset`. The process-wide :class:`Registry` is ``default_registry()``; the
+module-level functions use it.
 
 This module does not run rewards with time limits or isolation; :mod:`harness.scoring` does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata as md
 import inspect
 import logging
 import os
 import threading
+import typing
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Protocol
@@ -46,6 +55,8 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "AUTOLOAD_ENV",
     "ParamInfo",
+    "Registry",
+    "default_registry",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,6 +82,7 @@ class ParamInfo:
     name: str
     default: Any  # inspect.Parameter.empty when required
     annotation: str
+    type_: Any = field(default=None, compare=False, repr=False)  # the resolved annotation; None: not checked
 
     @property
     def required(self) -> bool:
@@ -111,52 +123,61 @@ class RewardEntry:
             raise RewardParameterError(
                 f"reward {self.name!r} ({self.origin}) needs parameter(s) {', '.join(map(repr, missing))}"
             )
+        self.coerce_params(params)
+
+    def coerce_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` validated against the factory's annotations (``"1e-6"`` for a float becomes 1e-06).
+
+        Raises:
+            RewardParameterError: naming the parameter, the value given and the type expected.
+        """
+        out = dict(params)
+        for p in self.params:
+            if p.name in out and p.type_ is not None:
+                out[p.name] = _check_value(self, p, out[p.name])
+        return out
 
 
-@dataclass
-class _State:
-    entries: dict[str, RewardEntry] = field(default_factory=dict)
-    loaded: bool = False
-    origin_override: str | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
+def _check_value(entry: RewardEntry, p: ParamInfo, value: Any) -> Any:
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        adapter = TypeAdapter(p.type_)
+    except Exception:  # noqa: BLE001 - an annotation pydantic cannot check (an arbitrary class): the factory checks it
+        return value
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as e:
+        if isinstance(value, str):  # one word from the command line where a list of words is expected
+            try:
+                return adapter.validate_python([value])
+            except ValidationError:
+                pass
+        why = "; ".join(x["msg"] for x in e.errors())
+        raise RewardParameterError(
+            f"reward {entry.name!r} ({entry.origin}): parameter {p.name!r} got {value!r} "
+            f"({type(value).__name__}), expected {p.annotation}: {why}"
+        ) from None
 
 
-_STATE = _State()
+def _type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(factory)
+    except Exception:  # noqa: BLE001 - names only defined under TYPE_CHECKING, say: those parameters go unchecked
+        return {}
 
 
 def _describe_params(factory: Callable[..., Any]) -> tuple[ParamInfo, ...]:
     out = []
+    hints = _type_hints(factory)
     for p in inspect.signature(factory).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         ann = p.annotation
         ann_s = "Any" if ann is inspect.Parameter.empty else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
-        out.append(ParamInfo(p.name, p.default, str(ann_s)))
+        type_ = hints.get(p.name)
+        out.append(ParamInfo(p.name, p.default, str(ann_s), None if type_ in (None, Any) else type_))
     return tuple(out)
-
-
-def _origin_of(factory: Callable[..., Any]) -> str:
-    module = getattr(factory, "__module__", "?") or "?"
-    if _STATE.origin_override:
-        return _STATE.origin_override
-    if module.split(".")[0] == "rewards":
-        return f"built-in ({module})"
-    return f"module {module}"
-
-
-def _register(entry: RewardEntry) -> None:
-    with _STATE.lock:
-        old = _STATE.entries.get(entry.name)
-        if old is not None:
-            same = old.factory is entry.factory or (
-                old.module == entry.module and getattr(old.factory, "__qualname__", None) == getattr(entry.factory, "__qualname__", None)
-            )
-            if not same:
-                raise DuplicateRewardError(
-                    f"reward {entry.name!r} is registered twice: by {old.origin} and by {entry.origin}; "
-                    "rename one of them or uninstall one of the packages"
-                )
-        _STATE.entries[entry.name] = entry
 
 
 def reward(
@@ -183,7 +204,7 @@ def reward(
         entry = RewardEntry(
             name=name,
             factory=factory,
-            origin=_origin_of(factory),
+            origin=_STATE.origin_of(factory),
             module=getattr(factory, "__module__", "?"),
             params=_describe_params(factory),
             isolation=isolation,
@@ -191,7 +212,7 @@ def reward(
             cacheable=cacheable,
             description=(inspect.getdoc(factory) or "").split("\n")[0],
         )
-        _register(entry)
+        _STATE.register(entry)
         factory.__reward_name__ = name  # type: ignore[attr-defined]
         return factory
 
@@ -205,44 +226,71 @@ def _dist_label(ep: md.EntryPoint) -> str:
     return f"entry point {ep.name} = {ep.value}"
 
 
-def _load_entry_point(ep: md.EntryPoint) -> None:
-    label = _dist_label(ep)
-    _STATE.origin_override = label
-    try:
-        obj = ep.load()
-    except DuplicateRewardError:  # raised by @reward while the plugin module imports: a clash, not a broken plugin
-        raise
-    except Exception as e:  # a broken plugin package must not take the others down
-        warnings.warn(f"reward plugin {label} failed to import and is skipped: {type(e).__name__}: {e}", stacklevel=2)
-        log.warning("reward plugin %s failed to import: %s", label, e)
-        return
-    finally:
-        _STATE.origin_override = None
-    if inspect.ismodule(obj):
-        return  # importing the module registered its rewards through @reward
-    registered = getattr(obj, "__reward_name__", None)
-    if registered is not None:
-        if registered != ep.name:
-            warnings.warn(f"entry point {ep.name!r} points at reward {registered!r}; using {registered!r}", stacklevel=2)
-        return
-    if not callable(obj):
-        warnings.warn(f"reward plugin {label} is not a factory or module; skipped", stacklevel=2)
-        return
-    _STATE.origin_override = label
-    try:
-        reward(ep.name)(obj)
-    finally:
-        _STATE.origin_override = None
+class Registry:
+    """Registered rewards with an explicit, all-or-nothing load step.
 
+    :meth:`load` imports the user plugins (``plugins``), the built-in modules and the entry points once; if any
+    step raises, the entries it added are dropped and the error is kept, so every later :meth:`lookup` raises
+    it again instead of answering from a half-loaded registry. :meth:`reset` forgets everything.
+    """
 
-def _ensure_loaded() -> None:
-    if _STATE.loaded:
-        return
-    with _STATE.lock:
-        if _STATE.loaded:
+    def __init__(self, builtin_modules: tuple[str, ...] = BUILTIN_MODULES) -> None:
+        self.builtin_modules = builtin_modules
+        self.entries: dict[str, RewardEntry] = {}
+        self.loaded = False
+        self.failed: BaseException | None = None
+        self.origin_override: str | None = None
+        self.plugins: list[str] = []  # modules or .py files imported before the built-ins, here and in workers
+        self.lock = threading.RLock()
+
+    def origin_of(self, factory: Callable[..., Any]) -> str:
+        module = getattr(factory, "__module__", "?") or "?"
+        if self.origin_override:
+            return self.origin_override
+        if module.split(".")[0] == "rewards":
+            return f"built-in ({module})"
+        return f"module {module}"
+
+    def register(self, entry: RewardEntry) -> None:
+        """Add ``entry``; a different factory under the same name is a :class:`DuplicateRewardError`."""
+        with self.lock:
+            old = self.entries.get(entry.name)
+            if old is not None:
+                same = old.factory is entry.factory or (
+                    old.module == entry.module and getattr(old.factory, "__qualname__", None) == getattr(entry.factory, "__qualname__", None)
+                )
+                if not same:
+                    raise DuplicateRewardError(
+                        f"reward {entry.name!r} is registered twice: by {old.origin} and by {entry.origin}; "
+                        "rename one of them or uninstall one of the packages"
+                    )
+            self.entries[entry.name] = entry
+
+    def load(self) -> None:
+        """Import plugins, built-ins and entry points once; raise the load's error now and on every later call."""
+        if self.loaded:
             return
-        _STATE.loaded = True
-        for mod in BUILTIN_MODULES:
+        with self.lock:
+            if self.failed is not None:
+                raise self.failed
+            if self.loaded:
+                return
+            before = dict(self.entries)
+            try:
+                self._load_all()
+            except BaseException as e:
+                self.entries = before
+                self.failed = e
+                raise
+            self.loaded = True
+
+    def _load_all(self) -> None:
+        from harness.plugins import check_builtin_package, import_plugin
+
+        check_builtin_package()
+        for plugin in self.plugins:
+            import_plugin(plugin)
+        for mod in self.builtin_modules:
             try:
                 importlib.import_module(mod)
             except ModuleNotFoundError as e:
@@ -251,23 +299,83 @@ def _ensure_loaded() -> None:
         if os.environ.get(AUTOLOAD_ENV, "").strip() not in ("", "0", "false", "False"):
             return
         for ep in md.entry_points(group=ENTRY_POINT_GROUP):
-            _load_entry_point(ep)
+            self._load_entry_point(ep)
+
+    def _load_entry_point(self, ep: md.EntryPoint) -> None:
+        label = _dist_label(ep)
+        self.origin_override = label
+        try:
+            obj = ep.load()
+        except DuplicateRewardError:  # raised by @reward while the plugin module imports: a clash, not a broken plugin
+            raise
+        except Exception as e:  # a broken plugin package must not take the others down
+            warnings.warn(f"reward plugin {label} failed to import and is skipped: {type(e).__name__}: {e}", stacklevel=2)
+            log.warning("reward plugin %s failed to import: %s", label, e)
+            return
+        finally:
+            self.origin_override = None
+        if inspect.ismodule(obj):
+            return  # importing the module registered its rewards through @reward
+        registered = getattr(obj, "__reward_name__", None)
+        if registered is not None:
+            if registered != ep.name:
+                warnings.warn(f"entry point {ep.name!r} points at reward {registered!r}; using {registered!r}", stacklevel=2)
+            entry = self.entries.get(registered)
+            if entry is not None and entry.factory is obj:  # this factory's own entry point, not a sibling's
+                self.entries[registered] = dataclasses.replace(entry, origin=label)
+            return
+        if not callable(obj):
+            warnings.warn(f"reward plugin {label} is not a factory or module; skipped", stacklevel=2)
+            return
+        self.origin_override = label
+        try:
+            reward(ep.name)(obj)
+        finally:
+            self.origin_override = None
+
+    def lookup(self, name: str) -> RewardEntry:
+        """The entry of reward ``name`` (loads on first use)."""
+        self.load()
+        try:
+            return self.entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self.entries)) or "none"
+            raise UnknownRewardError(f"unknown reward {name!r}; registered rewards: {known}") from None
+
+    def all(self) -> list[RewardEntry]:
+        """Every registered reward, sorted by name (loads on first use)."""
+        self.load()
+        return [self.entries[k] for k in sorted(self.entries)]
+
+    def reset(self) -> None:
+        """Forget every entry, the load state, its error and the plugin list (modules stay imported)."""
+        with self.lock:
+            self.entries.clear()
+            self.loaded = False
+            self.failed = None
+            self.plugins.clear()
+
+
+_STATE = Registry()
+
+
+def default_registry() -> Registry:
+    """The process-wide registry that ``@reward``, :func:`get_reward` and the scoring path use."""
+    return _STATE
+
+
+def _ensure_loaded() -> None:
+    _STATE.load()
 
 
 def get_entry(name: str) -> RewardEntry:
     """The registry entry of reward ``name`` (loads plugins on first use)."""
-    _ensure_loaded()
-    try:
-        return _STATE.entries[name]
-    except KeyError:
-        known = ", ".join(sorted(_STATE.entries)) or "none"
-        raise UnknownRewardError(f"unknown reward {name!r}; registered rewards: {known}") from None
+    return _STATE.lookup(name)
 
 
 def list_rewards() -> list[RewardEntry]:
     """Every registered reward, sorted by name."""
-    _ensure_loaded()
-    return [_STATE.entries[k] for k in sorted(_STATE.entries)]
+    return _STATE.all()
 
 
 class RewardFn:
@@ -284,7 +392,7 @@ class RewardFn:
         self.entry = entry
         self.name = entry.name
         self.params = dict(params)
-        self._fn = entry.factory(**self.params)
+        self._fn = entry.factory(**entry.coerce_params(params))
         if not callable(self._fn):
             raise RewardParameterError(f"reward factory {entry.name!r} ({entry.origin}) did not return a callable")
 

@@ -47,7 +47,7 @@ def test_bad_rows_reported_with_file_line_and_field_and_skipped(tmp_path: Path) 
     assert [s.prompt for s in res.samples] == ["ok 1", "first"]
     got = {e.line: str(e) for e in res.errors}
     assert sorted(got) == [2, 3, 4, 5, 6, 7, 8, 10]
-    assert got[2] == f"{p}:2: prompt: missing prompt column"
+    assert got[2].startswith(f"{p}:2: prompt: missing prompt column 'prompt'; the row has columns 'answer'")
     assert got[3].startswith(f"{p}:3: invalid JSON")
     assert "expected a string or" in got[4] and "got int" in got[4]
     assert "empty" in got[5]
@@ -95,7 +95,7 @@ def test_json_array_and_parquet(tmp_path: Path) -> None:
     (tmp_path / "arr.json").write_text(json.dumps(rows), encoding="utf-8")
     res = load_samples(tmp_path / "arr.json")
     assert [s.id for s in res.samples] == ["a"]
-    assert str(res.errors[0]) == f"{tmp_path / 'arr.json'}: row 2: prompt: missing prompt column"
+    assert str(res.errors[0]).startswith(f"{tmp_path / 'arr.json'}: row 2: prompt: missing prompt column")
 
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
     resp = load_samples(tmp_path / "d.parquet")
@@ -128,3 +128,22 @@ def test_messages_and_render_without_template() -> None:
     assert to_messages([{"role": "system", "content": "S"}, {"role": "user", "content": "u"}], "other")[0]["content"] == "S"
     assert render_prompt("q", None, system_prompt="sys") == "sys\n\nq"
     assert render_prompt([{"role": "user", "content": "q"}], None, chat_template=True) == "q"
+
+
+def test_a_missing_prompt_column_names_the_columns_there_and_the_mapping(tmp_path: Path) -> None:
+    """Regression: on the old main the message was only ``missing prompt column``, with no hint of the fix."""
+    p = _write_jsonl(tmp_path / "q.jsonl", [json.dumps({"question": "2+2?", "solution": "4"})])
+    res = load_samples(p)
+    msg = str(res.errors[0])
+    assert "'question', 'solution'" in msg and "data.fields.prompt=COLUMN" in msg and "--field prompt=COLUMN" in msg
+    chat = load_samples(p, FieldMap(messages="conversation"))
+    assert "missing prompt column 'conversation'" in str(chat.errors[0]) and "data.fields.messages=COLUMN" in str(chat.errors[0])
+
+
+def test_readme_documents_the_field_mapping() -> None:
+    """Regression: on the old main README.md named a field mapping but never said how to write one."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "data.fields" in readme and "--field" in readme
+    section = readme[readme.index("fields:"):][:800]
+    for key in ("id:", "prompt:", "answer:", "tests:", "messages:"):
+        assert key in section, key

@@ -20,16 +20,13 @@ from harness.errors import DuplicateRewardError, RewardParameterError, UnknownRe
 
 @pytest.fixture
 def fresh_registry(monkeypatch):
-    """A registry that has loaded nothing yet; the real one is restored afterwards."""
-    saved = (dict(reg._STATE.entries), reg._STATE.loaded)
+    """A registry that has loaded nothing yet; the real one is put back untouched afterwards."""
     for mod in [m for m in sys.modules if m == "rewards" or m.startswith("rewards.")]:
         monkeypatch.delitem(sys.modules, mod)  # so the built-ins register again, into the fresh registry
-    reg._STATE.entries.clear()
-    reg._STATE.loaded = False
+    monkeypatch.setattr(reg, "_STATE", reg.Registry())
     yield reg
-    reg._STATE.entries.clear()
-    reg._STATE.entries.update(saved[0])
-    reg._STATE.loaded = saved[1]
+    for mod in [m for m in sys.modules if m == "rewards" or m.startswith("rewards.")]:
+        del sys.modules[mod]  # registered into the fresh registry only; the real one imports its own copies
 
 
 def _fake_dist(tmp_path: Path, monkeypatch, name: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
@@ -144,3 +141,63 @@ def test_loading_is_lazy() -> None:
     code = "import harness, sys; print('rewards.format' in sys.modules, 'harness.scoring' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_users_rewards_py_next_to_the_script_is_named_instead_of_hiding_every_builtin(tmp_path) -> None:
+    """Regression: on the old main this printed ``unknown reward 'boxed_present'; registered rewards: none``."""
+    import os
+    import subprocess
+
+    (tmp_path / "rewards.py").write_text("HELPER = 1\n")
+    (tmp_path / "script.py").write_text("from harness import get_reward\nget_reward('boxed_present')\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(reg.__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, str(tmp_path / "script.py")], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "RegistryError" in proc.stderr and "registered rewards: none" not in proc.stderr
+    assert str(tmp_path / "rewards.py") in proc.stderr and "shadows" in proc.stderr and "rename" in proc.stderr
+
+    (tmp_path / "rewards.py").rename(tmp_path / "my_rewards.py")  # the fix the message asks for works
+    ok = subprocess.run([sys.executable, str(tmp_path / "script.py")], capture_output=True, text=True,
+                        timeout=120, env=env, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_a_failed_load_is_not_half_loaded_for_the_next_lookup(fresh_registry, tmp_path, monkeypatch) -> None:
+    """Regression: on the old main the second lookup answered from the registry the failed load left behind."""
+    _fake_dist(tmp_path, monkeypatch, "clash2-rewards", {"boxed_present": "clash2_mod:make"},
+               {"clash2_mod": "def make():\n    return lambda s, c: 1.0\n"})
+    with pytest.raises(DuplicateRewardError):
+        reg.list_rewards()
+    with pytest.raises(DuplicateRewardError, match="clash2-rewards"):
+        reg.get_entry("boxed_present")  # the same error again, not the built-in from a half-finished load
+    with pytest.raises(DuplicateRewardError):
+        reg.list_rewards()
+
+
+def test_a_parameter_value_of_the_wrong_type_fails_at_load_naming_it(fresh_registry) -> None:
+    """Regression: on the old main ``min_ops="abc"`` for an ``int`` built fine and failed on every row."""
+    from harness import ScoringSession
+
+    @reward("t_min_ops")
+    def t_min_ops(*, min_ops: int = 1, scale: float = 1.0, words: tuple[str, ...] = ("a",)):
+        return lambda s, c: float(c.count("+") >= min_ops) * scale
+
+    with pytest.raises(RewardParameterError) as e:
+        ScoringSession([{"name": "t_min_ops", "params": {"min_ops": "abc"}}])
+    msg = str(e.value)
+    assert "'min_ops'" in msg and "'abc'" in msg and "expected int" in msg
+    fn = get_reward("t_min_ops", min_ops=2, scale="1e-1", words="b")  # YAML leaves 1e-1 a string; coerced
+    assert fn({}, "1+2+3").value == pytest.approx(0.1)
+
+
+def test_rewards_list_names_each_factorys_own_entry_point(fresh_registry, tmp_path, monkeypatch) -> None:
+    """Regression: on the old main both rewards of one module showed the entry point that imported it first."""
+    src = (
+        "from harness import reward\n"
+        "@reward('duo_a')\ndef duo_a():\n    return lambda s, c: 1.0\n"
+        "@reward('duo_b')\ndef duo_b():\n    return lambda s, c: 0.0\n"
+    )
+    _fake_dist(tmp_path, monkeypatch, "duo-rewards", {"duo_a": "duo_mod:duo_a", "duo_b": "duo_mod:duo_b"}, {"duo_mod": src})
+    assert reg.get_entry("duo_a").origin == "duo-rewards 1.2.3 (entry point duo_a = duo_mod:duo_a)"
+    assert reg.get_entry("duo_b").origin == "duo-rewards 1.2.3 (entry point duo_b = duo_mod:duo_b)"

@@ -109,3 +109,23 @@ def test_code_reward_summary_reports_the_sandbox_isolation_level(tmp_path: Path)
     proc = _run("score", "--reward", "code", "--input", str(src), "--output", str(out))
     assert [json.loads(x)["rewards"]["code"] for x in out.read_text().splitlines()] == [1.0, 0.0]
     assert "code: sandbox isolation level" in proc.stderr
+
+
+def test_a_parameter_value_of_the_wrong_type_exits_2_naming_it(tmp_path: Path) -> None:
+    """Regression: on the old main ``ngram_size=abc`` ran, erred on every row, and exited 0."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"completion": "a b c a b c"}) + "\n")
+    proc = _run("score", "--reward", "repetition", "--param", "repetition.ngram_size=abc", "--input", str(inp),
+                "--output", str(tmp_path / "out.jsonl"), check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "'ngram_size'" in proc.stderr and "'abc'" in proc.stderr and "expected int" in proc.stderr
+
+
+def test_a_row_without_a_gold_answer_is_bad_input_with_the_mapping_hint(tmp_path: Path) -> None:
+    """Regression: on the old main a missing gold was ``gold_unparseable``, as if the gold were broken."""
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text(json.dumps({"id": "q", "solution": "4", "completion": "\\boxed{4}"}) + "\n")
+    _run("score", "--reward", "math", "--input", str(inp), "--output", str(out))
+    score = json.loads(out.read_text())["scores"]["math"]
+    assert score["status"] == "bad_input" and score["value"] is None
+    assert "no `answer` field; map one with data.fields.answer=COLUMN" in score["info"]["reason"]

@@ -8,14 +8,17 @@ import math
 import pytest
 from pydantic import ValidationError
 
+import harness.data
 import harness.registry
 import harness.scoring._result
 import harness.scoring._session
+import harness.telemetry.report
 import harness.types
 from harness.types import STATUSES, UNSCORED_STATUSES, RewardSpec, Sample, Score
 
 
-@pytest.mark.parametrize("module", [harness.types, harness.registry, harness.scoring._result, harness.scoring._session])
+@pytest.mark.parametrize("module", [harness.types, harness.registry, harness.scoring._result, harness.scoring._session,
+                                    harness.data, harness.telemetry.report])
 def test_docstring_examples(module) -> None:
     res = doctest.testmod(module)
     assert res.failed == 0 and res.attempted > 0

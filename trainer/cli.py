@@ -47,6 +47,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set trainer.lr=1e-5 (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from harness.cli import add_plugin_argument
+
+    add_plugin_argument(p)
     p.set_defaults(func=run_train)
 
 
@@ -62,6 +65,10 @@ def run_train(args: argparse.Namespace) -> int:
 
     overrides = parse_sets(args.sets)
     config = load_config(args.config, overrides=overrides)
+    if args.plugin:  # saved with the run's config, so `harness eval` of its checkpoints imports them too
+        from harness.plugins import normalize_plugin
+
+        config = config.model_copy(update={"plugins": [*config.plugins, *map(normalize_plugin, args.plugin)]})
     result = train(config, resume=args.resume, progress=not args.no_progress)
     last = result.metrics[-1] if result.metrics else {}
     mean = last.get("reward/total/mean")

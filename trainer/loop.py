@@ -25,8 +25,9 @@ import torch
 
 from harness.config import RunConfig, dump_config
 from harness.data import render_prompt
+from harness.plugins import add_plugins
 from harness.scoring import BatchResult, ScoringSession
-from harness.telemetry import RewardStats, RunTelemetry
+from harness.telemetry import TRACES_FILE, RewardStats, RunTelemetry, drop_steps_after
 from trainer import checkpoint as ckpt_io
 from trainer.advantages import group_advantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
@@ -184,6 +185,7 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
     info = init_distributed()
     validate(config, t, info.world_size)
 
+    add_plugins(config.plugins)  # user reward modules, imported here and in every scoring worker
     session = ScoringSession(config.rewards, timeout=t.score_timeout, workers=t.score_workers)  # checks reward names
     samples = load_train_samples(config)
     run_dir = Path(config.run.output_dir) / str(config.run.id)
@@ -269,6 +271,8 @@ def train(
     if c.info.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
         dump_config(config, run_dir / "config.yaml")
+        if resume:  # the steps after the checkpoint run again: keep their traces once, as metrics.jsonl does
+            drop_steps_after(run_dir / TRACES_FILE, start)
         tel = RunTelemetry.start(run_dir, str(config.run.id), config.telemetry)
     writer = MetricsWriter(run_dir / "metrics.jsonl", resume_from_step=start if resume else None) if c.info.is_main else None
     monitors = Monitors(c.t.monitors, [s.name for s in config.rewards])

@@ -17,7 +17,9 @@ class AlarmSection(BaseModel):
     """When ``harness report`` raises the divergence alarm for a reward.
 
     Over the last ``window`` checkpoints (at least two), the alarm fires when the training reward rose by at least
-    ``train_rise`` while the held-out score rose by less than ``heldout_min_rise`` (flat or falling).
+    ``train_rise`` while the held-out score rose by less than ``heldout_min_rise`` (flat or falling), unless the
+    held-out score is saturated (at or above ``saturated_at``) and at or above the training reward: then it has
+    nowhere to rise to, and training is catching up with it, not leaving it behind.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -25,6 +27,8 @@ class AlarmSection(BaseModel):
     window: int = Field(3, ge=2, description="checkpoints compared (first vs last of the window)")
     train_rise: float = Field(0.05, ge=0.0, description="training reward rise that counts as rising")
     heldout_min_rise: float = Field(0.01, description="held-out rise below which it counts as flat or falling")
+    saturated_at: float | None = Field(1.0, description="a held-out score at or above this cannot rise (the top of "
+                                       "a 0-1 reward); None: never saturated")
 
 
 class TelemetrySection(BaseModel):

@@ -6,6 +6,14 @@ deadline: SIGKILL, ``Score(None, "timeout")``, a fresh worker, the rest of the c
 process sentinel (a crash, ``os._exit`` or the OOM killer: ``Score(None, "error")`` for the running task only).
 Tasks from any number of jobs share the pool, so the trainer can score one batch while it generates the next.
 
+The limit is the limit: a call's clock starts when its plugin is built, and building is a phase of its own that
+the worker reports (``"built"``). The first build of a plugin in a pool may take up to ``build_grace_s`` (a
+tokenizer, a sandbox); once one build has finished, later builds of that plugin are bounded by a few times the
+measured time, and once a build has run out its grace, later builds get none. Every worker that replaces a
+killed one builds the plugins the pool has already built *before* it takes a task, and after the first
+replacement the pool keeps one warm spare, so a plugin that hangs on every call costs its limit per call plus
+the kill, not a worker start and a build grace.
+
 This module knows nothing of caching, weights or totals (see :mod:`harness.scoring._session`).
 """
 
@@ -25,6 +33,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
 from harness.errors import ScoringError
+from harness.registry import BUILTIN_MODULES, default_registry
 from harness.scoring._worker import worker_main
 
 __all__ = ["Task", "WorkerPool", "default_pool", "shutdown_default_pool"]
@@ -32,9 +41,14 @@ __all__ = ["Task", "WorkerPool", "default_pool", "shutdown_default_pool"]
 log = logging.getLogger(__name__)
 
 _CHUNK_MAX = 16
+#: Modules the fork server imports once, so that a new worker starts warm (the registry imports the rewards).
+_PRELOAD = ("harness.scoring._worker", "harness.registry", *BUILTIN_MODULES)
 _START_TIMEOUT_S = 120.0
-#: Extra seconds for the first call of a reward in a worker, which also builds the plugin (a tokenizer, a sandbox).
+#: Seconds the first build of a plugin in a pool may take (a tokenizer, a sandbox); never added to a call's limit.
 BUILD_GRACE_S = 60.0
+#: A later build of a plugin may take this many times the measured first build, plus ``_REBUILD_SLACK_S``.
+_REBUILD_FACTOR = 3.0
+_REBUILD_SLACK_S = 2.0
 
 
 @dataclass
@@ -51,6 +65,10 @@ class Task:
     done: Callable[[Task, dict[str, Any] | None, float, tuple[str, str] | None], None]
     tid: int = 0
 
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.params_key)
+
     def wire(self) -> tuple:
         return (self.tid, self.name, self.module, self.params, self.params_key, self.sample, self.completion)
 
@@ -60,10 +78,13 @@ class _Worker:
     proc: Any
     conn: Connection
     ready: bool = False
+    warming: bool = False  # building the pool's known plugins before its first task
     started: float = field(default_factory=time.monotonic)
     inflight: collections.deque = field(default_factory=collections.deque)
     head_since: float = 0.0
+    building: bool = False  # the head task's plugin is being built; its call clock has not started
     built: set = field(default_factory=set)  # (name, params_key) of plugins this worker has built
+    nplugins: int = 0  # how many of the registry's user plugins this worker has been told to import
 
 
 def _describe_exit(code: int | None) -> str:
@@ -85,20 +106,26 @@ class WorkerPool:
         workers: int | None = None,
         *,
         memory_limit_mb: int | None = 8192,
-        start_method: str = "spawn",
+        start_method: str = "forkserver",
         build_grace_s: float = BUILD_GRACE_S,
     ):
         self.size = max(1, workers or os.cpu_count() or 1)
         self.build_grace_s = build_grace_s
         self.memory_limit_mb = memory_limit_mb
         self._ctx = mp.get_context(start_method)
+        if start_method == "forkserver":  # a replacement worker is a fork of a warm process: milliseconds, not seconds
+            self._ctx.set_forkserver_preload(list(_PRELOAD))
         self._queue: collections.deque[Task] = collections.deque()
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = self._ctx.Pipe(duplex=False)
         self._workers: list[_Worker] = []
+        self._spare: _Worker | None = None
         self._ids = itertools.count(1)
         self._closed = False
         self.restarts = 0
+        # plugin key -> (name, module, params, params_key, first measured build seconds)
+        self._known: dict[tuple[str, str], tuple[str, str, dict, str, float]] = {}
+        self._grace_spent: set[tuple[str, str]] = set()  # plugins whose first build ran out its grace
         self._thread = threading.Thread(target=self._run, name="grpo-harness-scoring", daemon=True)
         self._thread.start()
 
@@ -120,12 +147,28 @@ class WorkerPool:
         self._closed = True
         self._wake()
         self._thread.join(timeout=10)
-        for w in self._workers:
+        for w in self._all():
             self._kill(w)
         self._fail_all("the scoring pool was closed")
         self._workers.clear()
+        self._spare = None
+
+    def build_limit(self, key: tuple[str, str], timeout: float) -> float:
+        """Seconds a worker may spend building plugin ``key`` before the call's own clock starts.
+
+        The first build in this pool gets ``build_grace_s``; once a build has finished, later ones get a few
+        times the measured time (at most the grace); once a first build ran out its grace, later ones get
+        nothing beyond the call's ``timeout``.
+        """
+        known = self._known.get(key)
+        if known is not None:
+            return min(self.build_grace_s, _REBUILD_FACTOR * known[4] + _REBUILD_SLACK_S)
+        return timeout if key in self._grace_spent else self.build_grace_s
 
     # -- dispatcher -------------------------------------------------------------------------------------
+    def _all(self) -> list[_Worker]:
+        return self._workers + ([self._spare] if self._spare is not None else [])
+
     def _wake(self) -> None:
         try:
             self._wake_w.send_bytes(b"x")
@@ -134,10 +177,12 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(target=worker_main, args=(child, self.memory_limit_mb), daemon=True)
+        plugins = tuple(default_registry().plugins)  # user plugins (--plugin): every worker imports them too
+        args = (child, self.memory_limit_mb, plugins, dict(os.environ))  # the environment of now, as spawn would
+        proc = self._ctx.Process(target=worker_main, args=args, daemon=True)
         proc.start()
         child.close()
-        return _Worker(proc=proc, conn=parent)
+        return _Worker(proc=proc, conn=parent, nplugins=len(plugins))
 
     def _kill(self, w: _Worker) -> None:
         try:
@@ -158,13 +203,24 @@ class WorkerPool:
         self._kill(w)
         if failure is None:
             failure = _describe_exit(w.proc.exitcode)
+        if w is self._spare:  # a spare that died while warming: just start another
+            self._spare = self._spawn()
+            return
         self.restarts += 1
         if w.inflight:
             head = w.inflight.popleft()
+            if w.building and kind == "timeout" and head.key not in self._known:
+                self._grace_spent.add(head.key)
             head.done(head, None, time.monotonic() - w.head_since, (kind, failure))
         with self._lock:
             self._queue.extendleft(reversed(w.inflight))
-        self._workers[self._workers.index(w)] = self._spawn()
+        # a worker that was killed once may well be killed again: keep one warm spare from now on
+        new, self._spare = (self._spare or self._spawn()), self._spawn()
+        self._workers[self._workers.index(w)] = new
+
+    def _start_head(self, w: _Worker) -> None:
+        w.head_since = time.monotonic()
+        w.building = bool(w.inflight) and w.inflight[0].key not in w.built
 
     def _assign(self) -> None:
         for w in self._workers:
@@ -176,13 +232,29 @@ class WorkerPool:
                 n = max(1, min(_CHUNK_MAX, len(self._queue) // self.size))
                 chunk = [self._queue.popleft() for _ in range(min(n, len(self._queue)))]
             try:
+                plugins = default_registry().plugins
+                if len(plugins) > w.nplugins:  # added (--plugin, plugins:) after this worker started
+                    w.conn.send(("plugins", plugins[w.nplugins:]))
+                    w.nplugins = len(plugins)
                 w.conn.send(("tasks", [t.wire() for t in chunk]))
             except (OSError, ValueError) as e:
                 w.inflight.extend(chunk)
                 self._replace(w, f"could not send to worker: {e}")
                 continue
             w.inflight.extend(chunk)
-            w.head_since = time.monotonic()
+            self._start_head(w)
+
+    def _on_ready(self, w: _Worker) -> None:
+        """A worker started (or finished warming): build the plugins the pool knows first, then take tasks."""
+        todo = [k for k in self._known if k not in w.built]
+        if w.warming or not todo:  # a plugin learned while it warmed is built with its first call
+            w.ready, w.warming = True, False
+            return
+        try:
+            w.conn.send(("build", [self._known[k][:4] for k in todo]))
+        except (OSError, ValueError):
+            return  # its sentinel shows the death next
+        w.warming, w.started = True, time.monotonic()
 
     def _on_message(self, w: _Worker) -> None:
         try:
@@ -191,27 +263,39 @@ class WorkerPool:
             self._replace(w, None)
             return
         if msg[0] == "ready":
-            w.ready = True
+            w.built.update(tuple(k) for k in (msg[2] if len(msg) > 2 else ()))
+            self._on_ready(w)
+            return
+        if msg[0] == "built":  # the head's plugin is built: its call clock starts now
+            _, tid, seconds = msg
+            if w.inflight and w.inflight[0].tid == tid:
+                t = w.inflight[0]
+                w.built.add(t.key)
+                if t.key not in self._known:
+                    self._known[t.key] = (t.name, t.module, t.params, t.params_key, float(seconds))
+                w.building, w.head_since = False, time.monotonic()
             return
         _, tid, score, seconds = msg
         if w.inflight and w.inflight[0].tid == tid:
             t = w.inflight.popleft()
-            w.built.add((t.name, t.params_key))
             t.done(t, score, seconds, None)
-        w.head_since = time.monotonic()
+        self._start_head(w)
 
     def _check_deadlines(self) -> float:
         now, wait_s = time.monotonic(), 0.5
-        for w in list(self._workers):
+        for w in self._all():
             if not w.ready:
-                if now - w.started > _START_TIMEOUT_S:
-                    raise ScoringError(f"a scoring worker did not start within {_START_TIMEOUT_S:.0f} s")
+                limit = _START_TIMEOUT_S + (self.build_grace_s if w.warming else 0.0)
+                if now - w.started > limit:
+                    raise ScoringError(f"a scoring worker did not start within {limit:.0f} s")
                 continue
             if w.inflight:
                 head = w.inflight[0]
-                grace = 0.0 if (head.name, head.params_key) in w.built else self.build_grace_s
-                left = head.timeout + grace - (now - w.head_since)
-                if left <= 0:
+                limit = self.build_limit(head.key, head.timeout) if w.building else head.timeout
+                left = limit - (now - w.head_since)
+                if left <= 0 and w.building:
+                    self._replace(w, f"reward {head.name!r} took more than {limit:g} s to build; worker killed", "timeout")
+                elif left <= 0:
                     self._replace(w, f"reward {head.name!r} ran past its {head.timeout:g} s wall-clock limit; worker killed", "timeout")
                 else:
                     wait_s = min(wait_s, left)
@@ -224,7 +308,7 @@ class WorkerPool:
                 self._assign()
                 timeout = self._check_deadlines()
                 by_obj: dict[Any, _Worker] = {}
-                for w in self._workers:
+                for w in self._all():
                     by_obj[w.conn] = w
                     by_obj[w.proc.sentinel] = w
                 ready = wait([self._wake_r, *by_obj], timeout=timeout)
@@ -234,10 +318,10 @@ class WorkerPool:
                             self._wake_r.recv_bytes()
                         continue
                     w = by_obj[r]
-                    if w not in self._workers:
+                    if w not in self._all():
                         continue  # replaced while handling an earlier event
                     if r is w.conn or w.conn.poll():
-                        while w in self._workers and w.conn.poll():
+                        while w in self._all() and w.conn.poll():
                             self._on_message(w)
                     elif not w.proc.is_alive():
                         self._replace(w, None)

@@ -2,7 +2,8 @@
 
 It runs in its own process so that a plugin that hangs, segfaults, calls ``os._exit`` or eats all memory takes
 down only this worker; the pool (:mod:`harness.scoring._pool`) kills it at the deadline and starts another.
-Inside, a plugin exception becomes ``Score(None, "error")``. The worker enforces nothing about time itself.
+Inside, a plugin exception becomes ``Score(None, "error")``. The worker enforces nothing about time itself; it
+reports when a plugin is built, so that the pool can keep build time off a call's clock.
 """
 
 from __future__ import annotations
@@ -63,25 +64,49 @@ def _build(name: str, module: str, params: dict) -> Any:
         return get_reward(name, **params)
 
 
-def _score_one(fns: dict, task: tuple) -> dict:
+def _build_one(fns: dict, name: str, module: str, params: dict, params_key: str) -> dict | None:
+    """Build a plugin into ``fns``; None when built, else the error Score (as a dict) that its call returns."""
     from harness.types import Score
 
-    _, name, module, params, params_key, sample, completion = task
-    key = (name, params_key)
     try:
-        fn = fns.get(key)
-        if fn is None:
-            fn = fns[key] = _build(name, module, params)
+        fns[(name, params_key)] = _build(name, module, params)
+        return None
+    except MemoryError:
+        score = Score.unscored("error", f"reward {name!r} ran out of memory (MemoryError)", exception="MemoryError")
+    except BaseException as e:  # SystemExit from sys.exit() in a factory, registry errors: this sample only
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        score = Score.unscored("error", f"reward {name!r} raised {type(e).__name__}: {e}", exception=type(e).__name__)
+    return score.model_dump()
+
+
+def _score_one(fn: Any, name: str, sample: dict, completion: str) -> dict:
+    from harness.types import Score
+
+    try:
         score = fn(sample, completion)
     except MemoryError:
         score = Score.unscored("error", f"reward {name!r} ran out of memory (MemoryError)", exception="MemoryError")
-    except BaseException as e:  # SystemExit from sys.exit() in a plugin, registry errors: this sample only
+    except BaseException as e:  # SystemExit from sys.exit() in a plugin: this sample only
         if isinstance(e, KeyboardInterrupt):
             raise
         score = Score.unscored("error", f"reward {name!r} raised {type(e).__name__}: {e}", exception=type(e).__name__)
     d = score.model_dump()
     d["info"] = _safe_info(d["info"])
     return d
+
+
+def _add_plugins(plugins: tuple[str, ...] | list[str]) -> None:
+    """Import the user plugins the parent imported; a failure shows up as the error of each task that needs them."""
+    if not plugins:
+        return
+    from harness.errors import HarnessError
+    from harness.plugins import add_plugins
+
+    try:
+        add_plugins(plugins)
+    except HarnessError:
+        pass
 
 
 def _preload() -> None:
@@ -94,14 +119,44 @@ def _preload() -> None:
         pass
 
 
-def worker_main(conn: Connection, memory_limit_mb: int | None) -> None:
-    """Serve ``("tasks", [(tid, name, module, params, params_key, sample, completion), ...])`` until the pipe closes."""
+def _run_task(conn: Connection, fns: dict, task: tuple) -> None:
+    """Build the task's plugin if needed (then say ``built``, which starts the call's clock) and score it."""
+    tid, name, module, params, params_key, sample, completion = task
+    fn = fns.get((name, params_key))
+    if fn is None:
+        t0 = time.perf_counter()
+        failed = _build_one(fns, name, module, params, params_key)
+        if failed is not None:
+            conn.send(("done", tid, failed, time.perf_counter() - t0))
+            return
+        conn.send(("built", tid, time.perf_counter() - t0))
+        fn = fns[(name, params_key)]
+    t0 = time.perf_counter()
+    out = _score_one(fn, name, sample, completion)
+    conn.send(("done", tid, out, time.perf_counter() - t0))
+
+
+def worker_main(conn: Connection, memory_limit_mb: int | None, plugins: tuple[str, ...] = (),
+                environ: dict[str, str] | None = None) -> None:
+    """Serve the pool until the pipe closes.
+
+    Messages in: ``("tasks", [(tid, name, module, params, params_key, sample, completion), ...])`` and
+    ``("build", [(name, module, params, params_key), ...])`` (build these before any task) and ``("plugins",
+    [module_or_file, ...])`` (import these user plugins). Messages out:
+    ``("ready", pid, built_keys)``, ``("built", tid, seconds)`` when a task's plugin is built, ``("done", tid,
+    score_dict, seconds)``. ``plugins`` are the user plugins the parent's registry imports (``--plugin``);
+    ``environ`` is the parent's environment when the worker started (a fork server's own may be older).
+    """
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _limit_memory(memory_limit_mb)
     fns: dict = {}
+    _add_plugins(plugins)
     _preload()
-    conn.send(("ready", os.getpid()))
+    conn.send(("ready", os.getpid(), []))
     while True:
         try:
             msg = conn.recv()
@@ -109,11 +164,16 @@ def worker_main(conn: Connection, memory_limit_mb: int | None) -> None:
             return
         if msg is None:
             return
-        _, tasks = msg
-        for task in tasks:
-            t0 = time.perf_counter()
-            out = _score_one(fns, task)
-            try:
-                conn.send(("done", task[0], out, time.perf_counter() - t0))
-            except (BrokenPipeError, OSError):
-                return
+        try:
+            if msg[0] == "plugins":
+                _add_plugins(msg[1])
+                continue
+            if msg[0] == "build":
+                for name, module, params, params_key in msg[1]:
+                    _build_one(fns, name, module, params, params_key)
+                conn.send(("ready", os.getpid(), list(fns)))
+                continue
+            for task in msg[1]:
+                _run_task(conn, fns, task)
+        except (BrokenPipeError, OSError):
+            return

@@ -8,6 +8,7 @@ from harness.telemetry._export import OtlpSettings, parse_headers, resolve_otlp
 from harness.telemetry._otlp_json import iter_spans
 from harness.telemetry._run import TRACES_FILE, EvalSpan, RunTelemetry, StepSpan
 from harness.telemetry._stats import RewardStats
+from harness.telemetry._writer import drop_steps_after
 
 __all__ = [
     "RunTelemetry",
@@ -19,4 +20,5 @@ __all__ = [
     "resolve_otlp",
     "parse_headers",
     "iter_spans",
+    "drop_steps_after",
 ]

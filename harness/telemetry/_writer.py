@@ -14,6 +14,8 @@ small machine: encoding one step's trace between two training steps runs with co
 of encoding a batch. A separate thread would not help: under the GIL its encoding stalls the training loop
 just as long. A process killed outright loses the traces still waiting (at most ``max_delay_s`` of them).
 
+:func:`drop_steps_after` rewrites the file store when a run resumes, so the steps it repeats are stored once.
+
 This module does not decide which spans exist (:mod:`harness.telemetry._run`) and does not talk to backends.
 """
 
@@ -28,11 +30,11 @@ from pathlib import Path
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from harness.telemetry._otlp_json import spans_to_otlp_json_line
+from harness.telemetry._otlp_json import any_value, read_requests, spans_to_otlp_json_line
 from harness.telemetry._sender import OtlpSender
 from harness.telemetry._shipper import OtlpShipper
 
-__all__ = ["TraceWriter"]
+__all__ = ["TraceWriter", "drop_steps_after"]
 
 logger = logging.getLogger("harness.telemetry._export")
 
@@ -118,3 +120,43 @@ class TraceWriter(SpanProcessor):
                 self._fd = -1
         if self.sender is not None:
             self.sender.shutdown()
+
+
+def _span_step(span: dict) -> int | None:
+    for kv in span.get("attributes", ()):
+        if kv.get("key") == "harness.train.step":
+            try:
+                return int(any_value(kv.get("value", {})))
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def drop_steps_after(path: str | Path, step: int) -> int:
+    """Remove from the file store at ``path`` every span of a step after ``step``; return how many were removed.
+
+    A run resumed from the checkpoint of ``step`` traces the steps after it again; without this, the steps between
+    that checkpoint and the interrupt would be stored twice. Lines that are not JSON (cut by a kill) are dropped
+    too. The file is replaced atomically; a missing file is left alone.
+    """
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    removed, lines = 0, []
+    for _, req in read_requests(path):
+        for rs in req.get("resourceSpans", ()):
+            for ss in rs.get("scopeSpans", ()):
+                spans = ss.get("spans", [])
+                keep = [sp for sp in spans if (_span_step(sp) or 0) <= step]
+                removed += len(spans) - len(keep)
+                ss["spans"] = keep
+            rs["scopeSpans"] = [ss for ss in rs.get("scopeSpans", ()) if ss.get("spans")]
+        req["resourceSpans"] = [rs for rs in req.get("resourceSpans", ()) if rs.get("scopeSpans")]
+        if req["resourceSpans"]:
+            lines.append(json.dumps(req, separators=(",", ":")))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    os.replace(tmp, path)
+    return removed

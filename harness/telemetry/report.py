@@ -7,8 +7,8 @@ window the trainer puts in the checkpoint context). The join is by run id, step 
 backends that drop span links; where links survive, the report also says whether each evaluation's link resolves.
 
 The alarm (see :class:`harness.cfg.telemetry.AlarmSection`): over the last ``window`` checkpoints, training
-reward rose by at least ``train_rise`` while the held-out score rose by less than ``heldout_min_rise``.
-This module does not query backends and does not print; the CLI does.
+reward rose by at least ``train_rise`` while the held-out score rose by less than ``heldout_min_rise``, unless
+the held-out score is saturated and at or above the training reward. This module does not query backends and does not print; the CLI does.
 """
 
 from __future__ import annotations
@@ -107,17 +107,22 @@ def divergence_alarms(train: list[float | None], heldout: list[float | None], cf
     """Per checkpoint, the alarm text or None (pure; checkpoints in step order).
 
     Checkpoint ``i`` alarms when ``train[i] - train[i-w+1] >= train_rise`` and
-    ``heldout[i] - heldout[i-w+1] < heldout_min_rise`` (``w`` = window); missing values never alarm.
+    ``heldout[i] - heldout[i-w+1] < heldout_min_rise`` (``w`` = window); missing values never alarm, and neither
+    does a saturated held-out score (``>= saturated_at``) at or above the training reward.
+
+    >>> divergence_alarms([0.5, 0.7, 0.9], [1.0, 1.0, 1.0], AlarmSection())
+    [None, None, None]
     """
     out: list[str | None] = [None] * len(train)
     w = cfg.window
     for i in range(w - 1, len(train)):
         j = i - w + 1
         t0, t1, h0, h1 = train[j], train[i], heldout[j], heldout[i]
-        if None in (t0, t1, h0, h1):
+        if t0 is None or t1 is None or h0 is None or h1 is None:
             continue
         dt, dh = t1 - t0, h1 - h0
-        if dt >= cfg.train_rise and dh < cfg.heldout_min_rise:
+        saturated = cfg.saturated_at is not None and h1 >= cfg.saturated_at - 1e-9 and h1 >= t1
+        if dt >= cfg.train_rise and dh < cfg.heldout_min_rise and not saturated:
             trend = "fell" if dh < 0 else "stayed flat"
             out[i] = f"training reward rose {dt:+.3f} over the last {w} checkpoints while held-out {trend} ({dh:+.3f})"
     return out

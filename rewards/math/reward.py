@@ -216,7 +216,7 @@ def math_reward(
 
     def score(sample: Sample, completion: str) -> Score:
         if sample.answer is None:
-            return Score.unscored("gold_unparseable", "sample has no 'answer' field")
+            return Score.unscored("bad_input", "no `answer` field; map one with data.fields.answer=COLUMN")
         return verify(sample.answer, completion, strict=strict, percent_optional=percent_optional,
                       tolerance=tolerance, time_limit=time_limit)
 

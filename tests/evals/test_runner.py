@@ -92,7 +92,7 @@ def test_bad_rows_skipped_and_recorded_strict_raises(run_dir: Path, tmp_path: Pa
     res = evaluate(_ckpt(run_dir), p, output_dir=tmp_path / "o", telemetry=False, k=2)
     ds = res.results["dataset"]
     assert ds["prompts"] == 1 and ds["skipped_rows"] == 2
-    assert ds["row_errors"][0] == f"{p}:2: prompt: missing prompt column"
+    assert ds["row_errors"][0].startswith(f"{p}:2: prompt: missing prompt column")
     from harness.cfg.eval import EvalSection
 
     with pytest.raises(DataError, match="bad.jsonl:2"):

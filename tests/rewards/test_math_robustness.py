@@ -35,8 +35,8 @@ def test_statuses() -> None:
     assert (s.value, s.status) == (0.0, "parse_error")
     s = verify("\\frac{1}{", "\\boxed{5}")
     assert (s.value, s.status) == (None, "gold_unparseable")
-    s = get_reward("math")(Sample(id="1"), "\\boxed{5}")
-    assert (s.value, s.status) == (None, "gold_unparseable")
+    s = get_reward("math")(Sample(id="1"), "\\boxed{5}")  # no gold at all: the row, not the gold, is bad
+    assert (s.value, s.status) == (None, "bad_input") and "data.fields.answer=COLUMN" in s.info["reason"]
 
 
 def test_info_records_extraction_parses_and_reason() -> None:

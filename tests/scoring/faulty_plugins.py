@@ -53,3 +53,41 @@ def test_counter():
         return Score(value=float(len(completion)), info={"pid": os.getpid(), "t": time.time()})
 
     return score
+
+
+@reward("test_hang", reads=(), cacheable=False)
+def test_hang():
+    """Never returns: every call sleeps far past any limit."""
+
+    def score(sample, completion: str) -> Score:
+        time.sleep(3600)
+        return Score(value=0.0)
+
+    return score
+
+
+@reward("test_slow_build", reads=(), cacheable=False)
+def test_slow_build(*, build_s: float = 1.5):
+    """Takes ``build_s`` to build in a scoring worker (not in the parent's load check); every call hangs."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        time.sleep(build_s)
+
+    def score(sample, completion: str) -> Score:
+        time.sleep(3600)
+        return Score(value=0.0)
+
+    return score
+
+
+@reward("test_env", reads=(), cacheable=False)
+def test_env():
+    """Reports GRPO_HARNESS_TEST_ENV as the worker sees it; ``exit`` ends the worker."""
+
+    def score(sample, completion: str) -> Score:
+        if completion == "exit":
+            os._exit(3)
+        return Score(value=1.0, info={"value": os.environ.get("GRPO_HARNESS_TEST_ENV")})
+
+    return score

@@ -100,3 +100,14 @@ def test_report_of_several_runs_picks_one(tmp_path):
     spans = load_file_store(tmp_path)
     assert {r.step for r in build_report(spans, run_id="a").rows} == {3}
     assert build_report(spans).run_id == "b"  # the latest
+
+
+def test_no_alarm_while_heldout_is_saturated_at_or_above_training():
+    """Regression: on the old main held-out 1.000 at every checkpoint while training climbed toward it alarmed."""
+    cfg = AlarmSection(window=3)
+    assert divergence_alarms([0.5, 0.7, 0.9], [1.0, 1.0, 1.0], cfg) == [None, None, None]
+    assert divergence_alarms([0.6, 0.8, 1.0], [1.0, 1.0, 1.0], cfg) == [None, None, None]  # training got there too
+    # the same training curve against a flat held-out score below it, or one that can still rise, alarms
+    assert divergence_alarms([0.5, 0.7, 0.9], [0.6, 0.6, 0.6], cfg)[2] is not None
+    assert divergence_alarms([0.5, 0.7, 0.9], [0.8, 0.8, 0.8], cfg)[2] is not None
+    assert divergence_alarms([0.5, 0.7, 0.9], [1.0, 1.0, 1.0], AlarmSection(window=3, saturated_at=None))[2] is not None

@@ -53,3 +53,30 @@ def test_resume_after_kill_reproduces_the_uninterrupted_losses(tmp_path):
     assert [m["reward/total/mean"] for m in resumed.metrics] == [m["reward/total/mean"] for m in full.metrics[4:]]
     steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 3, 4, 5, 6, 7, 8]  # the killed run's step 5 was replaced, not duplicated
+
+
+@pytest.mark.timeout(300)
+def test_interrupt_and_resume_store_each_step_once_in_traces(tmp_path):
+    """Regression: on the old main the steps between the last checkpoint and an interrupt (Ctrl-C) were in
+    traces.jsonl twice after --resume (metrics.jsonl was already right)."""
+    from collections import Counter
+
+    from harness.telemetry import iter_spans
+
+    def interrupt_after(step, metrics):
+        if step == 6:  # checkpoint at 4; steps 5 and 6 are traced, then Ctrl-C
+            raise KeyboardInterrupt
+
+    cfg = toy_config(tmp_path, "ctrlc", max_steps=8, save_steps=4, mu=1)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, progress=False, on_step=interrupt_after)
+    traces = tmp_path / "ctrlc" / "traces.jsonl"
+    before = Counter(s["attributes"]["harness.train.step"] for s in iter_spans(traces) if s["name"] == "train.step")
+    assert before == {1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}
+
+    train(cfg, resume=True, progress=False)
+    spans = list(iter_spans(traces))
+    steps = Counter(s["attributes"]["harness.train.step"] for s in spans if s["name"] == "train.step")
+    assert steps == {i: 1 for i in range(1, 9)}
+    rewards = Counter(s["attributes"]["harness.train.step"] for s in spans if s["name"].startswith("reward/"))
+    assert set(rewards.values()) == {1} and sorted(rewards) == list(range(1, 9))

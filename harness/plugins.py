@@ -1,0 +1,146 @@
+"""User reward plugins named on the command line (``--plugin``) or in a run config (``plugins:``).
+
+A plugin is a module name (``my_pkg.rewards``) or a ``.py`` file whose import registers rewards with ``@reward``,
+so a custom reward needs no package to be used from the CLI. :func:`add_plugins` records them in the registry,
+which imports them when it loads, before the built-ins; the scoring pool hands the same list to every worker
+process, which imports them too. File paths are made absolute when they are added, so a worker (or a later
+command) started elsewhere finds the same file.
+
+Also here: :func:`check_builtin_package`, which notices a user's own ``rewards.py`` or ``rewards/`` shadowing the
+built-in rewards package and names the file to rename.
+
+This module does not sandbox plugin code: a plugin runs with the rights of the process that imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.errors import RegistryError
+
+__all__ = ["add_plugins", "check_builtin_package", "import_plugin", "normalize_plugin"]
+
+
+def normalize_plugin(spec: str, base: str | Path | None = None) -> str:
+    """A file plugin as an absolute path (relative to ``base``, default the working directory); a module name as is."""
+    spec = spec.strip()
+    if not spec:
+        raise RegistryError("plugin: expected a module name or a .py file, got an empty string")
+    if spec.endswith(".py") or "/" in spec or "\\" in spec:
+        path = Path(spec).expanduser()
+        if not path.is_absolute():
+            path = Path(base or Path.cwd()) / path
+        path = path.resolve()
+        if not path.is_file():
+            raise RegistryError(f"plugin {spec}: file not found ({path})")
+        return str(path)
+    return spec
+
+
+def _module_name_for(path: Path) -> str:
+    """The name to import ``path`` under: its stem, unless that names another module (then a private name)."""
+    stem = path.stem
+    mod = sys.modules.get(stem)
+    mod_file = getattr(mod, "__file__", None)
+    if stem.isidentifier() and mod is None:
+        try:
+            spec = importlib.util.find_spec(stem)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or (spec.origin and Path(spec.origin).resolve() == path):
+            return stem
+    elif mod_file and Path(mod_file).resolve() == path:
+        return stem
+    digest = hashlib.blake2b(str(path).encode(), digest_size=4).hexdigest()
+    return f"_grpo_harness_plugin_{''.join(c if c.isalnum() else '_' for c in stem)}_{digest}"
+
+
+def import_plugin(spec: str) -> str:
+    """Import one plugin (a module name or an absolute ``.py`` path); return the module's name.
+
+    Raises:
+        RegistryError: the plugin cannot be found or raises while importing; the message names it.
+    """
+    from harness.errors import DuplicateRewardError
+
+    try:
+        if not spec.endswith(".py"):
+            return importlib.import_module(spec).__name__
+        path = Path(spec)
+        name = _module_name_for(path)
+        if name in sys.modules:
+            return name
+        mod_spec = importlib.util.spec_from_file_location(name, path)
+        if mod_spec is None or mod_spec.loader is None:
+            raise RegistryError(f"plugin {spec}: not an importable Python file")
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[name] = module
+        try:
+            mod_spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return name
+    except (RegistryError, DuplicateRewardError):
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever a user module raises, the error names the plugin
+        raise RegistryError(f"plugin {spec} failed to import: {type(e).__name__}: {e}") from e
+
+
+def add_plugins(specs: Iterable[str], base: str | Path | None = None) -> list[str]:
+    """Record plugins in the default registry (imported at its load, here and in scoring workers); return them.
+
+    A registry that has already loaded imports the new plugins at once.
+    """
+    from harness.registry import default_registry
+
+    reg = default_registry()
+    added = []
+    for spec in specs:
+        norm = normalize_plugin(spec, base)
+        if norm not in reg.plugins:
+            reg.plugins.append(norm)
+            added.append(norm)
+    if reg.loaded:
+        for norm in added:
+            import_plugin(norm)
+    return list(reg.plugins)
+
+
+def _package_dir(name: str) -> Path | None:
+    """Where ``import name`` would load a top-level module from (its package directory or its file)."""
+    mod = sys.modules.get(name)
+    origin = getattr(mod, "__file__", None) if mod is not None else None
+    if mod is None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        origin = spec.origin if spec is not None else None
+    if not origin:
+        return None
+    path = Path(origin).resolve()
+    return path.parent if path.name == "__init__.py" else path
+
+
+def check_builtin_package() -> None:
+    """Raise :class:`RegistryError` when ``import rewards`` would not load grpo-harness's own rewards package.
+
+    A user's ``rewards.py`` or ``rewards/`` next to their script (or in the working directory) comes first on
+    ``sys.path`` and would make every built-in reward vanish.
+    """
+    expected = Path(__file__).resolve().parent.parent / "rewards"
+    found = _package_dir("rewards")
+    if found is None or found == expected or not expected.is_dir():
+        return
+    what = "directory" if found.is_dir() else "file"
+    raise RegistryError(
+        f"the built-in rewards cannot load: `import rewards` finds the {what} {found}, which shadows grpo-harness's "
+        f"own rewards package ({expected}); rename {found} (for example to my_rewards{'' if found.is_dir() else '.py'}) "
+        "and load it with --plugin or the run config's plugins:"
+    )
