@@ -112,6 +112,8 @@ class WorkerPool:
         self.size = max(1, workers or os.cpu_count() or 1)
         self.build_grace_s = build_grace_s
         self.memory_limit_mb = memory_limit_mb
+        if start_method == "forkserver" and _in_forked_child:
+            start_method = "spawn"  # the parent's fork-server state came along with the fork and is not ours to use
         self._ctx = mp.get_context(start_method)
         if start_method == "forkserver":  # a replacement worker is a fork of a warm process: milliseconds, not seconds
             self._ctx.set_forkserver_preload(list(_PRELOAD))
@@ -343,6 +345,7 @@ class WorkerPool:
 
 
 _DEFAULT: dict[tuple, WorkerPool] = {}
+_in_forked_child = False
 _DEFAULT_LOCK = threading.Lock()
 
 
@@ -354,6 +357,17 @@ def default_pool(workers: int | None = None, memory_limit_mb: int | None = 8192)
         if pool is None or pool._closed:
             pool = _DEFAULT[key] = WorkerPool(key[0], memory_limit_mb=memory_limit_mb)
         return pool
+
+
+def _forget_inherited_pools() -> None:
+    """In a forked child: the parent's pools arrive without their dispatcher threads, so the child starts its own."""
+    global _DEFAULT_LOCK, _in_forked_child
+    _in_forked_child = True
+    _DEFAULT.clear()
+    _DEFAULT_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_pools)
 
 
 @atexit.register

@@ -38,10 +38,9 @@ module does not import verl.
 from __future__ import annotations
 
 import os
-import threading
-from typing import Any, Literal, Mapping, Sequence, cast
+from typing import Any, Literal, Mapping, Sequence
 
-from harness.scoring import ScoringSession, WorkerPool
+from harness.scoring import ScoringSession, WorkerPool, default_pool
 from harness.types import RewardSpec, Score
 from rewards.adapters._common import normalize_specs, plain
 
@@ -55,8 +54,6 @@ __all__ = [
 
 _RESERVED = frozenset({"id", "prompt", "answer", "tests"})
 _IMPORT_PID = os.getpid()
-_CHILD_POOLS: dict[tuple[int, int], _ChildPool] = {}
-_CHILD_POOLS_LOCK = threading.Lock()
 
 
 class VerlScore(dict):
@@ -113,32 +110,11 @@ def _row(i: int, data_source: Any, ground_truth: Any, extra_info: Any, field: st
     return row
 
 
-class _ChildPool:
-    """A forked child's own worker pool, started on first use, so a batch answered from the cache starts nothing."""
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self._real: WorkerPool | None = None
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("workers", "_real", "_lock"):
-            raise AttributeError(name)
-        with self._lock:
-            if self._real is None:
-                self._real = WorkerPool(self.workers)
-        return getattr(self._real, name)
-
-
 def _pool(workers: int | None) -> WorkerPool | None:
-    """None (the process-wide default pool) in the importing process; a pool of its own in a forked child."""
-    pid = os.getpid()
-    if pid == _IMPORT_PID:
+    """None (the process-wide default pool) in the importing process; a small pool of its own in a forked child."""
+    if os.getpid() == _IMPORT_PID:
         return None
-    key = (pid, max(1, workers or 1))
-    with _CHILD_POOLS_LOCK:
-        pool = _CHILD_POOLS.setdefault(key, _ChildPool(key[1]))
-    return cast(WorkerPool, pool)
+    return default_pool(max(1, workers or 1))
 
 
 class _VerlScorer:
