@@ -30,7 +30,8 @@ from harness.telemetry import RewardStats, RunTelemetry
 from trainer import checkpoint as ckpt_io
 from trainer.advantages import group_advantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
-from trainer.dist import DistInfo, all_gather_object, barrier, broadcast_parameters, init_distributed
+from trainer.dist import (DistInfo, all_gather_object, barrier, broadcast_parameters, group_advantages_over_ranks,
+                          init_distributed)
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import SamplingConfig
@@ -103,9 +104,9 @@ def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator, bf16
     return HFRollout(model, tok, max_prompt_length=t.max_prompt_length, generator=generator, bf16=bf16)
 
 
-def _inputs_fn(col: Collected, t: Any) -> Callable[[], UpdateInputs]:
-    def get() -> UpdateInputs:
-        ga = group_advantages(totals_tensor(col.result()), t.num_generations, scale=t.scale_rewards)
+def _inputs_fn(col: Collected, t: Any, info: DistInfo) -> Callable[[], UpdateInputs]:
+    def get() -> UpdateInputs:  # called by every rank at the same point of the update (a batch-std all-reduce)
+        ga = group_advantages_over_ranks(totals_tensor(col.result()), t.num_generations, t.scale_rewards, info)
         mask = col.batch.completion_mask.float() * ga.trainable[:, None].float()
         if t.mask_truncated:
             mask = mask * (~col.batch.truncated)[:, None].float()
@@ -155,7 +156,7 @@ def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], BatchResult]:
     )
     t1 = time.perf_counter()
     upd = policy_update(
-        c.model, c.optimizer, c.scheduler, col.batch, _inputs_fn(col, t), c.loss_cfg, temperature=t.temperature,
+        c.model, c.optimizer, c.scheduler, col.batch, _inputs_fn(col, t, c.info), c.loss_cfg, temperature=t.temperature,
         mu=t.mu, micro_batch_size=t.micro_batch_size, max_grad_norm=t.max_grad_norm, ref_model=c.ref,
         dist=c.info, bf16=c.bf16,
     )
