@@ -69,15 +69,24 @@ def full_weights(model) -> dict:
 
 
 def update_rank(rank: int, out: str) -> None:
-    """Shard a tiny model over the ranks and take 3 updates of the fixed batch; rank 0 saves weights and bytes."""
+    """Shard a tiny model (with activation checkpointing) over the ranks and take 3 updates of the fixed batch;
+    rank 0 saves the weights, the stats and the bytes it holds."""
     from trainer.dist import init_distributed
-    from trainer.fsdp import ensure_process_group, local_bytes, shard_model
+    from trainer.fsdp import ensure_process_group, gathered, local_bytes, shard_model
     from trainer.losses import LossConfig
     from trainer.toy import char_tokenizer, tiny_model
 
     info = ensure_process_group(init_distributed(prefer_cuda=False))
     model = tiny_model(len(char_tokenizer()), seed=0).eval()
+    # activation checkpointing composes with sharding: each layer is re-gathered for its recomputation
+    # (transformers checkpoints only in train mode; this model has no dropout, so train mode changes nothing else)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
     shard_model(model, info)
+    with gathered(model), torch.no_grad():  # a rollout: rank 1 decodes more steps than rank 0, no collective
+        shapes = {n: tuple(p.shape) for n, p in model.named_parameters() if type(p) is torch.nn.Parameter}
+        for _ in range(1 + 3 * rank):
+            model(input_ids=torch.randint(3, 40, (2, 5)))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
     stats = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", 0.2, 0.2, 5.0, 0.0, 6), info, updates=3)
@@ -86,7 +95,7 @@ def update_rank(rank: int, out: str) -> None:
            "optim": local_bytes(states)}
     full = full_weights(model)
     if rank == 0:
-        torch.save({"weights": full, "stats": stats, "mem": mem}, f"{out}/fsdp.pt")
+        torch.save({"weights": full, "stats": stats, "mem": mem, "gathered_shapes": shapes}, f"{out}/fsdp.pt")
 
 
 def loop_rank(rank: int, out: str, tag: str, runs: list[dict]) -> None:

@@ -49,6 +49,7 @@ def test_fsdp_updates_equal_the_single_process_update_with_half_the_state_per_ra
     for g, w in zip(got["stats"], want):
         assert g["grad_norm"] == pytest.approx(w["grad_norm"], rel=1e-4)
         assert g["loss"] == pytest.approx(w["loss"], rel=1e-4, abs=1e-6)
+    assert got["gathered_shapes"] == {n: tuple(p.shape) for n, p in model.named_parameters()}  # whole, not shards
     full = sum(p.numel() * p.element_size() for p in model.parameters())
     for part, ddp_bytes in (("params", full), ("grads", full), ("optim", 2 * full)):
         ratio = got["mem"][part] / ddp_bytes
