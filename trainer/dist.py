@@ -123,7 +123,9 @@ def all_gather_object(obj: Any, info: DistInfo) -> list[Any]:
     return out
 
 
-def group_advantages_over_ranks(rewards: torch.Tensor, group_size: int, scale: Scale, info: DistInfo) -> GroupAdvantages:
+def group_advantages_over_ranks(
+    rewards: torch.Tensor, group_size: int, scale: Scale, info: DistInfo
+) -> GroupAdvantages:
     """This rank's group advantages, with ``scale="batch"`` using the std of every rank's scored rewards.
 
     Groups never span ranks, so means and group stds are local; only the batch std needs the other ranks, and

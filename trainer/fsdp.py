@@ -83,7 +83,8 @@ def decoder_layers(model: Any) -> list[torch.nn.Module]:
     names = set(getattr(model, "_no_split_modules", None) or [])
     layers = [m for m in model.modules() if type(m).__name__ in names]
     if not layers:
-        raise ValueError(f"{type(model).__name__}: no decoder layers found to shard (_no_split_modules={names or None})")
+        raise ValueError(f"{type(model).__name__}: no decoder layers found to shard "
+                         f"(_no_split_modules={names or None})")
     return layers
 
 
@@ -195,12 +196,18 @@ def prepare(model: Any, ref: Any | None, t: Any, info: DistInfo) -> tuple[Any, A
 
         raise ConfigError("trainer.parallel=fsdp with trainer.lora: not supported; use parallel: ddp for LoRA "
                           "(the adapters are small enough to replicate)")
+    if getattr(t, "micro_batch_tokens", None):
+        from harness.errors import ConfigError
+
+        raise ConfigError("trainer.micro_batch_tokens with trainer.parallel=fsdp: every rank must run the same number "
+                          "of forward/backward passes (each is a collective); use micro_batch_size")
     info = ensure_process_group(info)
     bf16 = t.bf16 if t.bf16 is not None else info.device.startswith("cuda")
     n_layers = len(decoder_layers(model))
     for m in (model, ref):
         if m is not None:
-            shard_model(m, info, mixed_precision=bf16 and info.device.startswith("cuda"), cpu_offload=t.fsdp_cpu_offload)
+            shard_model(m, info, mixed_precision=bf16 and info.device.startswith("cuda"),
+                        cpu_offload=t.fsdp_cpu_offload)
     log.info("fsdp: %d decoder layers sharded over %d ranks%s", n_layers, info.world_size,
              " (CPU offload)" if t.fsdp_cpu_offload else "")
     return model, ref, info
