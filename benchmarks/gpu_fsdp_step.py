@@ -47,8 +47,6 @@ def main() -> int:
     if cuda and not torch.cuda.is_available():
         print("gpu_fsdp_step: no CUDA device; nothing measured", file=sys.stderr)
         return 2
-    from dataclasses import replace
-
     from trainer import dcp
     from trainer.dist import DistInfo
     from trainer.fsdp import ensure_process_group, full_state_dict, gathered, local_bytes, shard_model
@@ -74,7 +72,7 @@ def main() -> int:
         t0 = time.perf_counter()
         st = policy_update(model, opt, sched, batch, lambda: UpdateInputs(adv, batch.completion_mask.float()), cfg,
                            temperature=1.0, mu=1, micro_batch_size=max(1, args.rows // 4), max_grad_norm=1.0,
-                           dist=replace(info), bf16=cuda)
+                           dist=info, bf16=cuda)
         if cuda:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)

@@ -106,9 +106,9 @@ def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator, bf16
     return HFRollout(model, tok, max_prompt_length=t.max_prompt_length, generator=generator, bf16=bf16)
 
 
-def _inputs_fn(col: Collected, t: Any, info: DistInfo) -> Callable[[], UpdateInputs]:
-    def get() -> UpdateInputs:  # called by every rank at the same point of the update (a batch-std all-reduce)
-        ga = group_advantages_over_ranks(totals_tensor(col.result()), t.num_generations, t.scale_rewards, info)
+def _inputs_fn(col: Collected, t: Any) -> Callable[[], UpdateInputs]:
+    def get() -> UpdateInputs:  # every rank calls it at the same point of the update: the batch std is global
+        ga = group_advantages_over_ranks(totals_tensor(col.result()), t.num_generations, t.scale_rewards)
         mask = col.batch.completion_mask.float() * ga.trainable[:, None].float()
         if t.mask_truncated:
             mask = mask * (~col.batch.truncated)[:, None].float()
@@ -158,7 +158,7 @@ def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], BatchResult]:
     )
     t1 = time.perf_counter()
     upd = policy_update(
-        c.model, c.optimizer, c.scheduler, col.batch, _inputs_fn(col, t, c.info), c.loss_cfg, temperature=t.temperature,
+        c.model, c.optimizer, c.scheduler, col.batch, _inputs_fn(col, t), c.loss_cfg, temperature=t.temperature,
         mu=t.mu, micro_batch_size=t.micro_batch_size, max_grad_norm=t.max_grad_norm, ref_model=c.ref,
         dist=c.info, bf16=c.bf16,
     )

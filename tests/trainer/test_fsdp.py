@@ -25,8 +25,9 @@ from _dist_ranks import chain, continue_on_fixed_batch, loop_rank, resume_and_co
 
 pytestmark = pytest.mark.slow
 
-#: the toy run every resume test shares: KL to a (sharded) reference, so the loss depends on the weights
-_RUN = {"beta": 0.1, "parallel": "fsdp", "micro_batch_size": 4, "save_steps": 2, "max_steps": 4}
+#: the toy run every resume test shares: KL to a (sharded) reference, so the loss depends on the weights, and
+#: advantages scaled by the global batch std (an all-reduce inside the update)
+_RUN = {"beta": 0.1, "scale_rewards": "batch", "parallel": "fsdp", "micro_batch_size": 4, "save_steps": 2, "max_steps": 4}
 
 
 def _close(a: dict, b: dict, tol: float = 1e-5) -> float:
