@@ -82,6 +82,24 @@ def all_reduce_sum(values: list[float], info: DistInfo) -> list[float]:
     return t.tolist()
 
 
+def group_advantages_over_ranks(
+    rewards: torch.Tensor, group_size: int, scale: Scale, info: DistInfo | None = None
+) -> GroupAdvantages:
+    """This rank's group advantages, with ``scale="batch"`` using the std of every rank's scored rewards.
+
+    Groups never span ranks, so means and group stds are local; only the batch std needs the other ranks, and
+    their (count, sum, sum of squares) suffice. Every rank must call this at the same point (a collective).
+    ``info`` defaults to the default process group's rank and size (world size 1 without one).
+    """
+    if info is None:
+        info = DistInfo(dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else DistInfo()
+    moments = None
+    if scale == "batch" and info.enabled:
+        n, s, sq = all_reduce_sum(list(batch_moments(rewards)), info)
+        moments = (n, s, sq)
+    return group_advantages(rewards, group_size, scale=scale, global_moments=moments)
+
+
 def sync_gradients(params: Iterable[torch.nn.Parameter], info: DistInfo) -> None:
     """Sum every trainable parameter's gradient over ranks, in one flat all-reduce (FSDP: already reduced)."""
     if not info.enabled or info.parallel == "fsdp":
@@ -122,20 +140,3 @@ def all_gather_object(obj: Any, info: DistInfo) -> list[Any]:
     dist.all_gather_object(out, obj)
     return out
 
-
-def group_advantages_over_ranks(
-    rewards: torch.Tensor, group_size: int, scale: Scale, info: DistInfo | None = None
-) -> GroupAdvantages:
-    """This rank's group advantages, with ``scale="batch"`` using the std of every rank's scored rewards.
-
-    Groups never span ranks, so means and group stds are local; only the batch std needs the other ranks, and
-    their (count, sum, sum of squares) suffice. Every rank must call this at the same point (a collective).
-    ``info`` defaults to the default process group's rank and size (world size 1 without one).
-    """
-    if info is None:
-        info = DistInfo(dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else DistInfo()
-    moments = None
-    if scale == "batch" and info.enabled:
-        n, s, sq = all_reduce_sum(list(batch_moments(rewards)), info)
-        moments = (n, s, sq)
-    return group_advantages(rewards, group_size, scale=scale, global_moments=moments)
