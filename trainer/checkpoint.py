@@ -4,7 +4,8 @@ Layout of ``runs/<id>/checkpoints/step-000010/``:
 
 * ``config.json``, ``model.safetensors``, tokenizer files: ``save_pretrained`` of the policy (for LoRA, the
   adapter only) and the tokenizer;
-* ``trainer_state.pt``: step, optimizer, LR scheduler and, per rank, RNG states and the data position;
+* ``trainer_state.pt``: step, optimizer, LR scheduler and, per rank, RNG states and the data position (a sharded
+  run keeps its model and optimizer shards in ``sharded/`` instead, see :mod:`trainer.dcp`);
 * ``config.yaml``: the resolved run config (the evaluator reads the reward specs from it);
 * ``telemetry.json``: ``RunTelemetry.checkpoint_context(step)``, the span ids the evaluation links to.
 
@@ -27,7 +28,8 @@ import torch
 
 from harness.config import RunConfig, dump_config
 
-__all__ = ["checkpoint_dir", "latest_checkpoint", "save_checkpoint", "load_trainer_state", "rng_state", "set_rng_state"]
+__all__ = ["checkpoint_dir", "tmp_dir", "fresh_tmp_dir", "latest_checkpoint", "save_checkpoint", "load_trainer_state",
+           "rng_state", "set_rng_state"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,21 @@ _NAME = re.compile(r"^step-(\d{6,})$")
 def checkpoint_dir(run_dir: Path, step: int) -> Path:
     """``run_dir/checkpoints/step-000010`` for step 10."""
     return run_dir / "checkpoints" / f"step-{step:06d}"
+
+
+def tmp_dir(run_dir: Path, step: int) -> Path:
+    """Where the checkpoint of ``step`` is written before it is complete."""
+    final = checkpoint_dir(run_dir, step)
+    return final.with_name(final.name + ".tmp")
+
+
+def fresh_tmp_dir(run_dir: Path, step: int) -> Path:
+    """:func:`tmp_dir`, emptied of a killed run's leftovers and created."""
+    tmp = tmp_dir(run_dir, step)
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    return tmp
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
@@ -76,28 +93,30 @@ def save_checkpoint(
     *,
     model: Any,
     tokenizer: Any,
-    optimizer: torch.optim.Optimizer,
+    optimizer: torch.optim.Optimizer | None,
     scheduler: Any,
     rank_states: list[dict[str, Any]],
     config: RunConfig,
     telemetry_ctx: dict[str, Any],
+    state_dict: dict[str, torch.Tensor] | None = None,
+    fresh: bool = True,
 ) -> Path:
     """Write a complete checkpoint for ``step`` (call on rank 0 only) and return its directory.
 
     Args:
+        optimizer: None when its state is saved elsewhere (the ``sharded/`` folder of :mod:`trainer.dcp`).
         rank_states: one dict per rank (RNG states and data position), in rank order.
+        state_dict: the weights to export (a sharded model's gathered state dict); default: the model's own.
+        fresh: start from an empty temporary directory; False keeps what other ranks already wrote there.
     """
     final = checkpoint_dir(run_dir, step)
-    tmp = final.with_name(final.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    model.save_pretrained(tmp)
+    tmp = fresh_tmp_dir(run_dir, step) if fresh else tmp_dir(run_dir, step)
+    model.save_pretrained(tmp, state_dict=state_dict)
     tokenizer.save_pretrained(tmp)
-    torch.save(
-        {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "ranks": rank_states},
-        tmp / "trainer_state.pt",
-    )
+    state: dict[str, Any] = {"step": step, "scheduler": scheduler.state_dict(), "ranks": rank_states}
+    if optimizer is not None:
+        state["optimizer"] = optimizer.state_dict()
+    torch.save(state, tmp / "trainer_state.pt")
     dump_config(config, tmp / "config.yaml")
     (tmp / "telemetry.json").write_text(json.dumps(telemetry_ctx, indent=2, default=str), encoding="utf-8")
     if final.exists():

@@ -5,7 +5,12 @@ loss with normalizers summed over all ranks, and gradients are then *summed* wit
 the update equals the single-process update on the union of the ranks' batches. Parameters are broadcast from
 rank 0 at start so every rank begins from identical weights.
 
-Not covered: tensor/pipeline parallelism, ZeRO sharding, FSDP (a model must fit on one device).
+Batch-scaled advantages (``scale_rewards: batch``) use the std of the *global* batch: each rank's reward
+moments are summed with one all-reduce (:func:`group_advantages_over_ranks`).
+
+Sharded training (FSDP2) lives in :mod:`trainer.fsdp`; with ``DistInfo.parallel == "fsdp"`` gradients are
+reduce-scattered by the model itself and :func:`sync_gradients` does nothing. Not covered: tensor/pipeline
+parallelism.
 """
 
 from __future__ import annotations
@@ -18,20 +23,27 @@ from typing import Any, Iterable
 import torch
 import torch.distributed as dist
 
+from trainer.advantages import GroupAdvantages, Scale, batch_moments, group_advantages
+
 __all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "sync_gradients", "broadcast_parameters", "barrier",
-           "all_gather_object", "free_port", "launcher_env"]
+           "all_gather_object", "free_port", "launcher_env", "group_advantages_over_ranks"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class DistInfo:
-    """Where this process sits: its rank, the world size and its device."""
+    """Where this process sits: its rank, the world size, its device, and how the model is parallelized.
+
+    ``parallel`` is ``"ddp"`` (whole model per rank, gradients summed by :func:`sync_gradients`) or ``"fsdp"``
+    (sharded by :mod:`trainer.fsdp`, which reduces gradients itself).
+    """
 
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
     device: str = "cpu"
+    parallel: str = "ddp"
 
     @property
     def is_main(self) -> bool:
@@ -70,9 +82,27 @@ def all_reduce_sum(values: list[float], info: DistInfo) -> list[float]:
     return t.tolist()
 
 
+def group_advantages_over_ranks(
+    rewards: torch.Tensor, group_size: int, scale: Scale, info: DistInfo | None = None
+) -> GroupAdvantages:
+    """This rank's group advantages, with ``scale="batch"`` using the std of every rank's scored rewards.
+
+    Groups never span ranks, so means and group stds are local; only the batch std needs the other ranks, and
+    their (count, sum, sum of squares) suffice. Every rank must call this at the same point (a collective).
+    ``info`` defaults to the default process group's rank and size (world size 1 without one).
+    """
+    if info is None:
+        info = DistInfo(dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else DistInfo()
+    moments = None
+    if scale == "batch" and info.enabled:
+        n, s, sq = all_reduce_sum(list(batch_moments(rewards)), info)
+        moments = (n, s, sq)
+    return group_advantages(rewards, group_size, scale=scale, global_moments=moments)
+
+
 def sync_gradients(params: Iterable[torch.nn.Parameter], info: DistInfo) -> None:
-    """Sum every trainable parameter's gradient over ranks, in one flat all-reduce."""
-    if not info.enabled:
+    """Sum every trainable parameter's gradient over ranks, in one flat all-reduce (FSDP: already reduced)."""
+    if not info.enabled or info.parallel == "fsdp":
         return
     params = [p for p in params if p.requires_grad]
     for p in params:
@@ -88,7 +118,7 @@ def sync_gradients(params: Iterable[torch.nn.Parameter], info: DistInfo) -> None
 
 
 def broadcast_parameters(model: torch.nn.Module, info: DistInfo) -> None:
-    """Copy rank 0's parameters and buffers to every rank."""
+    """Copy rank 0's parameters and buffers to every rank (call before any sharding)."""
     if not info.enabled:
         return
     with torch.no_grad():

@@ -29,9 +29,12 @@ from harness.plugins import add_plugins
 from harness.scoring import BatchResult, ScoringSession
 from harness.telemetry import TRACES_FILE, RewardStats, RunTelemetry, drop_steps_after
 from trainer import checkpoint as ckpt_io
+from trainer import dcp
+from trainer import fsdp as sharding
 from trainer.advantages import group_advantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
-from trainer.dist import DistInfo, all_gather_object, barrier, broadcast_parameters, init_distributed
+from trainer.dist import (DistInfo, all_gather_object, barrier, broadcast_parameters, group_advantages_over_ranks,
+                          init_distributed)
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import SamplingConfig
@@ -109,8 +112,8 @@ def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator, bf16
 
 
 def _inputs_fn(col: Collected, t: Any) -> Callable[[], UpdateInputs]:
-    def get() -> UpdateInputs:
-        ga = group_advantages(totals_tensor(col.result()), t.num_generations, scale=t.scale_rewards)
+    def get() -> UpdateInputs:  # every rank calls it at the same point of the update: the batch std is global
+        ga = group_advantages_over_ranks(totals_tensor(col.result()), t.num_generations, t.scale_rewards)
         mask = col.batch.completion_mask.float() * ga.trainable[:, None].float()
         if t.mask_truncated:
             mask = mask * (~col.batch.truncated)[:, None].float()
@@ -193,16 +196,21 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
     if resume and ckpt is None:
         log.warning("--resume: no complete checkpoint under %s; starting from step 0", run_dir)
     _seed_everything(config.run.seed + info.rank)
-    model, tok = load_policy(config, t, info.device, source=ckpt)
+    load_on = info.device if t.parallel == "ddp" else "cpu"  # a model that may be sharded is loaded on the host
+    model, tok = load_policy(config, t, load_on, source=ckpt)
     broadcast_parameters(model, info)
-    ref = load_reference(config, t, info.device)
+    ref = load_reference(config, t, load_on)
+    model, ref, info = sharding.prepare(model, ref, t, info)
     optimizer, scheduler = make_optimizer(model, t)
     stream = PromptStream(samples, config.run.seed, info.rank, info.world_size)
     generator = torch.Generator().manual_seed(config.run.seed * 7919 + info.rank)
     start = 0
     if ckpt is not None:
         state = ckpt_io.load_trainer_state(ckpt)
-        optimizer.load_state_dict(state["optimizer"])
+        if dcp.has_sharded(ckpt):  # saved by a sharded run on any number of ranks
+            dcp.load_sharded(ckpt, model, optimizer)
+        else:
+            _load_optimizer(optimizer, state, ckpt, info)
         scheduler.load_state_dict(state["scheduler"])
         mine = state["ranks"][info.rank] if info.rank < len(state["ranks"]) else state["ranks"][0]
         stream.load_state(mine["data"])
@@ -217,8 +225,22 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
     return ctx, run_dir, start
 
 
+def _load_optimizer(optimizer: torch.optim.Optimizer, state: dict[str, Any], ckpt: Path, info: DistInfo) -> None:
+    if info.parallel == "fsdp":
+        from harness.errors import ConfigError
+
+        raise ConfigError(f"{ckpt}: written by a parallel: ddp run (no sharded/ folder); resume it with "
+                          "trainer.parallel: ddp")
+    optimizer.load_state_dict(state["optimizer"])
+
+
 def _save(c: _Ctx, run_dir: Path, step: int, tel: RunTelemetry | None) -> Path | None:
     states = all_gather_object({"rng": ckpt_io.rng_state(c.rollout_generator), "data": c.stream.state()}, c.info)
+    if c.info.parallel == "fsdp":  # every rank writes its shards
+        return dcp.save_sharded_checkpoint(
+            run_dir, step, info=c.info, model=c.model, tokenizer=c.tokenizer, optimizer=c.optimizer,
+            scheduler=c.scheduler, rank_states=states, config=c.config,
+            telemetry_ctx=tel.checkpoint_context(step) if tel is not None else {})
     path = None
     if c.info.is_main:
         ctx = tel.checkpoint_context(step) if tel is not None else {}
@@ -266,6 +288,8 @@ def train(
         config = config.model_copy(update={"run": config.run.model_copy(
             update={"id": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")})})
     c, run_dir, start = _setup(config, resume)
+    if c.info.parallel == "fsdp":
+        c.rollout = sharding.GatheredRollout(c.rollout, c.model)  # whole weights while sampling
     result = TrainResult(run_dir, str(config.run.id), start, model=c.model, tokenizer=c.tokenizer)
     tel = None
     if c.info.is_main:

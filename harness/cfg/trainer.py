@@ -119,6 +119,11 @@ class TrainerSection(BaseModel):
     score_workers: int | None = Field(None, ge=1)
     save_steps: int = Field(0, ge=0, description="checkpoint every N steps (0: only at the end)")
     monitors: MonitorSection = Field(default_factory=MonitorSection)
+    # sharding over ranks (trainer/fsdp.py)
+    parallel: Literal["auto", "ddp", "fsdp"] = Field(
+        "auto", description="ddp: the whole model on every rank; fsdp: parameters, gradients and optimizer state "
+        "sharded over ranks (FSDP2); auto: ddp on one node whose GPU holds the training state, fsdp otherwise")
+    fsdp_cpu_offload: bool = Field(False, description="fsdp: keep shards, gradients and optimizer state in host memory")
 
     @model_validator(mode="after")
     def _batch_shapes(self) -> TrainerSection:
