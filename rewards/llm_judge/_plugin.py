@@ -26,7 +26,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from opentelemetry import trace
@@ -96,14 +96,16 @@ class Judge:
         parts = urlsplit(client.url)
         self._server = (parts.hostname or "", parts.port)
 
-    def __call__(self, sample: Sample, completion: str) -> Score:
+    def __call__(self, sample: Sample | Mapping[str, Any], completion: str) -> Score:
         with self.tracer.start_as_current_span(f"llm_judge {self.rubric.name}") as span:
             t0 = time.perf_counter()
             score = self._score(sample, completion)
             span.set_attributes(self._attributes(score, time.perf_counter() - t0))
             return score
 
-    def _score(self, sample: Sample, completion: str) -> Score:
+    def _score(self, sample: Sample | Mapping[str, Any], completion: str) -> Score:
+        if not isinstance(sample, Sample):
+            sample = Sample.model_validate(dict(sample))
         row = dict(sample.model_dump(), prompt=sample.prompt_text)
         try:
             prompt = self.rubric.render(row, completion, self.scale.instruction)
