@@ -2,7 +2,7 @@
 
 Each POST to ``/v1/chat/completions`` takes the next action of the script (then the default action): answer
 with a chat reply, an HTTP status with headers, a raw body, sleep first, close the connection without a reply,
-or hold until the test releases it. The server counts requests, in-flight requests and the maximum in flight,
+or hold until the test releases it; a ``responder`` makes the reply text from the request. The server counts requests, in-flight requests and the maximum in flight,
 and keeps each request's headers and body so tests can check what the client sent.
 """
 
@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 
 def chat_reply(text: str, *, model: str = "scripted", prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:
@@ -41,6 +41,7 @@ class ScriptedServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.release = threading.Event()
+        self.responder: Callable[[dict], str] | None = None  # reply text from the request body, for "reply" actions
         self.lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -83,7 +84,10 @@ class ScriptedServer:
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                action = server._next(dict(self.headers), json.loads(raw or b"{}"))
+                body = json.loads(raw or b"{}")
+                action = server._next(dict(self.headers), body)
+                if action.kind == "reply" and server.responder is not None:
+                    action = Action(text=server.responder(body))
                 try:
                     self._act(action)
                 except (BrokenPipeError, ConnectionResetError):
