@@ -19,8 +19,8 @@ file and prints the result.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
 
 __all__ = ["AgreementReport", "agreement", "cohens_kappa", "confusion_table", "agreement_report", "to_labels",
            "format_agreement"]
@@ -49,7 +49,7 @@ def confusion_table(a: Sequence[Hashable], b: Sequence[Hashable]) -> Counter[tup
     [(('fail', 'pass'), 1), (('pass', 'pass'), 2)]
     """
     _check(a, b)
-    return Counter(zip(a, b))
+    return Counter(zip(a, b, strict=True))
 
 
 def agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -61,7 +61,7 @@ def agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     _check(a, b)
     if not a:
         return None
-    return sum(x == y for x, y in zip(a, b)) / len(a)
+    return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
 
 
 def cohens_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -116,7 +116,7 @@ def agreement_report(judge: Sequence[float | None], reference: Sequence[float | 
     """
     _check(judge, reference)
     lj, lr = to_labels(judge, threshold), to_labels(reference, threshold)
-    both = [(x, y) for x, y in zip(lj, lr) if x is not None and y is not None]
+    both = [(x, y) for x, y in zip(lj, lr, strict=True) if x is not None and y is not None]
     a, b = [x for x, _ in both], [y for _, y in both]
     table = {(x, y): 0 for x in LABELS for y in LABELS}
     table.update(confusion_table(a, b))  # type: ignore[arg-type]  # labels are str here

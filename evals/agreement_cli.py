@@ -78,7 +78,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     samples, completions, bad = _load(Path(args.data))
     res = score_batch(samples, completions, specs, workers=args.workers, timeout=args.timeout)
     judge, ref = res.scores[args.reward], res.scores[args.against]
-    statuses = Counter(s.status for s in judge)
+    statuses: Counter[str] = Counter(str(s.status) for s in judge)
     report = agreement_report([s.value for s in judge], [s.value for s in ref], args.threshold, dict(statuses))
     print(format_agreement(report, args.reward, args.against))
     if bad:

@@ -63,7 +63,7 @@ class DiskCache:
                 self.hits += 1
             else:
                 self.misses += 1
-        return dict(entry["value"]) if ok else None  # type: ignore[index]  # ok checked it is a dict
+        return dict(entry["value"]) if ok else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         path = self._path(key)

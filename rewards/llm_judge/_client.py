@@ -154,7 +154,7 @@ class ChatClient:
                 raw = resp.read()
         except urllib.error.HTTPError as e:
             raise self._http_error(e) from None
-        except (TimeoutError, socket.timeout) as e:
+        except TimeoutError as e:
             raise _Retry("timeout", f"no reply from {self.url} within {self.timeout:g} s ({e})") from None
         except urllib.error.URLError as e:
             if isinstance(e.reason, (TimeoutError, socket.timeout)):

@@ -25,8 +25,9 @@ import os
 import re
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry import trace

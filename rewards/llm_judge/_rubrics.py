@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["BUILTIN_RUBRICS", "Rubric", "RubricFieldMissing", "load_rubric"]
 

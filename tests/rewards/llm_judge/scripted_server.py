@@ -2,7 +2,8 @@
 
 Each POST to ``/v1/chat/completions`` takes the next action of the script (then the default action): answer
 with a chat reply, an HTTP status with headers, a raw body, sleep first, close the connection without a reply,
-or hold until the test releases it; a ``responder`` makes the reply text from the request. The server counts requests, in-flight requests and the maximum in flight,
+or hold until the test releases it; a ``responder`` makes the reply text from the
+request. The server counts requests, in-flight requests and the maximum in flight,
 and keeps each request's headers and body so tests can check what the client sent.
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 
 def chat_reply(text: str, *, model: str = "scripted", prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:

@@ -7,8 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from rewards.llm_judge import _client, _plugin, _verdict
-from rewards.llm_judge import BUILTIN_RUBRICS, Scale, VerdictError, aggregate_votes, load_rubric, parse_scale, parse_verdict
+from rewards.llm_judge import (
+    BUILTIN_RUBRICS,
+    Scale,
+    VerdictError,
+    _client,
+    _plugin,
+    _verdict,
+    aggregate_votes,
+    load_rubric,
+    parse_scale,
+    parse_verdict,
+)
 
 BIN, FIVE = Scale(), Scale(5)
 
