@@ -17,7 +17,8 @@ import heapq
 import itertools
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["InlineRunner", "DEFAULT_THREADS"]
 
