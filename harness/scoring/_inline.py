@@ -95,12 +95,12 @@ class InlineRunner:
             call.finish(None, ("timeout", reason))  # a no-op when the call already finished
 
     def close(self) -> None:
-        """Stop the watcher and let the pools' threads end after their current calls."""
+        """Stop the watcher, cancel queued calls, and report every open call as ended by the close."""
         with self._cv:
             self._closed = True
             self._cv.notify()
         for pool in self._pools.values():
             pool.shutdown(wait=False, cancel_futures=True)
         self._pools.clear()
-        for call in list(self._open):  # calls cancelled before they started still report, so no batch waits forever
-            call.finish(None, ("crash", "the scoring session was closed before this call ran"))
+        for call in list(self._open):  # queued (cancelled) and running calls report now: no batch waits forever
+            call.finish(None, ("crash", "the scoring session was closed before this call finished"))
