@@ -198,8 +198,9 @@ def llm_judge(*, model: str, rubric: str = "correctness", base_url: str | None =
               aggregate: str = "majority", temperature: float = 0.0, max_tokens: int = 256,
               timeout: float = 60.0, max_concurrency: int = 8, retries: int = 3, cache: bool = True,
               cache_dir: str | None = None) -> Judge:
-    """An LLM judge through any OpenAI-compatible endpoint; rubrics: correctness, hallucination,
-    instruction_following, reasoning_soundness, or a template file.
+    """An LLM judge through any OpenAI-compatible endpoint: a rubric's verdict, unscored when the judge fails.
+
+    Built-in rubrics: correctness, hallucination, instruction_following, reasoning_soundness; or a template file.
 
     Args:
         model: the model name the endpoint serves.
@@ -214,6 +215,14 @@ def llm_judge(*, model: str, rubric: str = "correctness", base_url: str | None =
         max_concurrency: requests in flight at once.
         cache, cache_dir: the disk cache of replies (default directory: ``$GRPO_HARNESS_JUDGE_CACHE`` or
             ``~/.cache/grpo-harness/llm_judge``).
+
+    An endpoint that cannot be reached gives an unscored ``error``, not 0.0:
+
+    >>> from harness import get_reward
+    >>> judge = get_reward("llm_judge", model="m", base_url="http://127.0.0.1:9/v1", retries=0, cache=False)
+    >>> s = judge({"prompt": "What is 2+3?", "answer": "5"}, "It is 5.")
+    >>> s.value, s.status, s.info["rubric"]
+    (None, 'error', 'correctness')
     """
     _check(isinstance(model, str) and bool(model.strip()), "model must be a non-empty string")
     url = base_url or os.environ.get("OPENAI_BASE_URL", "")
