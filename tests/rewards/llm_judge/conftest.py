@@ -11,7 +11,7 @@ import pytest
 
 HERE = str(Path(__file__).resolve().parent)
 if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+    sys.path.append(HERE)  # appended: scripted_server is a unique name, and this dir must not shadow other conftests
 
 from scripted_server import ScriptedServer  # noqa: E402
 
