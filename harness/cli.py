@@ -29,6 +29,7 @@ log = logging.getLogger("harness")
 _PLUGGED_PARSERS: tuple[tuple[str, str], ...] = (
     ("trainer.cli", "add_parser"),
     ("evals.cli", "add_parser"),
+    ("evals.agreement_cli", "add_parser"),
     ("harness.telemetry.cli", "add_report_parser"),
     ("harness.telemetry.cli", "add_traces_parser"),
     ("sandbox.cli", "add_parser"),

@@ -64,7 +64,9 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "grpo_harness.rewards"
 AUTOLOAD_ENV = "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD"
 #: Modules holding the built-in rewards, imported on first lookup.
-BUILTIN_MODULES: tuple[str, ...] = ("rewards.format", "rewards.length", "rewards.math", "rewards.code", "rewards.toy")
+BUILTIN_MODULES: tuple[str, ...] = (
+    "rewards.format", "rewards.length", "rewards.math", "rewards.code", "rewards.toy", "rewards.llm_judge",
+)
 
 Isolation = Literal["process", "inline"]
 

@@ -4,7 +4,8 @@ Every reward the trainer and the evaluator compute passes through here, so both 
 same limits. A session validates its specs when it is built (an unknown reward or parameter fails then, not
 mid-run), answers repeated inputs from a result cache keyed by plugin, parameters and the inputs the plugin reads,
 and sends the rest to the worker pool (:mod:`harness.scoring._pool`), where each call has a hard wall-clock limit.
-``inline`` plugins run in this process on a thread, under the same limit (a stuck thread is abandoned).
+``inline`` plugins run in this process on threads (:mod:`harness.scoring._inline`), under the same limit, without
+blocking the caller or the batch's other rewards (a stuck thread is abandoned).
 
 Failures are data: a plugin that raises, hangs or crashes yields ``Score(None, status)`` for that sample only,
 and one warning per batch says which plugin failed how often.
@@ -12,7 +13,6 @@ and one warning per batch says which plugin failed how often.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import hashlib
 import json
 import logging
@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from harness.errors import ScoringError
 from harness.registry import RewardEntry, get_entry
+from harness.scoring._inline import DEFAULT_THREADS, InlineRunner
 from harness.scoring._pool import Task, WorkerPool, default_pool
 from harness.scoring._result import BatchResult
 from harness.types import RewardSpec, Sample, Score
@@ -186,7 +187,7 @@ class ScoringSession:
         # cache=True shares one process-wide cache (keys hold the plugin and its parameters); an int is a private one
         self._cache = _SHARED_CACHE if cache is True else _Cache(int(cache or 0))
         self.progress = progress
-        self._inline: cf.ThreadPoolExecutor | None = None
+        self._inline: InlineRunner | None = None
         self._inline_fns: dict[str, Any] = {}
 
     @staticmethod
@@ -257,20 +258,13 @@ class ScoringSession:
         from harness.registry import RewardFn
 
         if self._inline is None:
-            self._inline = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="grpo-harness-inline")
+            self._inline = InlineRunner(self.timeout)
         fn = self._inline_fns.get(spec.name)
         if fn is None:
             fn = self._inline_fns[spec.name] = RewardFn(entry, spec.params)
-        t0 = time.perf_counter()
         task = Task(spec.name, entry.module, {}, "", sdict, completion, self.timeout, done)
-        fut = self._inline.submit(fn, sdict, completion)
-        try:
-            score = fut.result(timeout=self.timeout)
-        except cf.TimeoutError:
-            reason = f"reward {spec.name!r} ran past its {self.timeout:g} s limit (thread abandoned)"
-            done(task, None, time.perf_counter() - t0, ("timeout", reason))
-            return
-        done(task, score.model_dump(), time.perf_counter() - t0, None)
+        width = getattr(fn._fn, "max_concurrency", DEFAULT_THREADS)  # a plugin waiting on I/O may ask for more
+        self._inline.submit(spec.name, fn, width, sdict, completion, lambda s, sec, f: done(task, s, sec, f))
 
     def score(self, samples: Sequence[Sample | Mapping[str, Any]], completions: Sequence[str]) -> BatchResult:
         """Score a batch and wait for it."""
@@ -279,7 +273,7 @@ class ScoringSession:
     def close(self) -> None:
         """Release this session's own resources (the shared default pool stays warm for the next session)."""
         if self._inline is not None:
-            self._inline.shutdown(wait=False, cancel_futures=True)
+            self._inline.close()
             self._inline = None
 
     def __enter__(self) -> ScoringSession:

@@ -103,7 +103,27 @@ def sample_event(name: str, sample_id: str, score: Any) -> dict[str, Any]:
     answer = getattr(score, "answer", None)
     if answer is not None:
         attrs["harness.sample.answer"] = str(answer)[:256]
+    attrs.update(_genai_info(getattr(score, "info", None)))
     return attrs
+
+
+def _genai_info(info: Any) -> dict[str, Any]:
+    """What an LLM-judge reward reports in ``Score.info`` (model, token usage, latency) under GenAI names."""
+    if not isinstance(info, Mapping) or not isinstance(info.get("usage"), Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    if isinstance(info.get("model"), str):
+        out["gen_ai.request.model"] = info["model"]
+    for key in ("input_tokens", "output_tokens"):
+        n = info["usage"].get(key)
+        if isinstance(n, int) and not isinstance(n, bool):
+            out[f"gen_ai.usage.{key}"] = n
+    for src, dst in (("latency_s", "harness.judge.latency_s"), ("rubric", "harness.judge.rubric")):
+        if isinstance(info.get(src), (str, int, float)) and not isinstance(info.get(src), bool):
+            out[dst] = info[src]
+    if isinstance(info.get("rationale"), str):
+        out["gen_ai.evaluation.explanation"] = info["rationale"][:512]
+    return out
 
 
 _ID_RNG = random.Random(os.urandom(32))
