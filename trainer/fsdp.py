@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 
 from trainer.dist import DistInfo
+from trainer.logprobs import register_sharded_forward
 
 __all__ = ["prepare", "choose_parallel", "ensure_process_group", "decoder_layers", "shard_model", "gathered",
            "iter_full_parameters", "full_state_dict", "local_bytes", "GatheredRollout"]
@@ -111,6 +112,7 @@ def shard_model(model: Any, info: DistInfo, *, mixed_precision: bool | None = No
     for m in _fsdp_modules(model):  # neither setter recurses
         m.set_gradient_divide_factor(1.0)  # sum, as DDP's sync_gradients: the loss normalizers are global
         m.set_force_sum_reduction_for_comms(True)  # a plain SUM (gloo has no PREMUL_SUM)
+    register_sharded_forward(model)  # chunked log-probs call backbone and head directly: the root's hooks must run
     return model
 
 

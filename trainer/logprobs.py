@@ -25,7 +25,11 @@ from typing import Any, Callable
 import torch
 from torch.utils.checkpoint import checkpoint
 
-__all__ = ["token_logprobs", "sequence_logprobs", "naive_logprobs", "default_chunk", "split_model"]
+__all__ = ["token_logprobs", "sequence_logprobs", "naive_logprobs", "default_chunk", "split_model",
+           "register_sharded_forward"]
+
+#: The method name under which a sharded (FSDP) root model runs :func:`sequence_logprobs` as a forward method.
+SHARDED_FORWARD = "harness_sequence_logprobs"
 
 #: Bytes of float32 logits one chunk may hold (the default chunk is this over 4 * vocab). The backward pass of a
 #: chunk holds about five tensors of this size. On a GPU, chunks are larger (fewer, larger matmuls).
@@ -146,7 +150,42 @@ def sequence_logprobs(
     with_entropy: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(B, T) log-probs of ``targets``, the last T tokens of ``input_ids`` (B, L), each predicted by the position
-    before it; and (B, T) entropies when asked (no gradient)."""
+    before it; and (B, T) entropies when asked (no gradient).
+
+    The backbone and the head are called one by one, not through the model's ``forward``; a model sharded with
+    FSDP2 therefore runs this as a registered forward method (:func:`register_sharded_forward`), so that its root
+    parameters (embeddings, final norm, head) are gathered before and their gradients reduced after.
+    """
+    sharded = model.__dict__.get(SHARDED_FORWARD)
+    if sharded is not None:
+        return sharded(input_ids, attention_mask, position_ids, targets, temperature=temperature, chunk=chunk,
+                       with_entropy=with_entropy)
+    return _sequence_logprobs(model, input_ids, attention_mask, position_ids, targets, temperature=temperature,
+                              chunk=chunk, with_entropy=with_entropy)
+
+
+def register_sharded_forward(model: Any) -> None:
+    """Make :func:`sequence_logprobs` a forward method of an FSDP2 root ``model`` (its hooks run around it)."""
+    from torch.distributed.fsdp import register_fsdp_forward_method
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return _sequence_logprobs(self, *args, **kwargs)
+
+    setattr(model, SHARDED_FORWARD, run.__get__(model, type(model)))
+    register_fsdp_forward_method(model, SHARDED_FORWARD)
+
+
+def _sequence_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+    targets: torch.Tensor,
+    *,
+    temperature: float,
+    chunk: int | None,
+    with_entropy: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     body, head, softcap = split_model(model)
     t = targets.shape[1]
     out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
