@@ -1,7 +1,8 @@
 """Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
 
-Order matters and is fixed here: new session; join the job's groups; private mount namespace with a fresh
-size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
+Order matters and is fixed here: new session; join the job's groups; its own mount, IPC and network
+namespaces (no System V object, POSIX queue or abstract socket of one execution is visible to another, and
+each dies with its execution); a fresh size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
 runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
 while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-6 and close every
 other fd; rlimits; drop to the slot's unprivileged uid and gid with no supplementary groups; no-new-privs;
@@ -54,6 +55,8 @@ class ChildSpec:
     pidns: bool = False  # no cgroups: a private pid namespace whose death kills every descendant
     keep_visible: tuple[str, ...] = ()  # runtime trees under /tmp or /dev/shm, bound back over the private tmpfs
     tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()  # from :func:`tmpfs_mounts` when ``mounts``
+    unshare: int = 0  # namespaces of its own (mount, IPC, network: what the server's probe found possible)
+    server_pid: int = 0  # the parent: when it dies, this process is killed (the parent-death signal)
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
 
 
@@ -86,7 +89,6 @@ def tmpfs_mounts(uid: int, gid: int, disk_bytes: int) -> tuple[tuple[bytes, byte
 
 
 def _mount_private_tmp(spec: ChildSpec) -> None:
-    _sys.unshare(_sys.CLONE_NEWNS)
     held = [(os.open(p, os.O_PATH | os.O_CLOEXEC), p) for p in spec.keep_visible]  # before the tmpfs hides them
     for target, fstype, flags, options in spec.tmpfs:
         _sys.mount_raw(fstype, target, fstype, flags, options)
@@ -163,10 +165,20 @@ def _enter_pid_namespace() -> None:
                 os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
 
 
+def _die_with_server(spec: ChildSpec) -> None:
+    """SIGKILL this process when the server dies (set again after a uid change, which clears it)."""
+    _sys.set_parent_death_signal(signal.SIGKILL)
+    if spec.server_pid and os.getppid() != spec.server_pid:  # it died before the line above
+        os._exit(1)
+
+
 def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
+    _die_with_server(spec)
     os.setsid()
     for fd in spec.cgroup_fds:
         os.write(fd, b"0")
+    if spec.unshare:  # nothing namespaced (IPC objects, abstract sockets, mounts) outlives or crosses a child
+        _sys.unshare(spec.unshare)
     if spec.mounts:
         _mount_private_tmp(spec)
     ruleset = []
@@ -182,6 +194,7 @@ def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
         resource.setrlimit(res, (value, value))
     if spec.uid is not None:
         _drop_uid(spec.uid)
+        _die_with_server(spec)
     _sys.set_no_new_privs()
     if ruleset:
         _sys.landlock_enforce(len(fds))

@@ -2,10 +2,11 @@
 
 Started by :mod:`sandbox.service` as a fresh interpreter (never forked from the host, so no host memory, no host
 environment) with a control socket on which the host sends ``start`` and ``end`` requests and the pipes of
-each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and UTS namespaces (shared by its
-children: no interface is up, so there is no network at all) and a private mount namespace in which the
-interpreter's install tree is reachable by unprivileged uids even when it lives under a 0700 directory such as
-root's home directory: a tmpfs hides that directory and only the install trees are bind-mounted back.
+each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and UTS namespaces (no interface is
+up, so there is no network at all) and a private mount namespace in which the interpreter's install tree is
+reachable by unprivileged uids even when it lives under a 0700 directory such as root's home directory: a tmpfs
+hides that directory and only the install trees are bind-mounted back. Every mount of that namespace but the
+cgroup tree is then made read-only. Each child enters mount, IPC and network namespaces of its own besides.
 
 The server loads only the modules its children need, and none that registers a fork handler (``threading``,
 ``random``, ``logging``): such a handler would run in every child and touch (copy) memory there.
@@ -17,6 +18,7 @@ it kills every running job, removes their groups and exits.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -124,14 +126,16 @@ def _enter_namespaces(layers: dict[str, Any]) -> None:
         layers["mntns"] = True
     except OSError as e:
         layers["mount_error"] = str(e)
+        return
+    _readonly_view(layers)
 
 
-def _can_unshare_pid() -> bool:
-    """Whether a child can make its own pid namespace (tried in a throwaway child)."""
+def _can_unshare(flags: int) -> bool:
+    """Whether a child can enter new namespaces of ``flags`` (tried in a throwaway child)."""
     pid = os.fork()
     if pid == 0:
         try:
-            _sys.unshare(_sys.CLONE_NEWPID)
+            _sys.unshare(flags)
             os._exit(0)
         except BaseException:
             os._exit(1)
@@ -139,11 +143,50 @@ def _can_unshare_pid() -> bool:
     return os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
 
 
+def _readonly_view(layers: dict[str, Any]) -> None:
+    """Make every mount of this namespace read-only, the cgroup tree excepted (the server writes there).
+
+    Children mount their own writable tmpfs on ``/tmp`` and ``/dev/shm``; everything else they can reach is
+    read-only at the mount, so no execution can leave a mark on a shared file that the next one reads: no
+    access-time updates, no ``utime``, ``chmod`` or extended attributes, whatever the file's owner.
+    """
+    try:
+        try:
+            _sys.mount_setattr_recursive("/", _sys.MOUNT_ATTR_RDONLY)
+            if os.path.isdir("/sys/fs/cgroup"):
+                _sys.mount_setattr_recursive("/sys/fs/cgroup", 0, _sys.MOUNT_ATTR_RDONLY)
+        except OSError as e:
+            if e.errno != errno.ENOSYS:
+                raise
+            _remount_each_readonly()  # before Linux 5.12
+        layers["readonly_mounts"] = True
+    except OSError as e:
+        layers["readonly_error"] = str(e)
+
+
+_KEPT_FLAGS = {"nosuid": _sys.MS_NOSUID, "nodev": _sys.MS_NODEV, "noexec": 8, "noatime": 1024, "nodiratime": 2048,
+               "relatime": 1 << 21}
+
+
+def _remount_each_readonly() -> None:
+    """Bind-remount every mount but the cgroup tree read-only, keeping its other flags (as locked mounts need)."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        target = fields[4].encode().decode("unicode_escape")
+        if target == "/sys/fs/cgroup" or target.startswith("/sys/fs/cgroup/"):
+            continue
+        flags = _sys.MS_REMOUNT | _sys.MS_BIND | _sys.MS_RDONLY
+        for opt in fields[5].split(","):
+            flags |= _KEPT_FLAGS.get(opt, 0)
+        _sys.mount(None, target, None, flags)
+
+
 def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
     """Detect the layers this process can give its children (entering the server's namespaces on the way)."""
     layers: dict[str, Any] = {"rlimits": True, "no_new_privs": True, "fresh_env": True, "closed_fds": True,
                               "uid": False, "userns": False, "netns": False, "ipcns": False, "utsns": False,
-                              "mntns": False, "pidns": False, "cgroup_memory": False, "cgroup_pids": False,
+                              "mntns": False, "pidns": False, "child_ipcns": False, "child_netns": False,
+                              "readonly_mounts": False, "cgroup_memory": False, "cgroup_pids": False,
                               "cgroup_kill": False}
     roots = None
     if os.geteuid() == 0:
@@ -155,7 +198,10 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
             roots = None
     _enter_namespaces(layers)
     if roots is None:
-        layers["pidns"] = _can_unshare_pid()
+        layers["pidns"] = _can_unshare(_sys.CLONE_NEWPID)
+    if layers["ipcns"]:  # every child gets its own IPC and network namespaces on top of the server's
+        layers["child_ipcns"] = _can_unshare(_sys.CLONE_NEWIPC)
+        layers["child_netns"] = _can_unshare(_sys.CLONE_NEWNET)
     layers["landlock_abi"] = _sys.landlock_abi()
     layers["seccomp"] = _sys.seccomp_supported()
     return layers, roots
@@ -172,11 +218,14 @@ class Server:
         self.statuses: dict[int, int] = {}
         self.live: set[int] = set()
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+        self.pid = os.getpid()
         read_only = list(runtime_roots()) + list(_SYSTEM_RO)
         abi = layers["landlock_abi"]
         self.landlock = _sys.LandlockPlan(read_only, abi) if abi else None
         self.seccomp = _sys.SeccompFilter(_sys.seccomp_program()) if layers["seccomp"] else None
         # runtime trees under the directories each child replaces with a private tmpfs: re-bound in the child
+        self.unshare = ((_sys.CLONE_NEWNS if layers["mntns"] else 0) | (_sys.CLONE_NEWIPC if layers["child_ipcns"] else 0)
+                        | (_sys.CLONE_NEWNET if layers["child_netns"] else 0))
         self.keep_visible = tuple(r for r in runtime_roots() if any(r.startswith(d + "/") for d in ("/tmp", "/dev/shm")))
 
     def reap(self) -> None:
@@ -219,7 +268,8 @@ class Server:
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
                     pidns=cg is None and self.layers["pidns"], keep_visible=self.keep_visible,
-                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs)
+                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs,
+                    unshare=self.unshare, server_pid=self.pid)
                 pid = os.fork()
                 if pid == 0:
                     _child.run_child(spec, mine)  # never returns
@@ -231,19 +281,39 @@ class Server:
         return {"ok": True, "pids": [p for p, _, _ in started]}
 
     def _group(self, slot: int, index: int, limits: dict[str, int]) -> _cgroups.JobCgroup:
+        """The slot's group for child ``index``, as clean as new and with ``limits``; replaced when it is not.
+
+        Raises:
+            RuntimeError: a process of the previous job is still in the group.
+        """
         key = (slot, index)
+        wanted = (limits["memory_bytes"], limits["max_pids"])
         cg = self.groups.get(key)
+        if cg is not None and not cg.empty():
+            raise RuntimeError(f"group of slot {slot} is still busy")
+        if cg is not None and not cg.clean():  # memory a past job left charged: start over with a new group
+            self._retire(key)
+            cg = None
+        if cg is not None and cg.limits != wanted:
+            try:
+                cg.set_limits(*wanted)
+                cg.limits = wanted
+            except OSError:  # (EBUSY: more charged than the new limit and the kernel could not reclaim it)
+                self._retire(key)
+                cg = None
         if cg is None:
             name = f"{_cgroups.group_prefix(os.getpid())}s{slot}-{index}"
-            cg = _cgroups.JobCgroup.create(self.roots, name, limits["memory_bytes"], limits["max_pids"])
-            cg.limits = (limits["memory_bytes"], limits["max_pids"])
+            cg = _cgroups.JobCgroup.create(self.roots, name, *wanted)
+            cg.limits = wanted
             self.groups[key] = cg
-        elif cg.limits != (limits["memory_bytes"], limits["max_pids"]):
-            cg.set_limits(limits["memory_bytes"], limits["max_pids"])
-            cg.limits = (limits["memory_bytes"], limits["max_pids"])
-        if not cg.empty():
-            raise RuntimeError(f"group of slot {slot} is still busy")
         return cg
+
+    def _retire(self, key: tuple[int, int]) -> None:
+        """Remove a slot's group (its leftover charges go with it) so that the next job gets a new one."""
+        cg = self.groups.pop(key)
+        cg.drain(reap=self.reap)
+        if not cg.remove():
+            raise RuntimeError(f"group of slot {key[0]} could not be replaced")
 
     def _wait_exit(self, pid: int, grace_s: float) -> None:
         """Give ``pid`` up to ``grace_s`` to exit by itself (its own status is then the one reported)."""
