@@ -30,7 +30,7 @@ from typing import Any
 
 from sandbox import _judge, _solution, _sys, _wire
 
-__all__ = ["ChildSpec", "run_child", "rlimit_plan", "prepare_server", "tmpfs_mounts", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
+__all__ = ["ChildSpec", "run_child", "run_init", "rlimit_plan", "prepare_server", "tmpfs_mounts", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
 
 FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
@@ -168,8 +168,31 @@ def _enter_pid_namespace() -> None:
 def _die_with_server(spec: ChildSpec) -> None:
     """SIGKILL this process when the server dies (set again after a uid change, which clears it)."""
     _sys.set_parent_death_signal(signal.SIGKILL)
-    if spec.server_pid and os.getppid() != spec.server_pid:  # it died before the line above
-        os._exit(1)
+    if spec.server_pid and os.getppid() not in (spec.server_pid, 0):  # it died before the line above
+        os._exit(1)  # (0: the server is outside this process's pid namespace)
+
+
+def run_init(cgroup_fds: tuple[int, ...]) -> None:
+    """Pid 1 of an execution's own pid namespace (forked by the server right after entering it): join the
+    job's first group, then only reap orphans until killed. When it dies, the kernel kills everything else in
+    the namespace. Never returns."""
+    try:
+        _sys.set_parent_death_signal(signal.SIGKILL)
+        for fd in cgroup_fds:
+            os.write(fd, b"0")
+        os.closerange(0, 1 << 20)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        while True:
+            signal.sigwait({signal.SIGCHLD})
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+    finally:
+        os._exit(0)
 
 
 def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:

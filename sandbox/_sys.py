@@ -20,6 +20,7 @@ from sandbox import _syscalls
 
 __all__ = [
     "unshare",
+    "setns",
     "mount",
     "mount_raw",
     "mount_setattr_recursive",
@@ -77,6 +78,11 @@ def _check(ret: int, what: str) -> int:
 def unshare(flags: int) -> None:
     """``unshare(2)``: move this process into new namespaces."""
     _check(_libc.unshare(ctypes.c_int(flags)), f"unshare({flags:#x})")
+
+
+def setns(fd: int, nstype: int) -> None:
+    """``setns(2)``: join the namespace behind ``fd`` (for a pid namespace: the one future children get)."""
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), f"setns({nstype:#x})")
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:

@@ -143,6 +143,22 @@ def _can_unshare(flags: int) -> bool:
     return os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
 
 
+def _can_renew_pid_namespace() -> bool:
+    """Whether this process can give each job a fresh pid namespace: enter a new one for its next children,
+    then go back to its own (``setns``: root only). Tried in a throwaway child."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            own = os.open("/proc/self/ns/pid", os.O_RDONLY)
+            _sys.unshare(_sys.CLONE_NEWPID)
+            _sys.setns(own, _sys.CLONE_NEWPID)
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, st = os.waitpid(pid, 0)
+    return os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
+
+
 def _readonly_view(layers: dict[str, Any]) -> None:
     """Make every mount of this namespace read-only, the cgroup tree excepted (the server writes there).
 
@@ -185,7 +201,7 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
     """Detect the layers this process can give its children (entering the server's namespaces on the way)."""
     layers: dict[str, Any] = {"rlimits": True, "no_new_privs": True, "fresh_env": True, "closed_fds": True,
                               "uid": False, "userns": False, "netns": False, "ipcns": False, "utsns": False,
-                              "mntns": False, "pidns": False, "child_ipcns": False, "child_netns": False,
+                              "mntns": False, "pidns": False, "job_pidns": False, "child_ipcns": False, "child_netns": False,
                               "readonly_mounts": False, "cgroup_memory": False, "cgroup_pids": False,
                               "cgroup_kill": False}
     roots = None
@@ -197,7 +213,8 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
         if not roots.has_kill:
             roots = None
     _enter_namespaces(layers)
-    if roots is None:
+    layers["job_pidns"] = os.geteuid() == 0 and _can_renew_pid_namespace()
+    if roots is None and not layers["job_pidns"]:
         layers["pidns"] = _can_unshare(_sys.CLONE_NEWPID)
     if layers["ipcns"]:  # every child gets its own IPC and network namespaces on top of the server's
         layers["child_ipcns"] = _can_unshare(_sys.CLONE_NEWIPC)
@@ -219,6 +236,8 @@ class Server:
         self.live: set[int] = set()
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         self.pid = os.getpid()
+        self.inits: dict[int, int] = {}  # job -> pid of its pid namespace's init
+        self.own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if layers["job_pidns"] else -1
         read_only = list(runtime_roots()) + list(_SYSTEM_RO)
         abi = layers["landlock_abi"]
         self.landlock = _sys.LandlockPlan(read_only, abi) if abi else None
@@ -245,11 +264,13 @@ class Server:
         self.jobs[job] = started
         rlimits = _child.rlimit_plan(limits)
         try:
+            groups = [self._group(slot, i, limits) if self.roots is not None else None for i in range(len(children))]
+            if self.own_pidns >= 0:
+                self._start_init(job, groups[0])
             for i, c in enumerate(children):
                 mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
-                cg, before = None, (0, 0)
-                if self.roots is not None:
-                    cg = self._group(slot, i, limits)
+                cg, before = groups[i], (0, 0)
+                if cg is not None:
                     before = cg.counted or cg.counters()
                 uid = c["uid"] if self.layers["uid"] else None
                 workdir = "/tmp"
@@ -267,7 +288,7 @@ class Server:
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
-                    pidns=cg is None and self.layers["pidns"], keep_visible=self.keep_visible,
+                    pidns=cg is None and self.layers["pidns"] and self.own_pidns < 0, keep_visible=self.keep_visible,
                     landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs,
                     unshare=self.unshare, server_pid=self.pid)
                 pid = os.fork()
@@ -278,7 +299,21 @@ class Server:
         except Exception as e:
             self.end(job)
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        finally:
+            if self.own_pidns >= 0:  # the next job's children get a namespace of their own again
+                _sys.setns(self.own_pidns, _sys.CLONE_NEWPID)
         return {"ok": True, "pids": [p for p, _, _ in started]}
+
+    def _start_init(self, job: int, cg: _cgroups.JobCgroup | None) -> None:
+        """Enter a fresh pid namespace for the job's children and fork its init (pid 1, in the first group):
+        the job's pids start at 1 whatever ran before, and killing the init kills the whole namespace."""
+        _sys.unshare(_sys.CLONE_NEWPID)
+        fds = tuple(cg.join_fds()) if cg is not None else ()
+        pid = os.fork()
+        if pid == 0:
+            _child.run_init(fds)  # never returns
+        self.inits[job] = pid
+        self.live.add(pid)
 
     def _group(self, slot: int, index: int, limits: dict[str, int]) -> _cgroups.JobCgroup:
         """The slot's group for child ``index``, as clean as new and with ``limits``; replaced when it is not.
@@ -366,10 +401,26 @@ class Server:
             self.live.discard(pid)
             exits.append(None if st is None else {"code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
                                                   "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None})
+        self._end_init(job)
         for d in self.workdirs.pop(job, []):
             shutil.rmtree(d, ignore_errors=True)
         self.reap()
         return {"ok": True, "exits": exits, "oom": ooms, "pids_refused": refused}
+
+    def _end_init(self, job: int) -> None:
+        """Kill the job's init (if its group did not already) and reap it."""
+        init = self.inits.pop(job, None)
+        if init is None:
+            return
+        self.reap()
+        if init not in self.statuses:
+            try:
+                os.kill(init, 9)
+                os.waitpid(init, 0)
+            except (OSError, ChildProcessError):
+                pass
+        self.statuses.pop(init, None)
+        self.live.discard(init)
 
     def serve(self) -> None:
         while True:
