@@ -18,7 +18,7 @@ Audited against the x86_64 table up to Linux 6.17 (``file_setattr``, 469). What 
 * host-wide resources one process could take for everyone: Linux AIO (``io_setup`` and friends, a
   machine-wide count of contexts), ``io_uring``, ``sync``/``syncfs``, ``memfd_secret`` (unswappable memory),
   ``fanotify``, ``acct``;
-* page-cache probing of shared files: ``cachestat``;
+* watching or probing the shared read-only files another execution uses: ``inotify``, ``cachestat``;
 * obsolete or unimplemented calls (``uselib``, ``ustat``, ``sysfs``, ``_sysctl``, ``vserver``, ...).
 
 Nothing here installs anything; :func:`sandbox._sys.seccomp_program` compiles this table to BPF.
@@ -52,12 +52,12 @@ epoll_create:213 remap_file_pages:216 getdents64:217 set_tid_address:218 restart
 timer_create:222 timer_settime:223 timer_gettime:224 timer_getoverrun:225 timer_delete:226
 clock_gettime:228 clock_getres:229 clock_nanosleep:230 exit_group:231 epoll_wait:232 epoll_ctl:233
 tgkill:234 utimes:235 mbind:237 set_mempolicy:238 get_mempolicy:239 waitid:247 ioprio_set:251
-ioprio_get:252 inotify_init:253 inotify_add_watch:254 inotify_rm_watch:255 openat:257 mkdirat:258
+ioprio_get:252 openat:257 mkdirat:258
 mknodat:259 fchownat:260 futimesat:261 newfstatat:262 unlinkat:263 renameat:264 linkat:265 symlinkat:266
 readlinkat:267 fchmodat:268 faccessat:269 pselect6:270 ppoll:271 set_robust_list:273 get_robust_list:274
 splice:275 tee:276 sync_file_range:277 vmsplice:278 utimensat:280 epoll_pwait:281 signalfd:282
 timerfd_create:283 eventfd:284 fallocate:285 timerfd_settime:286 timerfd_gettime:287 accept4:288
-signalfd4:289 eventfd2:290 epoll_create1:291 dup3:292 pipe2:293 inotify_init1:294 preadv:295 pwritev:296
+signalfd4:289 eventfd2:290 epoll_create1:291 dup3:292 pipe2:293 preadv:295 pwritev:296
 rt_tgsigqueueinfo:297 recvmmsg:299 prlimit64:302 sendmmsg:307 getcpu:309 sched_setattr:314
 sched_getattr:315 renameat2:316 seccomp:317 getrandom:318 memfd_create:319 execveat:322 membarrier:324
 mlock2:325 copy_file_range:326 preadv2:327 pwritev2:328 pkey_mprotect:329 pkey_alloc:330 pkey_free:331
@@ -83,7 +83,8 @@ kcmp:312 finit_module:313 kexec_file_load:320 bpf:321 userfaultfd:323 io_pgeteve
 io_uring_setup:425 io_uring_enter:426 io_uring_register:427 open_tree:428 move_mount:429 fsopen:430
 fsconfig:431 fsmount:432 fspick:433 pidfd_getfd:438 process_madvise:440 mount_setattr:442 quotactl_fd:443
 landlock_create_ruleset:444 landlock_add_rule:445 landlock_restrict_self:446 memfd_secret:447
-process_mrelease:448 cachestat:451 statmount:457 listmount:458 lsm_get_self_attr:459 lsm_set_self_attr:460
+process_mrelease:448 cachestat:451 inotify_init:253 inotify_add_watch:254 inotify_rm_watch:255
+inotify_init1:294 statmount:457 listmount:458 lsm_get_self_attr:459 lsm_set_self_attr:460
 lsm_list_modules:461 open_tree_attr:467
 """
 
