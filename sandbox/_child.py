@@ -1,8 +1,9 @@
 """Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
 
-Order matters and is fixed here: new session; join the job's groups; its own mount, IPC and network
-namespaces (no System V object, POSIX queue or abstract socket of one execution is visible to another, and
-each dies with its execution); a fresh size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
+The child starts in the pid and IPC namespaces (and, where Landlock cannot scope abstract sockets, the network
+namespace) the server made for its job: no pid or System V object of one execution is visible to another.
+Order matters and is fixed here: new session; join the job's groups; its own mount namespace with a fresh
+size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
 runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
 while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-6 and close every
 other fd; rlimits; drop to the slot's unprivileged uid and gid with no supplementary groups; no-new-privs;
@@ -55,7 +56,7 @@ class ChildSpec:
     pidns: bool = False  # no cgroups: a private pid namespace whose death kills every descendant
     keep_visible: tuple[str, ...] = ()  # runtime trees under /tmp or /dev/shm, bound back over the private tmpfs
     tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()  # from :func:`tmpfs_mounts` when ``mounts``
-    unshare: int = 0  # namespaces of its own (mount, IPC, network: what the server's probe found possible)
+    unshare: int = 0  # namespaces of its own (mount); the pid, IPC (and network) ones come from the server, per job
     server_pid: int = 0  # the parent: when it dies, this process is killed (the parent-death signal)
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
 
@@ -200,7 +201,7 @@ def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
     os.setsid()
     for fd in spec.cgroup_fds:
         os.write(fd, b"0")
-    if spec.unshare:  # nothing namespaced (IPC objects, abstract sockets, mounts) outlives or crosses a child
+    if spec.unshare:  # (a mount namespace: the private tmpfs below is this child's alone)
         _sys.unshare(spec.unshare)
     if spec.mounts:
         _mount_private_tmp(spec)

@@ -54,7 +54,7 @@ def level_of(layers: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
               or layers.get("job_pidns")}
     full = {"unprivileged uid": layers.get("uid"), "memory cgroup": layers.get("cgroup_memory"),
             "pids cgroup": layers.get("cgroup_pids"), "network namespace": layers.get("netns"),
-            "mount namespace": layers.get("mntns"), "IPC namespace per execution": layers.get("child_ipcns"),
+            "mount namespace": layers.get("mntns"), "IPC namespace per execution": layers.get("job_ipcns"),
             "pid namespace per execution": layers.get("job_pidns") or layers.get("pidns"),
             "read-only mounts": layers.get("readonly_mounts")}
     miss_strong = tuple(k for k, v in strong.items() if not v)

@@ -6,7 +6,9 @@ each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and U
 up, so there is no network at all) and a private mount namespace in which the interpreter's install tree is
 reachable by unprivileged uids even when it lives under a 0700 directory such as root's home directory: a tmpfs
 hides that directory and only the install trees are bind-mounted back. Every mount of that namespace but the
-cgroup tree is then made read-only. Each child enters mount, IPC and network namespaces of its own besides.
+cgroup tree is then made read-only. For each job the server enters a fresh pid namespace and starts its init,
+enters a fresh IPC namespace (and network namespace where Landlock cannot scope abstract sockets), forks the
+job's children into them and returns to its own; each child enters a mount namespace of its own.
 
 The server loads only the modules its children need, and none that registers a fork handler (``threading``,
 ``random``, ``logging``): such a handler would run in every child and touch (copy) memory there.
@@ -143,15 +145,24 @@ def _can_unshare(flags: int) -> bool:
     return os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
 
 
-def _can_renew_pid_namespace() -> bool:
-    """Whether this process can give each job a fresh pid namespace: enter a new one for its next children,
-    then go back to its own (``setns``: root only). Tried in a throwaway child."""
+_NS_FILES = {_sys.CLONE_NEWPID: "pid", _sys.CLONE_NEWNET: "net", _sys.CLONE_NEWIPC: "ipc"}
+
+
+def _home_namespaces(flags: int) -> list[tuple[int, int]]:
+    """Descriptors of this process's own namespaces of ``flags`` (to come back to with ``setns``), with their type."""
+    return [(os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), t) for t, name in _NS_FILES.items() if flags & t]
+
+
+def _can_renew(flags: int) -> bool:
+    """Whether this process can give each job fresh namespaces of ``flags``: enter new ones for the job's
+    processes, then go back to its own (``setns``; for a pid namespace, root only). Tried in a throwaway child."""
     pid = os.fork()
     if pid == 0:
         try:
-            own = os.open("/proc/self/ns/pid", os.O_RDONLY)
-            _sys.unshare(_sys.CLONE_NEWPID)
-            _sys.setns(own, _sys.CLONE_NEWPID)
+            home = _home_namespaces(flags)
+            _sys.unshare(flags)
+            for fd, t in home:
+                _sys.setns(fd, t)
             os._exit(0)
         except BaseException:
             os._exit(1)
@@ -201,7 +212,7 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
     """Detect the layers this process can give its children (entering the server's namespaces on the way)."""
     layers: dict[str, Any] = {"rlimits": True, "no_new_privs": True, "fresh_env": True, "closed_fds": True,
                               "uid": False, "userns": False, "netns": False, "ipcns": False, "utsns": False,
-                              "mntns": False, "pidns": False, "job_pidns": False, "child_ipcns": False, "child_netns": False,
+                              "mntns": False, "pidns": False, "job_pidns": False, "job_ipcns": False, "job_netns": False,
                               "readonly_mounts": False, "cgroup_memory": False, "cgroup_pids": False,
                               "cgroup_kill": False}
     roots = None
@@ -213,13 +224,15 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
         if not roots.has_kill:
             roots = None
     _enter_namespaces(layers)
-    layers["job_pidns"] = os.geteuid() == 0 and _can_renew_pid_namespace()
+    layers["landlock_abi"] = _sys.landlock_abi()
+    layers["job_pidns"] = os.geteuid() == 0 and _can_renew(_sys.CLONE_NEWPID)
     if roots is None and not layers["job_pidns"]:
         layers["pidns"] = _can_unshare(_sys.CLONE_NEWPID)
-    if layers["ipcns"]:  # every child gets its own IPC and network namespaces on top of the server's
-        layers["child_ipcns"] = _can_unshare(_sys.CLONE_NEWIPC)
-        layers["child_netns"] = _can_unshare(_sys.CLONE_NEWNET)
-    layers["landlock_abi"] = _sys.landlock_abi()
+    if layers["ipcns"]:  # every execution gets an IPC namespace of its own, besides the server's
+        layers["job_ipcns"] = _can_renew(_sys.CLONE_NEWIPC)
+        # abstract unix sockets live in a network namespace; Landlock (ABI 6) already keeps other executions
+        # from reaching them, and a namespace per job costs about a third of the throughput: only without it
+        layers["job_netns"] = layers["landlock_abi"] < 6 and _can_renew(_sys.CLONE_NEWNET)
     layers["seccomp"] = _sys.seccomp_supported()
     return layers, roots
 
@@ -237,14 +250,16 @@ class Server:
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         self.pid = os.getpid()
         self.inits: dict[int, int] = {}  # job -> pid of its pid namespace's init
-        self.own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if layers["job_pidns"] else -1
+        self.sleep_bin = next((p for p in ("/bin/sleep", "/usr/bin/sleep") if os.access(p, os.X_OK)), "")
+        self.job_ns = ((_sys.CLONE_NEWPID if layers["job_pidns"] else 0) | (_sys.CLONE_NEWIPC if layers["job_ipcns"] else 0)
+                       | (_sys.CLONE_NEWNET if layers["job_netns"] else 0))
+        self.home = _home_namespaces(self.job_ns)  # where the server returns after starting a job's processes
         read_only = list(runtime_roots()) + list(_SYSTEM_RO)
         abi = layers["landlock_abi"]
         self.landlock = _sys.LandlockPlan(read_only, abi) if abi else None
         self.seccomp = _sys.SeccompFilter(_sys.seccomp_program()) if layers["seccomp"] else None
         # runtime trees under the directories each child replaces with a private tmpfs: re-bound in the child
-        self.unshare = ((_sys.CLONE_NEWNS if layers["mntns"] else 0) | (_sys.CLONE_NEWIPC if layers["child_ipcns"] else 0)
-                        | (_sys.CLONE_NEWNET if layers["child_netns"] else 0))
+        self.unshare = _sys.CLONE_NEWNS if layers["mntns"] else 0  # and each child a mount namespace of its own
         self.keep_visible = tuple(r for r in runtime_roots() if any(r.startswith(d + "/") for d in ("/tmp", "/dev/shm")))
 
     def reap(self) -> None:
@@ -265,8 +280,11 @@ class Server:
         rlimits = _child.rlimit_plan(limits)
         try:
             groups = [self._group(slot, i, limits) if self.roots is not None else None for i in range(len(children))]
-            if self.own_pidns >= 0:
+            if self.job_ns & _sys.CLONE_NEWPID:
+                _sys.unshare(_sys.CLONE_NEWPID)
                 self._start_init(job, groups[0])
+            if self.job_ns & ~_sys.CLONE_NEWPID:  # (after the init, which needs neither)
+                _sys.unshare(self.job_ns & ~_sys.CLONE_NEWPID)
             for i, c in enumerate(children):
                 mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
                 cg, before = groups[i], (0, 0)
@@ -288,7 +306,7 @@ class Server:
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
-                    pidns=cg is None and self.layers["pidns"] and self.own_pidns < 0, keep_visible=self.keep_visible,
+                    pidns=cg is None and self.layers["pidns"] and not self.layers["job_pidns"], keep_visible=self.keep_visible,
                     landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs,
                     unshare=self.unshare, server_pid=self.pid)
                 pid = os.fork()
@@ -300,18 +318,28 @@ class Server:
             self.end(job)
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
         finally:
-            if self.own_pidns >= 0:  # the next job's children get a namespace of their own again
-                _sys.setns(self.own_pidns, _sys.CLONE_NEWPID)
+            for fd, nstype in self.home:  # back home: the next job gets namespaces of its own again
+                _sys.setns(fd, nstype)
         return {"ok": True, "pids": [p for p, _, _ in started]}
 
     def _start_init(self, job: int, cg: _cgroups.JobCgroup | None) -> None:
-        """Enter a fresh pid namespace for the job's children and fork its init (pid 1, in the first group):
-        the job's pids start at 1 whatever ran before, and killing the init kills the whole namespace."""
-        _sys.unshare(_sys.CLONE_NEWPID)
+        """Start the init of the job's fresh pid namespace (pid 1, in the first group): the job's pids start at 1
+        whatever ran before, and killing the init kills the whole namespace.
+
+        The init is ``sleep`` started with ``posix_spawn`` (no copy of the server's memory, which a forked init
+        would share copy-on-write for the whole job) and moved into the group by the server; a forked Python
+        init where there is no ``sleep``. Either way it holds none of the server's descriptors (all close on exec).
+        """
         fds = tuple(cg.join_fds()) if cg is not None else ()
-        pid = os.fork()
-        if pid == 0:
-            _child.run_init(fds)  # never returns
+        if self.sleep_bin:
+            pid = os.posix_spawn(self.sleep_bin, ["sleep", "2147483647"], {}, setsid=True,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, self.devnull, n) for n in (0, 1, 2)])
+            for fd in fds:
+                os.write(fd, str(pid).encode())
+        else:
+            pid = os.fork()
+            if pid == 0:
+                _child.run_init(fds)  # never returns
         self.inits[job] = pid
         self.live.add(pid)
 
@@ -374,21 +402,36 @@ class Server:
             self.reap()
 
     def end(self, job: int, grace_s: float = 0.0) -> dict[str, Any]:
-        exits, ooms, refused = [], [], []
-        for pid, cg, before in self.jobs.pop(job, []):
-            if grace_s > 0:
+        """Kill what is left of the job, reap it, and report each child's exit and whether it hit a limit.
+
+        ``grace_s``: how long each child that closed its output may take to exit by itself (its own status is
+        then the one reported). Everything is killed at once and the server's own children are waited for
+        through pidfds, so a job's pid namespace (whose init waits for them) goes away without polling.
+        """
+        entries = self.jobs.pop(job, [])
+        init = self.inits.pop(job, None)
+        if grace_s > 0:
+            for pid, _, _ in entries:
                 self._wait_exit(pid, min(grace_s, 1.0))
+        for pid, cg, _ in entries:
             if cg is not None:
-                cg.drain(reap=self.reap)
-                after = cg.counters()
-                ooms.append(after[0] > before[0])
-                refused.append(after[1] > before[1])
+                cg.kill()
             else:
                 for target in (lambda: os.killpg(pid, 9), lambda: os.kill(pid, 9)):
                     try:
                         target()
                     except OSError:
                         pass
+        self._end_init(init)
+        exits, ooms, refused = [], [], []
+        for pid, cg, before in entries:
+            self._wait_exit(pid, 10.0)
+            if cg is not None:
+                cg.drain(reap=self.reap)
+                after = cg.counters()
+                ooms.append(after[0] > before[0])
+                refused.append(after[1] > before[1])
+            else:
                 ooms.append(False)
                 refused.append(False)
             if pid not in self.statuses:
@@ -401,31 +444,30 @@ class Server:
             self.live.discard(pid)
             exits.append(None if st is None else {"code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
                                                   "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None})
-        self._end_init(job)
+        if init is not None:
+            self._wait_exit(init, 10.0)
+            self.statuses.pop(init, None)
+            self.live.discard(init)
         for d in self.workdirs.pop(job, []):
             shutil.rmtree(d, ignore_errors=True)
         self.reap()
         return {"ok": True, "exits": exits, "oom": ooms, "pids_refused": refused}
 
-    def _end_init(self, job: int) -> None:
-        """Kill the job's init (if its group did not already) and reap it."""
-        init = self.inits.pop(job, None)
-        if init is None:
-            return
+    def _end_init(self, init: int | None) -> None:
+        """Kill the job's init (the kernel then kills the rest of its pid namespace), unless already reaped."""
         self.reap()
-        if init not in self.statuses:
+        if init is not None and init not in self.statuses:
             try:
                 os.kill(init, 9)
-                os.waitpid(init, 0)
-            except (OSError, ChildProcessError):
+            except OSError:
                 pass
-        self.statuses.pop(init, None)
-        self.live.discard(init)
 
     def serve(self) -> None:
         while True:
             try:
                 data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 64)
+                for fd in fds:  # (close on exec: an init started with exec must not hold the job's pipes)
+                    os.set_inheritable(fd, False)
             except OSError:
                 data, fds = b"", []
             if not data:
@@ -457,6 +499,7 @@ class Server:
 def main(ctl_fd: int) -> None:
     """Run the server on the inherited control socket ``ctl_fd`` until the host closes it."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=ctl_fd)
+    sock.set_inheritable(False)  # (nothing the server starts with exec may hold the host's connection)
     _child.prepare_server()
     try:
         _sys.set_child_subreaper()
