@@ -26,7 +26,7 @@ Nothing here installs anything; :func:`sandbox._sys.seccomp_program` compiles th
 
 from __future__ import annotations
 
-__all__ = ["ALLOWED", "DENIED", "ARG_CHECKED", "KNOWN_MAX"]
+__all__ = ["ALLOWED", "ARG_CHECKED", "DENIED", "KNOWN_MAX"]
 
 _ALLOWED_NAMES = """
 read:0 write:1 open:2 close:3 stat:4 fstat:5 lstat:6 poll:7 lseek:8 mmap:9 mprotect:10 munmap:11 brk:12

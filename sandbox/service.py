@@ -415,7 +415,8 @@ class Sandbox:
             return TestsResult("error", 0, total, reason=f"the judge ended without a verdict ({judge_exit})", **base)
         status = verdict.get("status")
         if status == "bad_tests":
-            return TestsResult("bad_tests", 0, 0, reason=str(verdict.get("reason", ""))[:2000], **base)
+            return TestsResult("bad_tests", 0, 0, reason=str(verdict.get("reason", ""))[:2000], duration_s=duration,
+                               output=output)
         if status not in ("pass", "fail", "error"):
             status = "fail"
         passed = min(_int(verdict, "passed"), total if status == "pass" else total - 1)
