@@ -197,6 +197,12 @@ class JobCgroup:
                         raise
         if self.pids_dir is not None:
             _write(self.pids_dir / "pids.max", str(max_pids))
+        if self.unified_dir is not None:  # v2 controllers, where enabled (their files exist only then)
+            for name, value in (("memory.max", memory_bytes), ("pids.max", max_pids)):
+                try:
+                    _write(self.unified_dir / name, str(value))
+                except FileNotFoundError:
+                    pass
 
     def _fd(self, d: Path, name: str, flags: int) -> int:
         """A descriptor of ``d/name`` kept open for the group's life (cgroup files are re-read with ``pread``).
