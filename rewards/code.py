@@ -10,11 +10,14 @@ completion. The ``tests`` column (or HumanEval's ``test``) may be:
   dict), or ``{"inputs": [...], "outputs": [...]}``; also as a JSON string. Every output line is compared after trimming trailing whitespace on each line and
   trailing blank lines; missing or extra lines fail.
 
-Statuses: ``pass`` (1.0), ``fail`` (0.0, or the passed fraction with ``partial=true``: a test failed), ``error``
+Statuses: ``pass`` (1.0), ``fail`` (0.0, or with ``partial=true`` the passed fraction of the test cases known
+before the run: one per ``assert`` statement, unittest method or stdin/stdout case; a case never reached because
+the program exited, crashed or hung first counts as failed), ``error``
 (0.0: the program did not run to a verdict: a syntax error, a crash, a missing entry point; ``info["reason"]``
 says which), ``timeout`` and ``memory`` (0.0), ``sandbox_error`` (unscored: the sandbox could not run it, or its isolation is below
 ``min_isolation`` and ``allow_weaker_isolation`` is off), ``bad_input``
-(unscored: the tests are missing or do not parse). ``Score.info`` carries the isolation level, per-test results
+(unscored: the tests are missing, do not parse, or cannot judge anything: ``check(candidate)`` without an
+``entry_point``, no unittest method, no assert that ran). ``Score.info`` carries the isolation level, per-test results
 and the reason. Time limits are ``timeout`` seconds per test run, scaled by the machine's measured speed.
 
 >>> from harness import get_reward
@@ -33,7 +36,7 @@ from typing import Any, Callable
 
 from harness.registry import reward
 from harness.types import Sample, Score
-from sandbox import LEVELS, Limits, SandboxError, get_sandbox
+from sandbox import LEVELS, Limits, SandboxError, TestsError, get_sandbox
 
 __all__ = ["code_reward", "extract_code", "parse_tests", "outputs_match"]
 
@@ -178,6 +181,10 @@ def _score_python(code: str, source: str, entry_point: str | None, limits: Limit
         res = get_sandbox().run_tests(code, source, entry_point, partial, limits)
     except SyntaxError as e:
         return Score.unscored("bad_input", f"tests do not parse: {e.msg} (line {e.lineno})", **info)
+    except TestsError as e:
+        return Score.unscored("bad_input", str(e), **info)
+    if res.status == "bad_tests":
+        return Score.unscored("bad_input", res.reason, **info)
     info.update(passed=res.passed, total=res.total, tests=res.tests, reason=res.reason, time_s=round(res.duration_s, 4))
     if res.status == "pass":
         return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)

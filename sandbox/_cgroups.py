@@ -6,8 +6,10 @@ machine already imposes. ``kill`` uses v2 ``cgroup.kill`` when there is one and 
 listed until the group is empty.
 
 Groups are made once per slot and reused: moving a process into a freshly made v2 group costs several ms,
-into an existing one well under one. Counters (oom kills, refused forks) are cumulative; callers compare them
-before and after an execution. This module does not decide limits or statuses.
+into an existing one well under one. Before a group is used again, the caller checks it is as clean as new
+(no process, no unreclaimable memory charged: :meth:`JobCgroup.clean`) and otherwise replaces it. Counters (oom
+kills, refused forks) are cumulative; callers compare them before and after an execution. This module does not
+decide limits or statuses.
 """
 
 from __future__ import annotations
@@ -195,6 +197,12 @@ class JobCgroup:
                         raise
         if self.pids_dir is not None:
             _write(self.pids_dir / "pids.max", str(max_pids))
+        if self.unified_dir is not None:  # v2 controllers, where enabled (their files exist only then)
+            for name, value in (("memory.max", memory_bytes), ("pids.max", max_pids)):
+                try:
+                    _write(self.unified_dir / name, str(value))
+                except FileNotFoundError:
+                    pass
 
     def _fd(self, d: Path, name: str, flags: int) -> int:
         """A descriptor of ``d/name`` kept open for the group's life (cgroup files are re-read with ``pread``).
@@ -236,6 +244,36 @@ class JobCgroup:
                 oom += n
         self.counted = (oom, refused)
         return oom, refused
+
+    def unreclaimable_bytes(self) -> int:
+        """Memory still charged to the groups that reclaim cannot free: anonymous and shared memory (tmpfs,
+        System V segments) and locked pages. Zero for a group whose processes are gone and left nothing behind;
+        page cache of files the children read is not counted (the kernel frees it under pressure)."""
+        total = 0
+        for d in (self.memory_dir, self.unified_dir if self.memory_dir is None else None):
+            if d is None:
+                continue
+            try:
+                text = self._read(d, "memory.stat")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key in ("active_anon", "inactive_anon", "unevictable"):
+                    total += int(value)
+        return total
+
+    def clean(self, slack: int = 4 << 20, wait_s: float = 1.0) -> bool:
+        """True once :meth:`unreclaimable_bytes` is under ``slack`` (waiting up to ``wait_s`` for the kernel's
+        deferred frees, such as a namespace torn down after its last process); False if it never gets there."""
+        deadline = time.monotonic() + wait_s
+        delay = 0.001
+        while self.unreclaimable_bytes() >= slack:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return True
 
     def _mk(self, d: Path) -> None:
         try:

@@ -1,6 +1,8 @@
 """Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
 
-Order matters and is fixed here: new session; join the job's groups; private mount namespace with a fresh
+The child starts in the pid and IPC namespaces (and, where Landlock cannot scope abstract sockets, the network
+namespace) the server made for its job: no pid or System V object of one execution is visible to another.
+Order matters and is fixed here: new session; join the job's groups; its own mount namespace with a fresh
 size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
 runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
 while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-6 and close every
@@ -29,7 +31,7 @@ from typing import Any
 
 from sandbox import _judge, _solution, _sys, _wire
 
-__all__ = ["ChildSpec", "run_child", "rlimit_plan", "prepare_server", "tmpfs_mounts", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
+__all__ = ["ChildSpec", "run_child", "run_init", "rlimit_plan", "prepare_server", "tmpfs_mounts", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
 
 FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
@@ -54,6 +56,8 @@ class ChildSpec:
     pidns: bool = False  # no cgroups: a private pid namespace whose death kills every descendant
     keep_visible: tuple[str, ...] = ()  # runtime trees under /tmp or /dev/shm, bound back over the private tmpfs
     tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()  # from :func:`tmpfs_mounts` when ``mounts``
+    unshare: int = 0  # namespaces of its own (mount); the pid, IPC (and network) ones come from the server, per job
+    server_pid: int = 0  # the parent: when it dies, this process is killed (the parent-death signal)
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
 
 
@@ -86,7 +90,6 @@ def tmpfs_mounts(uid: int, gid: int, disk_bytes: int) -> tuple[tuple[bytes, byte
 
 
 def _mount_private_tmp(spec: ChildSpec) -> None:
-    _sys.unshare(_sys.CLONE_NEWNS)
     held = [(os.open(p, os.O_PATH | os.O_CLOEXEC), p) for p in spec.keep_visible]  # before the tmpfs hides them
     for target, fstype, flags, options in spec.tmpfs:
         _sys.mount_raw(fstype, target, fstype, flags, options)
@@ -163,10 +166,43 @@ def _enter_pid_namespace() -> None:
                 os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
 
 
+def _die_with_server(spec: ChildSpec) -> None:
+    """SIGKILL this process when the server dies (set again after a uid change, which clears it)."""
+    _sys.set_parent_death_signal(signal.SIGKILL)
+    if spec.server_pid and os.getppid() not in (spec.server_pid, 0):  # it died before the line above
+        os._exit(1)  # (0: the server is outside this process's pid namespace)
+
+
+def run_init(cgroup_fds: tuple[int, ...]) -> None:
+    """Pid 1 of an execution's own pid namespace (forked by the server right after entering it): join the
+    job's first group, then only reap orphans until killed. When it dies, the kernel kills everything else in
+    the namespace. Never returns."""
+    try:
+        _sys.set_parent_death_signal(signal.SIGKILL)
+        for fd in cgroup_fds:
+            os.write(fd, b"0")
+        os.closerange(0, 1 << 20)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        while True:
+            signal.sigwait({signal.SIGCHLD})
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+    finally:
+        os._exit(0)
+
+
 def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
+    _die_with_server(spec)
     os.setsid()
     for fd in spec.cgroup_fds:
         os.write(fd, b"0")
+    if spec.unshare:  # (a mount namespace: the private tmpfs below is this child's alone)
+        _sys.unshare(spec.unshare)
     if spec.mounts:
         _mount_private_tmp(spec)
     ruleset = []
@@ -182,6 +218,7 @@ def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
         resource.setrlimit(res, (value, value))
     if spec.uid is not None:
         _drop_uid(spec.uid)
+        _die_with_server(spec)
     _sys.set_no_new_privs()
     if ruleset:
         _sys.landlock_enforce(len(fds))

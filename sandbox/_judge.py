@@ -9,7 +9,9 @@ cannot reach it.
 
 Test formats: Python source with ``assert`` lines or a ``check(candidate)`` function (called with the entry
 point when the source defines but never calls it), and ``unittest.TestCase`` classes. Asserts are rewritten to
-count passes and failures; with ``partial`` they do not stop at the first failure.
+record each test case (one per ``assert`` statement, or per unittest method); with ``partial`` they do not stop
+at the first failure. The number of cases is fixed before the solution is called: a case never reached counts
+as failed, so exiting early never raises the passed fraction, and tests in which nothing ran never pass.
 
 This module does not enforce time or memory (the host's deadline and the groups do).
 """
@@ -28,11 +30,15 @@ from typing import Any
 
 from sandbox import _wire
 
-__all__ = ["judge", "Remote", "RemoteError", "plan_tests", "prepare_tests"]
+__all__ = ["judge", "Remote", "RemoteError", "TestsError", "plan_tests", "prepare_tests"]
 
 _MAX_RECORDED = 50
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _MAX_REPLY = 16 << 20  # bytes: a reply any larger could make the judge run out of memory decoding it
+
+
+class TestsError(ValueError):
+    """The tests cannot judge a solution as given (the reason names what is missing)."""
 
 
 class RemoteError(Exception):
@@ -167,20 +173,27 @@ class Remote:
 
 
 class _Recorder:
-    """``assert`` replacement: counts outcomes; raises on failure unless partial credit is on."""
+    """``assert`` replacement: records each test case's outcome; raises on failure unless partial credit is on.
+
+    A test case is one ``assert`` statement of the tests (one unittest test method): it passes when it was
+    reached and every time it ran, it held (an assert in a loop is one case).
+    """
 
     def __init__(self, partial: bool) -> None:
         self.partial = partial
-        self.passed = 0
+        self.outcome: dict[int, bool] = {}  # case -> all runs so far held
         self.failed = 0
         self.results: list[dict[str, Any]] = []
         self.raised: AssertionError | None = None
 
-    def __call__(self, value: Any, line: int, msg: Any = None) -> None:
+    @property
+    def passed(self) -> int:
+        return sum(self.outcome.values())
+
+    def __call__(self, value: Any, case: int, line: int, msg: Any = None) -> None:
         ok = bool(value)
-        if ok:
-            self.passed += 1
-        else:
+        self.outcome[case] = self.outcome.get(case, True) and ok
+        if not ok:
             self.failed += 1
         if len(self.results) < _MAX_RECORDED:
             self.results.append({"line": line, "passed": ok})
@@ -190,19 +203,26 @@ class _Recorder:
 
 
 class _AssertRewriter(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.cases = 0  # one test case per assert statement, numbered in source order
+
     def visit_Assert(self, node: ast.Assert) -> ast.AST:
-        args = [self.visit(node.test), ast.Constant(node.lineno)]
+        args = [self.visit(node.test), ast.Constant(self.cases), ast.Constant(node.lineno)]
+        self.cases += 1
         if node.msg is not None:
             args.append(node.msg)
         call = ast.Call(func=ast.Name("__harness_assert__", ast.Load()), args=args, keywords=[])
         return ast.copy_location(ast.Expr(call), node)
 
 
-def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, bool]:
-    """Parse the tests: (rewritten module, uses unittest classes, must call ``check(entry_point)`` afterwards).
+def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, bool, int]:
+    """Parse the tests: (rewritten module, uses unittest classes, must call ``check(entry_point)`` afterwards,
+    number of test cases: ``assert`` statements; 0 with unittest, whose cases the judge counts when it loads them).
 
     Raises:
         SyntaxError: the tests do not parse.
+        TestsError: the tests define ``check(candidate)``, never call it, and no ``entry_point`` names what to
+            pass to it (nothing would run: every solution would pass).
     """
     tree = ast.parse(source, "tests.py")
     uses_unittest = any(
@@ -214,9 +234,15 @@ def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, 
         for stmt in tree.body if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
         for n in ast.walk(stmt)
     )
+    if defines_check and not calls_check and not uses_unittest and not entry_point:
+        raise TestsError("the tests define check(candidate) but never call it, and there is no entry_point field "
+                         "naming the solution's function to pass to it")
+    cases = 0
     if not uses_unittest:
-        tree = ast.fix_missing_locations(_AssertRewriter().visit(tree))
-    return tree, uses_unittest, bool(entry_point) and defines_check and not calls_check
+        rewriter = _AssertRewriter()
+        tree = ast.fix_missing_locations(rewriter.visit(tree))
+        cases = rewriter.cases
+    return tree, uses_unittest, bool(entry_point) and defines_check and not calls_check, cases
 
 
 @functools.lru_cache(maxsize=256)
@@ -228,11 +254,12 @@ def prepare_tests(source: str, entry_point: str | None) -> dict[str, Any]:
 
     Raises:
         SyntaxError: the tests do not parse.
+        TestsError: the tests need an ``entry_point`` and got none.
     """
-    tree, uses_unittest, call_check = plan_tests(source, entry_point)
+    tree, uses_unittest, call_check, cases = plan_tests(source, entry_point)
     code = compile(tree, "tests.py", "exec", dont_inherit=True)
     return {"code": base64.b64encode(marshal.dumps(code)).decode("ascii"), "uses_unittest": uses_unittest,
-            "call_check": call_check, "entry_point": entry_point}
+            "call_check": call_check, "entry_point": entry_point, "cases": cases}
 
 
 def _namespace(link: _Link, names: Any) -> dict[str, Any]:
@@ -255,35 +282,50 @@ def _namespace(link: _Link, names: Any) -> dict[str, Any]:
     return ns
 
 
-def _run_unittest(ns: dict[str, Any], rec: _Recorder) -> None:
+def _unittest_suite(ns: dict[str, Any]) -> unittest.TestSuite:
     loader, suite = unittest.TestLoader(), unittest.TestSuite()
     for v in list(ns.values()):
         if isinstance(v, type) and issubclass(v, unittest.TestCase) and v.__module__ == "__main__":
             suite.addTests(loader.loadTestsFromTestCase(v))
+    return suite
+
+
+def _run_unittest(suite: unittest.TestSuite, rec: _Recorder) -> None:
+    names = [str(t) for t in suite]  # (before running: a suite drops its tests as it runs them)
     result = unittest.TestResult()
     suite.run(result)
     bad = {str(t) for t, _ in result.failures + result.errors}
-    for test in suite:
-        rec(str(test) not in bad, 0, str(test))
+    partial, rec.partial = rec.partial, True  # record every method, then raise once
+    try:
+        for i, name in enumerate(names):
+            rec(name not in bad, i, 0, name)
+    finally:
+        rec.partial = partial
     if not result.wasSuccessful() and not rec.partial:
         rec.raised = AssertionError(f"{len(bad)} of {result.testsRun} unittest tests failed")
         raise rec.raised
 
 
 def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
-    """Run the tests in ``spec`` against the solution behind ``fd``; return the verdict as plain data."""
+    """Run the tests in ``spec`` against the solution behind ``fd``; return the verdict as plain data.
+
+    ``total`` is the number of test cases known before the solution is called (assert statements, unittest
+    methods; 1 for tests with neither, which pass when they run to the end); ``passed`` counts the cases that
+    ran and held. When the run stops early (the solution exited, crashed or hung, an assert failed without
+    partial credit), a case never reached counts as failed; tests that run to their end without a failure pass.
+    """
     link = _Link(fd)
     partial = bool(spec.get("partial"))
     if "code" in spec:  # prepared by the host (:func:`prepare_tests`)
         code = marshal.loads(base64.b64decode(spec["code"]))
-        uses_unittest, call_check = bool(spec["uses_unittest"]), bool(spec["call_check"])
+        uses_unittest, call_check, cases = bool(spec["uses_unittest"]), bool(spec["call_check"]), int(spec["cases"])
     else:
-        tree, uses_unittest, call_check = plan_tests(spec["tests"], spec.get("entry_point"))
+        tree, uses_unittest, call_check, cases = plan_tests(spec["tests"], spec.get("entry_point"))
         code = compile(tree, "tests.py", "exec", dont_inherit=True)
     hello = _wire.recv(fd)
     if type(hello) is not dict or hello.get("loaded") is not True:
         err = str(hello.get("error", "solution did not load"))[:2000] if type(hello) is dict else "bad hello"
-        return {"status": "error", "reason": err, "passed": 0, "total": 0}
+        return {"status": "error", "reason": err, "passed": 0, "total": max(1, cases)}
     ns = _namespace(link, hello.get("names"))
     rec = _Recorder(partial)
     ns["__harness_assert__"] = rec
@@ -294,26 +336,46 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
         if call_check:
             ep = spec["entry_point"]
             if ep not in ns:
-                return {"status": "error", "reason": f"the solution does not define {ep!r}", "passed": 0, "total": 0}
+                return {"status": "error", "reason": f"the solution does not define {ep!r}", "passed": 0,
+                        "total": max(1, cases)}
             ns["check"](ns[ep])
         if uses_unittest:
-            _run_unittest(ns, rec)
+            suite = _unittest_suite(ns)
+            cases = suite.countTestCases()
+            if cases == 0:
+                return {"status": "bad_tests", "reason": "the tests define no unittest test method"}
+            _run_unittest(suite, rec)
     except SystemExit as e:
-        counted = e.code in (None, 0)
-        if not counted:
+        if e.code not in (None, 0):
             error = f"tests exited with {e.code!r}"
     except (_wire.ProtocolError, EOFError) as e:
-        error, counted = f"the solution process stopped answering: {e}", False
+        error = f"the solution process stopped answering: {e}"
     except BaseException as e:  # a failing assert, or an exception from the solution's code
-        error = f"{type(e).__name__}: {str(e)[:500]}" if str(e) else type(e).__name__
-        counted = e is rec.raised
-    else:
-        counted = True
+        if e is not rec.raised:
+            error = f"{type(e).__name__}: {str(e)[:500]}" if str(e) else type(e).__name__
     finally:
         unittest.main = unittest_main
-    total = rec.passed + rec.failed + (0 if counted else 1)
-    ok = error is None and (rec.failed == 0)
-    out = {"status": "pass" if ok else "fail", "passed": rec.passed, "total": total, "tests": rec.results}
+    return _verdict(rec, cases, error)
+
+
+def _verdict(rec: _Recorder, cases: int, error: str | None) -> dict[str, Any]:
+    """The verdict from the recorded cases, the number known before the run, and the error that ended it."""
+    if cases == 0:  # no assert and no unittest: one case, the tests running to their end
+        passed = 1 if error is None else 0
+        out = {"status": "pass" if passed else "fail", "passed": passed, "total": 1, "tests": rec.results}
+        if error:
+            out["reason"] = error
+        return out
+    total, passed, reached = cases, rec.passed, len(rec.outcome)
+    ok = error is None and rec.failed == 0
+    if ok and reached == 0:
+        return {"status": "bad_tests", "reason": f"none of the tests' {total} assert statement(s) ran (are they in "
+                                                  "functions that nothing calls?)"}
+    if ok:  # ran to the end: an assert it never reached was not meant to run (``assert False`` after a raise)
+        passed = total
+    elif passed >= total:  # failed outside any assert: that failure is a case of its own
+        total = passed + 1
+    out = {"status": "pass" if ok else "fail", "passed": passed, "total": total, "tests": rec.results}
     if error:
         out["reason"] = error
     elif rec.failed:

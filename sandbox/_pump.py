@@ -1,5 +1,5 @@
 """An execution's pipes: :func:`make_pipes` creates them, :class:`Pump` writes the payload and stdin and reads
-the outputs up to a cap until the deadline.
+the outputs up to a cap until the deadline, or until the server dies (a watched descriptor turns readable).
 
 Non-blocking I/O on the host's ends of the pipes, driven by one selector; nothing here knows what the bytes mean.
 """
@@ -31,12 +31,17 @@ class Stream:
 class Pump:
     """Pump one execution's pipes until the wanted streams close or the deadline passes."""
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, watch: int = -1) -> None:
+        """``watch``: a descriptor (owned from now on) that turns readable when the run is lost (its server died)."""
         self.sel = selectors.DefaultSelector()
         self.deadline = deadline
         self.streams: dict[int, Stream] = {}
         self.writes: dict[int, memoryview] = {}
         self.timed_out = False
+        self.lost = False
+        self.watch = watch
+        if watch >= 0:
+            self.sel.register(watch, selectors.EVENT_READ)
 
     def read(self, fd: int, cap: int, keep: int) -> Stream:
         os.set_blocking(fd, False)
@@ -63,6 +68,9 @@ class Pump:
                 return
             for key, _ in self.sel.select(min(left, 1.0)):
                 fd = key.fd
+                if fd == self.watch:
+                    self.lost = True
+                    return
                 if fd in self.writes:
                     try:
                         n = os.write(fd, self.writes[fd][:1 << 16])
@@ -96,6 +104,10 @@ class Pump:
                 return
 
     def close(self) -> None:
+        if self.watch >= 0:
+            self.sel.unregister(self.watch)
+            os.close(self.watch)
+            self.watch = -1
         for fd in list(self.writes):
             self._close_write(fd)
         for fd, s in self.streams.items():

@@ -50,10 +50,13 @@ def level_of(layers: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     """The isolation level the probed ``layers`` give, and what keeps it from the next level up."""
     strong = {"unprivileged uid or user namespace": layers.get("uid") or layers.get("userns"),
               "landlock": layers.get("landlock_abi", 0) >= 1, "seccomp": layers.get("seccomp"),
-              "kill of every descendant (cgroup or pid namespace)": layers.get("cgroup_kill") or layers.get("pidns")}
+              "kill of every descendant (cgroup or pid namespace)": layers.get("cgroup_kill") or layers.get("pidns")
+              or layers.get("job_pidns")}
     full = {"unprivileged uid": layers.get("uid"), "memory cgroup": layers.get("cgroup_memory"),
             "pids cgroup": layers.get("cgroup_pids"), "network namespace": layers.get("netns"),
-            "mount namespace": layers.get("mntns")}
+            "mount namespace": layers.get("mntns"), "IPC namespace per execution": layers.get("job_ipcns"),
+            "pid namespace per execution": layers.get("job_pidns") or layers.get("pidns"),
+            "read-only mounts": layers.get("readonly_mounts")}
     miss_strong = tuple(k for k, v in strong.items() if not v)
     miss_full = tuple(k for k, v in full.items() if not v)
     if miss_strong:
@@ -76,9 +79,11 @@ class ProgramResult:
 
 @dataclass(frozen=True)
 class TestsResult:
-    """The judge's verdict. ``status``: pass, fail, error (the solution did not load), timeout, memory."""
+    """The judge's verdict. ``status``: pass, fail, error (the solution did not load), timeout, memory, bad_tests
+    (the tests cannot judge anything: no unittest method, or no assert statement ran). ``total``: the test cases
+    known before the run; ``passed``: those that ran and held."""
 
-    status: Literal["pass", "fail", "error", "timeout", "memory"]
+    status: Literal["pass", "fail", "error", "timeout", "memory", "bad_tests"]
     passed: int
     total: int
     tests: list[dict[str, Any]] = field(default_factory=list)

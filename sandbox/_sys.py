@@ -1,7 +1,7 @@
 """Thin ctypes wrappers over the Linux calls the sandbox needs and the standard library lacks.
 
-Covers ``unshare``, ``mount``/``umount2``, ``prctl`` (no-new-privs, child subreaper), Landlock (ruleset,
-path rules, scoping) and installing a seccomp BPF denylist built by :func:`seccomp_program`.
+Covers ``unshare``, ``mount``, ``mount_setattr``, ``prctl`` (no-new-privs, child subreaper), Landlock (ruleset,
+path rules, scoping) and installing a seccomp BPF allowlist built by :func:`seccomp_program`.
 
 This module holds mechanisms only; which layers a sandboxed child gets, and in what order, is decided in
 :mod:`sandbox._child`. Only x86_64 has a seccomp syscall table here: on other machines the seccomp layer reports
@@ -16,10 +16,15 @@ import platform
 import stat
 import struct
 
+from sandbox import _syscalls
+
 __all__ = [
     "unshare",
+    "setns",
     "mount",
     "mount_raw",
+    "mount_setattr_recursive",
+    "MOUNT_ATTR_RDONLY",
     "set_no_new_privs",
     "set_child_subreaper",
     "set_parent_death_signal",
@@ -75,6 +80,11 @@ def unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)), f"unshare({flags:#x})")
 
 
+def setns(fd: int, nstype: int) -> None:
+    """``setns(2)``: join the namespace behind ``fd`` (for a pid namespace: the one future children get)."""
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), f"setns({nstype:#x})")
+
+
 def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
     """``mount(2)``."""
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
@@ -86,6 +96,23 @@ def mount_raw(source: bytes | None, target: bytes, fstype: bytes | None, flags: 
     """``mount(2)`` with arguments already encoded (for a forked child: no work beyond the call)."""
     if _libc.mount(source, target, fstype, ctypes.c_ulong(flags), data) < 0:
         _check(-1, f"mount {target!r}")
+
+
+_SYS_MOUNT_SETATTR = 442
+_AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+
+
+def mount_setattr_recursive(path: str, attr_set: int, attr_clr: int = 0) -> None:
+    """``mount_setattr(2)`` with ``AT_RECURSIVE``: change the flags of ``path``'s mount and every mount below it.
+
+    Raises:
+        OSError: ENOSYS before Linux 5.12, or when a mount refuses the change.
+    """
+    attr = struct.pack("=QQQQ", attr_set, attr_clr, 0, 0)
+    ret = _libc.syscall(_SYS_MOUNT_SETATTR, ctypes.c_int(-100), path.encode(), ctypes.c_uint(_AT_RECURSIVE), attr,
+                        ctypes.c_size_t(len(attr)))
+    _check(ret, f"mount_setattr {path}")
 
 
 def set_no_new_privs() -> None:
@@ -233,24 +260,14 @@ _ENOSYS = 38
 _EAFNOSUPPORT = 97
 _AF_UNIX = 1
 
-#: x86_64 syscalls a solution never needs and that widen the kernel surface or reach other processes.
-_DENY_X86_64: dict[str, int] = {
-    "ptrace": 101, "syslog": 103, "personality": 135, "pivot_root": 155, "chroot": 161, "acct": 163,
-    "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169, "sethostname": 170,
-    "setdomainname": 171, "init_module": 175, "delete_module": 176, "quotactl": 179, "add_key": 248,
-    "request_key": 249, "keyctl": 250, "unshare": 272, "move_pages": 279, "perf_event_open": 298,
-    "fanotify_init": 300, "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308,
-    "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "finit_module": 313, "kexec_file_load": 320,
-    "bpf": 321, "userfaultfd": 323, "kexec_load": 246, "io_uring_setup": 425, "io_uring_enter": 426,
-    "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
-    "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442, "process_madvise": 440,
-}
 _SYS_SOCKET = 41
 _SYS_SOCKETPAIR = 53
 _SYS_CLONE = 56
 _SYS_CLONE3 = 435
 _SYS_IOCTL = 16
 _TIOCSTI = 0x5412
+_TIOCLINUX = 0x541C
+_BPF_JGT_K = 0x25
 
 
 def seccomp_supported() -> bool:
@@ -266,35 +283,53 @@ def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
-def seccomp_program() -> list[bytes]:
-    """The BPF denylist as a list of 8-byte instructions (x86_64).
+def _actions() -> list[tuple[int, int, int]]:
+    """The allowlist as runs ``(first, last, action)`` of syscall numbers with one action, ascending."""
+    allow, eperm, enosys = _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO | _EPERM, _SECCOMP_RET_ERRNO | _ENOSYS
+    allowed, denied = set(_syscalls.ALLOWED.values()), set(_syscalls.DENIED.values())
+    runs: list[tuple[int, int, int]] = []
+    for nr in range(_syscalls.KNOWN_MAX + 1):
+        action = allow if nr in allowed else eperm if nr in denied else enosys
+        if runs and runs[-1][2] == action:
+            runs[-1] = (runs[-1][0], nr, action)
+        else:
+            runs.append((nr, nr, action))
+    return runs
 
-    Denied with EPERM: ptrace, process_vm_*, namespace and mount calls, bpf, keyctl, io_uring, perf, module
-    loading, kexec and the rest of ``_DENY_X86_64``; ``clone`` with any namespace flag; ``socket``/``socketpair``
-    of any family but AF_UNIX (EAFNOSUPPORT); ``ioctl(TIOCSTI)``; ``clone3`` gets ENOSYS so libc falls back to
-    ``clone``, whose flags can be checked. A foreign architecture or an x32 syscall kills the process.
+
+def seccomp_program() -> list[bytes]:
+    """The BPF allowlist of :mod:`sandbox._syscalls` as a list of 8-byte instructions (x86_64).
+
+    Calls with checked arguments come first: ``socket``/``socketpair`` of any family but AF_UNIX get
+    EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)`` get
+    EPERM; ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked. Then one run
+    check per block of numbers with the same action: allowed, EPERM (:data:`sandbox._syscalls.DENIED`) or
+    ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
+    process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
     """
     errno = lambda e: _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | e)  # noqa: E731
     allow = _stmt(_BPF_RET_K, _SECCOMP_RET_ALLOW)
+    load_nr = _stmt(_BPF_LD_W_ABS, 0)
     prog = [
         _stmt(_BPF_LD_W_ABS, 4),  # arch
         _jump(_BPF_JEQ_K, _AUDIT_ARCH_X86_64, 1, 0),
         _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
-        _stmt(_BPF_LD_W_ABS, 0),  # syscall number
+        load_nr,
         _jump(0x35, 0x40000000, 0, 1),  # JGE: x32 ABI
         _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
+        _jump(_BPF_JEQ_K, _SYS_CLONE3, 0, 1), errno(_ENOSYS),
     ]
-    for nr in sorted(_DENY_X86_64.values()):
-        prog += [_jump(_BPF_JEQ_K, nr, 0, 1), errno(_EPERM)]
-    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE3, 0, 1), errno(_ENOSYS)]
     # socket / socketpair: only AF_UNIX (args[0] low word at offset 16)
     for nr in (_SYS_SOCKET, _SYS_SOCKETPAIR):
         prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow, errno(_EAFNOSUPPORT)]
     # clone: no namespace flags (args[0])
     prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JSET_K, _NS_FLAGS, 0, 1), errno(_EPERM), allow]
-    # ioctl: no TIOCSTI (args[1] low word at offset 24)
-    prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 4), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 0, 1), errno(_EPERM), allow]
-    prog.append(allow)
+    # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
+    prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
+             _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]
+    for first, last, action in _actions():  # the syscall number is in the accumulator
+        prog += [_jump(_BPF_JGT_K, last, 1, 0), _stmt(_BPF_RET_K, action)]
+    prog.append(errno(_ENOSYS))  # above the audited table: unknown
     return prog
 
 

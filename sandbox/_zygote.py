@@ -2,10 +2,13 @@
 
 Started by :mod:`sandbox.service` as a fresh interpreter (never forked from the host, so no host memory, no host
 environment) with a control socket on which the host sends ``start`` and ``end`` requests and the pipes of
-each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and UTS namespaces (shared by its
-children: no interface is up, so there is no network at all) and a private mount namespace in which the
-interpreter's install tree is reachable by unprivileged uids even when it lives under a 0700 directory such as
-root's home directory: a tmpfs hides that directory and only the install trees are bind-mounted back.
+each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and UTS namespaces (no interface is
+up, so there is no network at all) and a private mount namespace in which the interpreter's install tree is
+reachable by unprivileged uids even when it lives under a 0700 directory such as root's home directory: a tmpfs
+hides that directory and only the install trees are bind-mounted back. Every mount of that namespace but the
+cgroup tree is then made read-only. For each job the server enters a fresh pid namespace and starts its init,
+enters a fresh IPC namespace (and network namespace where Landlock cannot scope abstract sockets), forks the
+job's children into them and returns to its own; each child enters a mount namespace of its own.
 
 The server loads only the modules its children need, and none that registers a fork handler (``threading``,
 ``random``, ``logging``): such a handler would run in every child and touch (copy) memory there.
@@ -22,143 +25,14 @@ import os
 import select
 import shutil
 import socket
-import stat
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from sandbox import _cgroups, _child, _judge, _solution, _sys, _wire  # noqa: F401  (imported before any mount)
+from sandbox._probe import REFERENCE_BURN_S, SYSTEM_RO, calibrate, home_namespaces, probe, runtime_roots
 
-__all__ = ["main", "runtime_roots", "calibrate", "REFERENCE_BURN_S"]
-
-#: Seconds the calibration loop takes on an unloaded reference machine (2 cores, Python 3.11).
-REFERENCE_BURN_S = 0.025
-_SYSTEM_RO = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
-              "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
-              "/etc/hosts", "/etc/mime.types", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full",
-              "/sys/devices/system/cpu")
-
-
-def runtime_roots() -> list[str]:
-    """The interpreter's install trees and package directories that a solution may import from."""
-    roots: list[str] = []
-    for p in (sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix):
-        roots.append(os.path.realpath(p))
-    for p in sys.path:
-        if p and ("site-packages" in p or "dist-packages" in p) and os.path.isdir(p):
-            roots.append(os.path.realpath(p))
-    out: list[str] = []
-    for r in sorted(set(roots), key=len):
-        if not any(r == o or r.startswith(o + "/") for o in out):
-            out.append(r)
-    return out
-
-
-def _blocked_ancestor(path: str) -> str | None:
-    """The first directory on the way to ``path`` that other users cannot traverse, if any."""
-    cur = "/"
-    for part in Path(path).parts[1:]:
-        cur = os.path.join(cur, part)
-        try:
-            mode = os.stat(cur).st_mode
-        except OSError:
-            return None
-        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
-            return cur
-    return None
-
-
-def _expose(roots: list[str]) -> None:
-    """In this mount namespace, make each root reachable through 0700 ancestors (tmpfs + bind mounts)."""
-    by_blocker: dict[str, list[str]] = {}
-    for r in roots:
-        b = _blocked_ancestor(r)
-        if b is not None:
-            by_blocker.setdefault(b, []).append(r)
-    for blocker, under in by_blocker.items():
-        held = [(r, os.open(r, os.O_PATH | os.O_CLOEXEC)) for r in under]
-        _sys.mount("tmpfs", blocker, "tmpfs", _sys.MS_NOSUID | _sys.MS_NODEV, "mode=0755,size=1m")
-        for r, fd in held:
-            os.makedirs(r, mode=0o755, exist_ok=True)
-            _sys.mount(f"/proc/self/fd/{fd}", r, None, _sys.MS_BIND | _sys.MS_REC)
-            _sys.mount(None, r, None, _sys.MS_REMOUNT | _sys.MS_BIND | _sys.MS_RDONLY)
-            os.close(fd)
-
-
-def calibrate(rounds: int = 3) -> float:
-    """How much slower than the reference machine this one runs Python right now (>= 1, at most 8)."""
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        s = 0
-        for i in range(300_000):
-            s += i * i % 7
-        best = min(best, time.perf_counter() - t)
-    return max(1.0, min(8.0, best / REFERENCE_BURN_S))
-
-
-def _enter_namespaces(layers: dict[str, Any]) -> None:
-    flags = _sys.CLONE_NEWNS | _sys.CLONE_NEWNET | _sys.CLONE_NEWIPC | _sys.CLONE_NEWUTS
-    if os.geteuid() != 0:
-        uid, gid = os.getuid(), os.getgid()
-        try:
-            _sys.unshare(flags | _sys.CLONE_NEWUSER)
-            Path("/proc/self/setgroups").write_text("deny")
-            Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
-            Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
-            layers["userns"] = True
-        except OSError as e:
-            layers["namespace_error"] = str(e)
-            return
-    else:
-        try:
-            _sys.unshare(flags)
-        except OSError as e:
-            layers["namespace_error"] = str(e)
-            return
-    layers.update(netns=True, ipcns=True, utsns=True)
-    try:
-        _sys.mount(None, "/", None, _sys.MS_REC | _sys.MS_PRIVATE)
-        _expose(runtime_roots())
-        layers["mntns"] = True
-    except OSError as e:
-        layers["mount_error"] = str(e)
-
-
-def _can_unshare_pid() -> bool:
-    """Whether a child can make its own pid namespace (tried in a throwaway child)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _sys.unshare(_sys.CLONE_NEWPID)
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
-    _, st = os.waitpid(pid, 0)
-    return os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
-
-
-def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
-    """Detect the layers this process can give its children (entering the server's namespaces on the way)."""
-    layers: dict[str, Any] = {"rlimits": True, "no_new_privs": True, "fresh_env": True, "closed_fds": True,
-                              "uid": False, "userns": False, "netns": False, "ipcns": False, "utsns": False,
-                              "mntns": False, "pidns": False, "cgroup_memory": False, "cgroup_pids": False,
-                              "cgroup_kill": False}
-    roots = None
-    if os.geteuid() == 0:
-        layers["uid"] = True
-        roots = _cgroups.detect_roots()
-        _cgroups.remove_stale(roots)
-        layers.update(cgroup_memory=roots.has_memory, cgroup_pids=roots.has_pids, cgroup_kill=roots.has_kill)
-        if not roots.has_kill:
-            roots = None
-    _enter_namespaces(layers)
-    if roots is None:
-        layers["pidns"] = _can_unshare_pid()
-    layers["landlock_abi"] = _sys.landlock_abi()
-    layers["seccomp"] = _sys.seccomp_supported()
-    return layers, roots
+__all__ = ["REFERENCE_BURN_S", "Server", "calibrate", "main", "runtime_roots"]
 
 
 class Server:
@@ -172,11 +46,18 @@ class Server:
         self.statuses: dict[int, int] = {}
         self.live: set[int] = set()
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-        read_only = list(runtime_roots()) + list(_SYSTEM_RO)
+        self.pid = os.getpid()
+        self.inits: dict[int, int] = {}  # job -> pid of its pid namespace's init
+        self.sleep_bin = next((p for p in ("/bin/sleep", "/usr/bin/sleep") if os.access(p, os.X_OK)), "")
+        self.job_ns = ((_sys.CLONE_NEWPID if layers["job_pidns"] else 0) | (_sys.CLONE_NEWIPC if layers["job_ipcns"] else 0)
+                       | (_sys.CLONE_NEWNET if layers["job_netns"] else 0))
+        self.home = home_namespaces(self.job_ns)  # where the server returns after starting a job's processes
+        read_only = list(runtime_roots()) + list(SYSTEM_RO)
         abi = layers["landlock_abi"]
         self.landlock = _sys.LandlockPlan(read_only, abi) if abi else None
         self.seccomp = _sys.SeccompFilter(_sys.seccomp_program()) if layers["seccomp"] else None
         # runtime trees under the directories each child replaces with a private tmpfs: re-bound in the child
+        self.unshare = _sys.CLONE_NEWNS if layers["mntns"] else 0  # and each child a mount namespace of its own
         self.keep_visible = tuple(r for r in runtime_roots() if any(r.startswith(d + "/") for d in ("/tmp", "/dev/shm")))
 
     def reap(self) -> None:
@@ -196,11 +77,16 @@ class Server:
         self.jobs[job] = started
         rlimits = _child.rlimit_plan(limits)
         try:
+            groups = [self._group(slot, i, limits) if self.roots is not None else None for i in range(len(children))]
+            if self.job_ns & _sys.CLONE_NEWPID:
+                _sys.unshare(_sys.CLONE_NEWPID)
+                self._start_init(job, groups[0])
+            if self.job_ns & ~_sys.CLONE_NEWPID:  # (after the init, which needs neither)
+                _sys.unshare(self.job_ns & ~_sys.CLONE_NEWPID)
             for i, c in enumerate(children):
                 mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
-                cg, before = None, (0, 0)
-                if self.roots is not None:
-                    cg = self._group(slot, i, limits)
+                cg, before = groups[i], (0, 0)
+                if cg is not None:
                     before = cg.counted or cg.counters()
                 uid = c["uid"] if self.layers["uid"] else None
                 workdir = "/tmp"
@@ -218,8 +104,9 @@ class Server:
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
-                    pidns=cg is None and self.layers["pidns"], keep_visible=self.keep_visible,
-                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs)
+                    pidns=cg is None and self.layers["pidns"] and not self.layers["job_pidns"], keep_visible=self.keep_visible,
+                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs,
+                    unshare=self.unshare, server_pid=self.pid)
                 pid = os.fork()
                 if pid == 0:
                     _child.run_child(spec, mine)  # never returns
@@ -228,22 +115,66 @@ class Server:
         except Exception as e:
             self.end(job)
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        finally:
+            for fd, nstype in self.home:  # back home: the next job gets namespaces of its own again
+                _sys.setns(fd, nstype)
         return {"ok": True, "pids": [p for p, _, _ in started]}
 
+    def _start_init(self, job: int, cg: _cgroups.JobCgroup | None) -> None:
+        """Start the init of the job's fresh pid namespace (pid 1, in the first group): the job's pids start at 1
+        whatever ran before, and killing the init kills the whole namespace.
+
+        The init is ``sleep`` started with ``posix_spawn`` (no copy of the server's memory, which a forked init
+        would share copy-on-write for the whole job) and moved into the group by the server; a forked Python
+        init where there is no ``sleep``. Either way it holds none of the server's descriptors (all close on exec).
+        """
+        fds = tuple(cg.join_fds()) if cg is not None else ()
+        if self.sleep_bin:
+            pid = os.posix_spawn(self.sleep_bin, ["sleep", "2147483647"], {}, setsid=True,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, self.devnull, n) for n in (0, 1, 2)])
+            for fd in fds:
+                os.write(fd, str(pid).encode())
+        else:
+            pid = os.fork()
+            if pid == 0:
+                _child.run_init(fds)  # never returns
+        self.inits[job] = pid
+        self.live.add(pid)
+
     def _group(self, slot: int, index: int, limits: dict[str, int]) -> _cgroups.JobCgroup:
+        """The slot's group for child ``index``, as clean as new and with ``limits``; replaced when it is not.
+
+        Raises:
+            RuntimeError: a process of the previous job is still in the group.
+        """
         key = (slot, index)
+        wanted = (limits["memory_bytes"], limits["max_pids"])
         cg = self.groups.get(key)
+        if cg is not None and not cg.empty():
+            raise RuntimeError(f"group of slot {slot} is still busy")
+        if cg is not None and not cg.clean():  # memory a past job left charged: start over with a new group
+            self._retire(key)
+            cg = None
+        if cg is not None and cg.limits != wanted:
+            try:
+                cg.set_limits(*wanted)
+                cg.limits = wanted
+            except OSError:  # (EBUSY: more charged than the new limit and the kernel could not reclaim it)
+                self._retire(key)
+                cg = None
         if cg is None:
             name = f"{_cgroups.group_prefix(os.getpid())}s{slot}-{index}"
-            cg = _cgroups.JobCgroup.create(self.roots, name, limits["memory_bytes"], limits["max_pids"])
-            cg.limits = (limits["memory_bytes"], limits["max_pids"])
+            cg = _cgroups.JobCgroup.create(self.roots, name, *wanted)
+            cg.limits = wanted
             self.groups[key] = cg
-        elif cg.limits != (limits["memory_bytes"], limits["max_pids"]):
-            cg.set_limits(limits["memory_bytes"], limits["max_pids"])
-            cg.limits = (limits["memory_bytes"], limits["max_pids"])
-        if not cg.empty():
-            raise RuntimeError(f"group of slot {slot} is still busy")
         return cg
+
+    def _retire(self, key: tuple[int, int]) -> None:
+        """Remove a slot's group (its leftover charges go with it) so that the next job gets a new one."""
+        cg = self.groups.pop(key)
+        cg.drain(reap=self.reap)
+        if not cg.remove():
+            raise RuntimeError(f"group of slot {key[0]} could not be replaced")
 
     def _wait_exit(self, pid: int, grace_s: float) -> None:
         """Give ``pid`` up to ``grace_s`` to exit by itself (its own status is then the one reported)."""
@@ -269,21 +200,36 @@ class Server:
             self.reap()
 
     def end(self, job: int, grace_s: float = 0.0) -> dict[str, Any]:
-        exits, ooms, refused = [], [], []
-        for pid, cg, before in self.jobs.pop(job, []):
-            if grace_s > 0:
+        """Kill what is left of the job, reap it, and report each child's exit and whether it hit a limit.
+
+        ``grace_s``: how long each child that closed its output may take to exit by itself (its own status is
+        then the one reported). Everything is killed at once and the server's own children are waited for
+        through pidfds, so a job's pid namespace (whose init waits for them) goes away without polling.
+        """
+        entries = self.jobs.pop(job, [])
+        init = self.inits.pop(job, None)
+        if grace_s > 0:
+            for pid, _, _ in entries:
                 self._wait_exit(pid, min(grace_s, 1.0))
+        for pid, cg, _ in entries:
             if cg is not None:
-                cg.drain(reap=self.reap)
-                after = cg.counters()
-                ooms.append(after[0] > before[0])
-                refused.append(after[1] > before[1])
+                cg.kill()
             else:
                 for target in (lambda: os.killpg(pid, 9), lambda: os.kill(pid, 9)):
                     try:
                         target()
                     except OSError:
                         pass
+        self._end_init(init)
+        exits, ooms, refused = [], [], []
+        for pid, cg, before in entries:
+            self._wait_exit(pid, 10.0)
+            if cg is not None:
+                cg.drain(reap=self.reap)
+                after = cg.counters()
+                ooms.append(after[0] > before[0])
+                refused.append(after[1] > before[1])
+            else:
                 ooms.append(False)
                 refused.append(False)
             if pid not in self.statuses:
@@ -296,15 +242,30 @@ class Server:
             self.live.discard(pid)
             exits.append(None if st is None else {"code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
                                                   "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None})
+        if init is not None:
+            self._wait_exit(init, 10.0)
+            self.statuses.pop(init, None)
+            self.live.discard(init)
         for d in self.workdirs.pop(job, []):
             shutil.rmtree(d, ignore_errors=True)
         self.reap()
         return {"ok": True, "exits": exits, "oom": ooms, "pids_refused": refused}
 
+    def _end_init(self, init: int | None) -> None:
+        """Kill the job's init (the kernel then kills the rest of its pid namespace), unless already reaped."""
+        self.reap()
+        if init is not None and init not in self.statuses:
+            try:
+                os.kill(init, 9)
+            except OSError:
+                pass
+
     def serve(self) -> None:
         while True:
             try:
                 data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 64)
+                for fd in fds:  # (close on exec: an init started with exec must not hold the job's pipes)
+                    os.set_inheritable(fd, False)
             except OSError:
                 data, fds = b"", []
             if not data:
@@ -336,6 +297,7 @@ class Server:
 def main(ctl_fd: int) -> None:
     """Run the server on the inherited control socket ``ctl_fd`` until the host closes it."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=ctl_fd)
+    sock.set_inheritable(False)  # (nothing the server starts with exec may hold the host's connection)
     _child.prepare_server()
     try:
         _sys.set_child_subreaper()

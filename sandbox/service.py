@@ -29,11 +29,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandbox import _child, _judge
+from sandbox import _cgroups, _child, _judge
+from sandbox._judge import TestsError
 from sandbox._pump import Pump, Stream, make_pipes
 from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, TestsResult, level_of
 
-__all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "Sandbox", "SandboxError", "get_sandbox",
+__all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "TestsError", "Sandbox", "SandboxError", "get_sandbox",
            "isolation_level", "running_isolation", "LEVELS"]
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,9 @@ def _forget_inherited() -> None:
             except OSError:
                 pass
         sb._sock, sb._proc = None, None
+        if sb._pidfd >= 0:
+            os.close(sb._pidfd)
+            sb._pidfd = -1
 
 
 if hasattr(os, "register_at_fork"):
@@ -94,6 +98,8 @@ class Sandbox:
         self._job = 0
         self._pid = os.getpid()
         self._server_pid = 0
+        self._gen = 0  # which server: a job belongs to the server it was started on
+        self._pidfd = -1  # readable once the server has exited (every running job watches it)
         self._calibrated_at = 0.0
         _INSTANCES.add(self)
 
@@ -122,6 +128,11 @@ class Sandbox:
             raise SandboxError(f"sandbox server did not start: {ready.get('error', 'it exited')}")
         self._sock = host
         self._server_pid = int(ready["pid"])
+        self._gen += 1
+        try:
+            self._pidfd = os.pidfd_open(self._proc.pid)
+        except (AttributeError, OSError):  # (before Linux 5.3: jobs then poll the process instead)
+            self._pidfd = -1
         level, missing = level_of(ready["layers"])
         self._report = IsolationReport(level, ready["layers"], missing, float(ready["speed_factor"]))
         self._calibrated_at = time.monotonic()
@@ -144,8 +155,15 @@ class Sandbox:
             assert self._report is not None
             return self._report
 
-    def _request(self, msg: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+    def _request(self, msg: dict[str, Any], fds: list[int] = (), gen: int = 0) -> dict[str, Any]:  # type: ignore[assignment]
+        """Send ``msg`` and wait for the reply; ``gen``: only to that server (never start a new one for it).
+
+        Raises:
+            SandboxError: the server is gone or the connection failed.
+        """
         with self._lock:
+            if gen and (gen != self._gen or self._proc is None or self._proc.poll() is not None):
+                raise SandboxError("the sandbox server died during the run")
             self._ensure()
             assert self._sock is not None
             try:
@@ -160,16 +178,30 @@ class Sandbox:
             return json.loads(data)
 
     def _close_server(self) -> None:
+        """Close the connection and wait for the server; if it did not exit cleanly (it was killed, it
+        crashed), kill what it left running at once: the groups of a dead server have no one else to empty them."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
         if self._proc is not None:
             try:
                 self._proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+            if self._proc.returncode != 0 and os.geteuid() == 0:
+                _cgroups.remove_stale(_cgroups.detect_roots())
             self._proc = None
+
+    def _server_lost(self, gen: int) -> None:
+        """The server of generation ``gen`` died during a job: reap it and kill its leftovers (once)."""
+        with self._lock:
+            if gen == self._gen and self._proc is not None:
+                log.warning("sandbox server %d died during a run (status %s)", self._server_pid, self._proc.poll())
+                self._close_server()
 
     def close(self) -> None:
         """Stop the server: it kills whatever still runs and removes its groups."""
@@ -218,14 +250,21 @@ class Sandbox:
                     self._report = report = replace(self._report, speed_factor=factor)
         return limits.timeout_s * report.speed_factor
 
-    def _launch(self, children: list[tuple[str, int, list[int]]], limits: Limits, deadline_s: float, slot: int) -> int:
-        """Ask the server to fork the children; each gets (role, uid, fds for 0..n-1, -1 = /dev/null)."""
+    def _launch(self, children: list[tuple[str, int, list[int]]], limits: Limits, deadline_s: float, slot: int
+                ) -> tuple[int, int, int]:
+        """Ask the server to fork the children; each gets (role, uid, fds for 0..n-1, -1 = /dev/null).
+
+        Returns the job number, the server's generation and a descriptor that turns readable if it dies.
+        """
         with self._lock:
+            self._ensure()
             self._job += 1
-            job = self._job
+            job, gen, uids = self._job, self._gen, self._uids(slot)
+            watch = os.dup(self._pidfd) if self._pidfd >= 0 else -1
         sent: list[int] = []
         described = []
-        for role, uid, fds in children:
+        for i, (role, _, fds) in enumerate(children):
+            uid = uids[i]
             index = []
             for fd in fds:
                 if fd < 0:
@@ -235,14 +274,32 @@ class Sandbox:
                     sent.append(fd)
             described.append({"role": role, "uid": uid, "fds": index})
         msg = {"op": "start", "job": job, "slot": slot, "limits": limits.for_child(deadline_s), "children": described}
-        reply = self._request(msg, sent)
+        try:
+            reply = self._request(msg, sent, gen)
+        except SandboxError:
+            if watch >= 0:
+                os.close(watch)
+            self._server_lost(gen)
+            raise
         if not reply.get("ok"):
+            if watch >= 0:
+                os.close(watch)
             raise SandboxError(f"could not start the sandboxed process: {reply.get('error')}")
-        return job
+        return job, gen, watch
 
-    def _finish(self, job: int, grace_s: float) -> dict[str, Any]:
-        """End the job; ``grace_s``: how long the server lets a process that closed its output exit by itself."""
-        return self._request({"op": "end", "job": job, "grace_s": grace_s})
+    def _finish(self, job: int, gen: int, lost: bool, grace_s: float) -> dict[str, Any]:
+        """End the job; ``grace_s``: how long the server lets a process that closed its output exit by itself.
+
+        Raises:
+            SandboxError: the job's server died (its processes are killed before this returns).
+        """
+        if not lost:
+            try:
+                return self._request({"op": "end", "job": job, "grace_s": grace_s}, gen=gen)
+            except SandboxError:
+                pass
+        self._server_lost(gen)
+        raise SandboxError("the sandbox server died during the run; its processes were killed")
 
     def _execute(self, children: list[tuple[str, list[str | None]]], writes: dict[str, bytes], limits: Limits,
                  finish_on: list[str]) -> tuple[Pump, dict[str, Any], float, float, dict[str, Stream]]:
@@ -261,11 +318,11 @@ class Sandbox:
         try:
             spec, ours, theirs = make_pipes(children, set(writes), self._uids(slot))
             t0 = time.monotonic()
-            job = self._launch(spec, limits, deadline_s, slot)
+            job, gen, watch = self._launch(spec, limits, deadline_s, slot)
             for fd in theirs:
                 os.close(fd)
             theirs = []
-            pump = Pump(t0 + deadline_s)
+            pump = Pump(t0 + deadline_s, watch)
             for name, fd in list(ours.items()):
                 del ours[name]
                 if name in writes:
@@ -278,8 +335,10 @@ class Sandbox:
                 pump.pump(until, 2 * limits.max_output_bytes)
             finally:
                 duration = time.monotonic() - t0
-                end = self._finish(job, 0.0 if pump.timed_out else _EXIT_GRACE_S)
-                pump.close()
+                try:
+                    end = self._finish(job, gen, pump.lost, 0.0 if pump.timed_out else _EXIT_GRACE_S)
+                finally:
+                    pump.close()
         finally:
             for fd in theirs + list(ours.values()):
                 os.close(fd)
@@ -323,12 +382,16 @@ class Sandbox:
                   limits: Limits | None = None) -> TestsResult:
         """Run ``tests`` (Python source) in a judge process against ``code`` running in a solution process.
 
+        ``TestsResult.total`` is the number of test cases known before the run (one per ``assert`` statement
+        or unittest method); cases the solution never reached count as failed.
+
         Raises:
             SandboxError: the sandbox could not run it at all.
             SyntaxError: the tests do not parse (checked here, before anything starts).
+            TestsError: the tests need an ``entry_point`` (they define ``check`` and never call it) and got none.
         """
         limits = limits or self.limits
-        prepared = _judge.prepare_tests(tests, entry_point)  # raises SyntaxError before anything starts
+        prepared = _judge.prepare_tests(tests, entry_point)  # raises before anything starts
         children: list[tuple[str, list[str | None]]] = [
             ("solution", [None, "sout:w", "sout:w", "spay:r", "setup0:w", "rpc"]),
             ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"])]
@@ -338,21 +401,26 @@ class Sandbox:
         ooms = end.get("oom") or [False, False]
         verdict = _parse_verdict(bytes(st["verdict"].buf))
         base = dict(duration_s=duration, output=output)
+        # the cases known before the run are the floor of the denominator, whatever the judge got to
+        total = max(1, int(prepared["cases"]), _int(verdict, "total"))
         if ooms[0] or (verdict and "MemoryError" in str(verdict.get("reason", ""))[:40]):
-            return TestsResult("memory", 0, max(1, _int(verdict, "total")), reason="memory limit reached", **base)
+            return TestsResult("memory", 0, total, reason="memory limit reached", **base)
         if pump.timed_out:
-            return TestsResult("timeout", _int(verdict, "passed"), max(1, _int(verdict, "total")),
+            return TestsResult("timeout", min(_int(verdict, "passed"), total - 1), total,
                                reason=f"wall-clock limit of {deadline_s:.1f}s reached", **base)
         if st["sout"].over or st["jout"].over:
-            return TestsResult("fail", 0, 1, reason=f"output over {limits.max_output_bytes} bytes", **base)
+            return TestsResult("fail", 0, total, reason=f"output over {limits.max_output_bytes} bytes", **base)
         if verdict is None:
             judge_exit = (end.get("exits") or [None, None])[1]
-            return TestsResult("error", 0, 1, reason=f"the judge ended without a verdict ({judge_exit})", **base)
+            return TestsResult("error", 0, total, reason=f"the judge ended without a verdict ({judge_exit})", **base)
         status = verdict.get("status")
+        if status == "bad_tests":
+            return TestsResult("bad_tests", 0, 0, reason=str(verdict.get("reason", ""))[:2000], duration_s=duration,
+                               output=output)
         if status not in ("pass", "fail", "error"):
             status = "fail"
-        return TestsResult(status, _int(verdict, "passed"), _int(verdict, "total"), list(verdict.get("tests") or []),
-                           str(verdict.get("reason", "")), **base)
+        passed = min(_int(verdict, "passed"), total if status == "pass" else total - 1)
+        return TestsResult(status, passed, total, list(verdict.get("tests") or []), str(verdict.get("reason", "")), **base)
 
 
 def _json(obj: Any) -> bytes:

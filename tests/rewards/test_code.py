@@ -165,3 +165,64 @@ def test_humaneval_test_column_is_accepted(fn):
     row = {"test": "def check(candidate):\n    assert candidate(3) == 9\n", "entry_point": "sq"}
     assert fn(row, "def sq(x):\n    return x * x").status == "pass"
     assert fn(row, "def sq(x):\n    return x + x").status == "fail"
+
+
+TEN_ASSERTS = "\n".join(f"assert f({i}) == {i * i}" for i in range(10))
+
+
+@pytest.fixture(scope="module")
+def partial_fn():
+    return get_reward("code", partial=True, timeout=4.0)
+
+
+def test_partial_credit_counts_asserts_never_reached_as_failed(partial_fn):
+    """Fails on the code before this change: exiting after the first assert scored 0.5 (1 of 2 counted),
+    while an honest solution that only gets f(0) right scored 0.1."""
+    honest = partial_fn({"tests": TEN_ASSERTS}, "def f(x):\n    return 0")
+    quitter = partial_fn({"tests": TEN_ASSERTS}, "import os\ncalls = []\ndef f(x):\n    calls.append(x)\n"
+                                                 "    if len(calls) > 1:\n        os._exit(0)\n    return 0")
+    crasher = partial_fn({"tests": TEN_ASSERTS}, "def f(x):\n    if x:\n        raise SystemExit(0)\n    return 0")
+    assert (honest.status, honest.value, honest.info["total"]) == ("fail", pytest.approx(0.1), 10)
+    assert (quitter.status, quitter.value, quitter.info["total"]) == ("fail", pytest.approx(0.1), 10)
+    assert crasher.value == pytest.approx(0.1) and crasher.info["total"] == 10
+
+
+def test_partial_credit_in_check_and_unittest_uses_the_cases_known_before_the_run(partial_fn):
+    """Fails on the code before this change (check form: 0.5 instead of 0.25)."""
+    check = "def check(candidate):\n" + "".join(f"    assert candidate({i}) == {i + 1}\n" for i in range(4))
+    quits = "import os\ndef inc(x):\n    if x == 1:\n        os._exit(0)\n    return x + 1"
+    s = partial_fn({"tests": check, "entry_point": "inc"}, quits)
+    assert (s.status, s.value, s.info["passed"], s.info["total"]) == ("fail", pytest.approx(0.25), 1, 4)
+    unit = ("import unittest\nclass T(unittest.TestCase):\n" +
+            "".join(f"    def test_{i}(self):\n        self.assertEqual(inc({i}), {i + 1})\n" for i in range(4)))
+    u = partial_fn({"tests": unit}, quits)
+    assert u.status == "fail" and u.info["total"] == 4 and u.value <= 0.25
+
+
+def test_an_assert_in_a_loop_is_one_case_that_must_hold_every_time(partial_fn):
+    tests = "for i in range(5):\n    assert f(i) == i\nassert f(10) == 10"
+    s = partial_fn({"tests": tests}, "def f(x):\n    return x if x != 3 else -1")
+    assert (s.status, s.info["passed"], s.info["total"], s.value) == ("fail", 1, 2, pytest.approx(0.5))
+
+
+def test_an_assert_meant_never_to_run_does_not_fail_a_run_that_ends_normally(fn):
+    tests = "try:\n    f(-1)\n    assert False, 'no error raised'\nexcept ValueError:\n    pass\nassert f(2) == 2"
+    s = fn({"tests": tests}, "def f(x):\n    if x < 0:\n        raise ValueError(x)\n    return x")
+    assert (s.status, s.value, s.info["passed"], s.info["total"]) == ("pass", 1.0, 2, 2)
+
+
+def test_check_without_entry_point_is_bad_input_naming_the_field(fn):
+    """Fails on the code before this change: check() was never called and any code passed at 0/0."""
+    row = {"tests": "def check(candidate):\n    assert candidate(2) == 4\n"}
+    s = fn(row, "def sq(x):\n    return x + 1")
+    assert (s.status, s.value) == ("bad_input", None) and "entry_point" in s.info["reason"]
+
+
+@pytest.mark.parametrize("tests", [
+    "def test_sq():\n    assert sq(2) == 4\n",  # pytest style: nothing calls it
+    "import unittest\nclass T(unittest.TestCase):\n    pass\n",  # no test method
+])
+def test_tests_in_which_nothing_ran_are_bad_input(fn, tests):
+    """Fails on the code before this change: both passed any code (zero tests run counted as a pass)."""
+    s = fn({"tests": tests}, "def sq(x):\n    return x + 1")
+    assert (s.status, s.value) == ("bad_input", None) and s.info["reason"]

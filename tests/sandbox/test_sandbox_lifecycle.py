@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -206,3 +207,104 @@ def test_the_server_loads_no_module_with_a_fork_handler():
     out = subprocess.run([sys.executable, "-I", "-c", server_boot(probe)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+def _sleeper_runs(sb: Sandbox) -> dict[str, object]:
+    """Start a program and a tests run that both sleep (each forks a daemon too); return their outcomes."""
+    results: dict[str, object] = {}
+    daemon = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(300)\n"
+
+    def one(kind: str) -> None:
+        try:
+            if kind == "program":
+                results[kind] = sb.run_program(daemon + "time.sleep(300)", limits=Limits(timeout_s=20))
+            else:
+                results[kind] = sb.run_tests(daemon + "def f():\n    time.sleep(300)\n", "assert f() == 1",
+                                             limits=Limits(timeout_s=20))
+        except Exception as e:  # the outcome under test
+            results[kind] = e
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in ("program", "tests")]
+    for t in threads:
+        t.start()
+    results["threads"] = threads
+    return results
+
+
+def test_a_server_killed_mid_run_gives_sandbox_error_kills_its_processes_and_the_next_request_works():
+    """Fails on the code before this change: run_program raised IndexError (and the reward returned `error`),
+    run_tests waited for the deadline and returned `timeout`, and the orphaned processes ran on unsupervised."""
+    from sandbox import SandboxError
+
+    sb = Sandbox()
+    try:
+        old, uids = sb.server_pid(), sb.uid_range()
+        results = _sleeper_runs(sb)
+        deadline = time.monotonic() + 60
+        while len(_uid_procs(uids)) < 4 and time.monotonic() < deadline:  # both runs and their daemons are up
+            time.sleep(0.05)
+        assert len(_uid_procs(uids)) >= 4, "the sandboxed sleepers never started"
+        os.kill(old, signal.SIGKILL)
+        for t in results.pop("threads"):  # type: ignore[union-attr]
+            t.join(120)
+        assert all(isinstance(r, SandboxError) for r in results.values()), results
+        assert _uid_procs(uids) == [], "a process of the dead server's runs is still running"
+        assert sb.run_program("print(3)").stdout == b"3\n" and sb.server_pid() != old
+        assert sb.run_tests("def f():\n    return 1", "assert f() == 1").status == "pass"
+    finally:
+        sb.close()
+
+
+def test_the_code_reward_scores_a_run_whose_server_died_as_sandbox_error(sandbox):
+    """Fails on the code before this change: the reward returned `error` (an IndexError inside the sandbox)."""
+    from harness import get_reward
+
+    fn = get_reward("code", timeout=20.0)
+    out: dict[str, object] = {}
+    t = threading.Thread(target=lambda: out.setdefault("s", fn({"tests": [{"input": "", "output": "x"}]},
+                                                                 "import time\ntime.sleep(300)")))
+    uids = sandbox.uid_range()
+    old = sandbox.server_pid()
+    t.start()
+    deadline = time.monotonic() + 60
+    while not _uid_procs(uids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(old, signal.SIGKILL)
+    t.join(120)
+    s = out["s"]
+    assert s.status == "sandbox_error" and s.value is None and "died" in s.info["reason"]  # type: ignore[attr-defined]
+    assert fn({"tests": "assert f() == 1"}, "def f():\n    return 1").status == "pass"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a pid namespace made from this process needs root")
+def test_the_fallback_init_takes_its_namespace_down_when_killed():
+    """The forked init used where there is no ``sleep`` binary: pid 1 of a fresh namespace (here with an orphan
+    left to it), whose death kills everything else in the namespace."""
+    from sandbox import _child, _sys
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            _sys.unshare(_sys.CLONE_NEWPID)
+            init = os.fork()
+            if init == 0:
+                _child.run_init(())
+            worker = os.fork()  # pid 2 of the namespace
+            if worker == 0:
+                if os.fork() == 0:  # an orphan-to-be that exits at once: the init must reap it
+                    os._exit(0)
+                time.sleep(600)
+                os._exit(0)
+            time.sleep(0.5)
+            os.kill(init, signal.SIGKILL)
+            _, st = os.waitpid(worker, 0)
+            os.waitpid(init, 0)
+            os.write(w, str(os.WTERMSIG(st) if os.WIFSIGNALED(st) else -1).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 100).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got == str(signal.SIGKILL)  # the worker died with its namespace's init

@@ -7,7 +7,7 @@ import os
 
 def test_killing_the_host_fails(sandbox, run, clean):
     r = run(f"import os, signal\ntry:\n    os.kill({os.getpid()}, signal.SIGKILL)\nexcept OSError as e:\n    print(e.errno)")
-    assert r.stdout == b"1\n"  # EPERM, and this test process is still alive to check it
+    assert r.stdout in (b"1\n", b"3\n")  # EPERM (or ESRCH: the execution's own pid namespace), and alive to check
 
 
 def test_killing_the_server_fails(sandbox, run, clean):
@@ -19,7 +19,7 @@ def test_killing_the_server_fails(sandbox, run, clean):
 
 def test_killing_the_host_process_group_fails(sandbox, run, clean):
     r = run(f"import os, signal\ntry:\n    os.killpg({os.getpgid(0)}, signal.SIGKILL)\nexcept OSError as e:\n    print(e.errno)")
-    assert r.stdout == b"1\n"
+    assert r.stdout in (b"1\n", b"3\n")  # EPERM, or ESRCH in the execution's own pid namespace
 
 
 def test_kill_minus_one_reaches_nothing_outside(sandbox, run, clean):
