@@ -23,6 +23,7 @@ from rewards.math.structures import StructureMixin
 from rewards.math.tables import ATOM_CMDS, CONSTS, FRACS, FUNCS, GREEK, MUL_CMDS, RELOPS, TRIG
 from rewards.math.values import (
     DEG, PCT, PM, Based, Expr, HugeValue, Ivl, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
+    safe_root,
 )
 
 __all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS", "MAX_TOKENS"]
@@ -369,7 +370,7 @@ class _Parser(StructureMixin):
             self.expect_op("]")
             arg = self._arg(single=True)
             self._need_scalar(n, arg)
-            return sp.root(arg, n)  # type: ignore[arg-type]
+            return safe_root(arg, n)  # type: ignore[arg-type]
         arg = self._arg(single=name == "sqrt")
         if name == "log" and isinstance(arg, Seq) and arg.kind == "tuple" and len(arg.items) == 2 and base is None:
             arg, base = (x.e if isinstance(x, Expr) else x for x in arg.items)  # sympy's log(x, b)
@@ -382,6 +383,12 @@ class _Parser(StructureMixin):
             out = safe_pow(sp.E, arg)  # type: ignore[arg-type]
         elif name == "abs":
             out = _abs(arg)  # type: ignore[arg-type]
+        elif name == "sqrt":
+            out = safe_root(arg, sp.Integer(2))  # type: ignore[arg-type]
+        elif name == "cbrt":  # the real cube root
+            neg = bool(arg.is_negative)  # type: ignore[union-attr]
+            out = safe_root(-arg if neg else arg, sp.Integer(3))  # type: ignore[operator]
+            out = -out if neg else out
         else:
             out = sp.log(arg, base) if base is not None else FUNCS[name](arg)
         return safe_pow(out, power) if power is not None else out  # type: ignore[arg-type]
@@ -441,7 +448,7 @@ def _abs(x: sp.Basic) -> sp.Basic:
         return x if re_ > 0 else -x  # the sign from a 30-digit value, not from sympy's assumptions
     if _gaussian(x):
         a, b = x.as_real_imag()
-        return sp.sqrt(a**2 + b**2)  # |3 + 4i| = 5
+        return safe_root(a**2 + b**2, sp.Integer(2))  # |3 + 4i| = 5
     return sp.Abs(x, evaluate=False)
 
 
