@@ -30,13 +30,15 @@ import time
 from fractions import Fraction
 from typing import Any, Callable
 
+import sympy as sp
+
 from harness.registry import reward
 from harness.types import Sample, Score, Status
 from rewards.math.compare import Options, OutOfTime, equivalent
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
-from rewards.math.values import Huge, HugeValue, Text, Value, show
+from rewards.math.values import Expr, Huge, HugeValue, Text, Value, show
 
 __all__ = ["math_reward", "parse_answer", "verify"]
 
@@ -192,7 +194,13 @@ def _parse_for(gold: Value, answer: str) -> Value:
         letter = single.group(1).upper() if single else choice_letter(answer)
         if letter is not None:
             return Text(letter.lower(), choice=True)
+    if isinstance(gold, Expr) and not isinstance(gold.e, sp.MatrixBase):
+        answer = _DECIMAL_COMMA.sub(r"\1.\2", answer)  # one value expected: 2,74 is 2.74 (not a list)
     return parse_answer(answer)
+
+
+#: A decimal comma: one comma, no space, and not three digits after it (12,345 is a thousands separator).
+_DECIMAL_COMMA = re.compile(r"^\s*(-?\d+),(\d{1,2}|\d{4,})\s*$")
 
 
 @reward("math", reads=("answer",))
