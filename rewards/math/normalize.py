@@ -205,8 +205,12 @@ def choice_letter(s: str) -> str | None:
     m = re.match(r"^\(?\s*([A-J])\s*\)?(?:$|[\s.:,)]+)", t)
     if not m:
         return None
-    if re.match(r"^\)?[\s,;/]*(?:(?:or|and)\s+)?\(?[A-J]\)?(?:[\s.,;)]|$)", t[m.end(1) :]):
+    rest = t[m.end(1) :]
+    if re.match(r"^\)?[\s,;/]*(?:(?:or|and)\s+)?\(?[A-J]\)?(?:[\s.,;)]|$)", rest):
         return None  # "C or D": hedging between choices
+    others = {x for x in re.findall(r"(?<![\\A-Za-z])[A-J](?![A-Za-z])", rest)} - {m.group(1)}
+    if others:
+        return None  # "A \& B", "A (or B)", "A \lor B": another option named after the first
     return m.group(1)
 
 

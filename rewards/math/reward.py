@@ -38,7 +38,7 @@ from rewards.math.compare import Options, OutOfTime, equivalent
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
-from rewards.math.values import Expr, Huge, HugeValue, Text, Value, show
+from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value, show
 
 __all__ = ["math_reward", "parse_answer", "verify"]
 
@@ -77,13 +77,23 @@ def parse_answer(text: str) -> Value:
         raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
 
 
-def _gold_text(gold: Any) -> str:
+def _gold_text(gold: Any) -> tuple[str, bool]:
+    """The gold answer and whether it is several different boxed answers (an ordered list, never a set).
+
+    A gold written as a worked solution (the MATH ``solution`` column, a GSM8K ``#### 42`` line, a paragraph
+    ending in "The answer is ...") gives its final answer, found as in a completion.
+    """
     text = str(gold).strip()
-    if "\\boxed" in text or "####" in text:
-        found = extract_answer(text).answer
-        if found:
-            return found
-    return text
+    worked = "\\boxed" in text or "\\fbox" in text or "####" in text
+    if worked or ("\n" in text and _GOLD_ANCHOR.search(text)):
+        found = extract_answer(text[-_GOLD_TAIL:])
+        if found.answer:
+            return found.answer, found.hedged
+    return text, False
+
+
+_GOLD_ANCHOR = re.compile(r"answer|therefore|thus|hence", re.IGNORECASE)
+_GOLD_TAIL = 20_000
 
 
 def verify(
@@ -97,9 +107,11 @@ def verify(
 ) -> Score:
     """Score one completion against one gold answer (gold first). See the module docstring for the statuses."""
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
-    gold_s = _gold_text(gold)
+    gold_s, several = _gold_text(gold)
     try:
         g = _gold_choice(gold_s) or parse_answer(gold_s)
+        if several and isinstance(g, Seq) and g.kind == "list":
+            g = Seq("tuple", g.items)  # \boxed{2} ... \boxed{7}: two answers in order, not the set {2, 7}
     except ParseError as e:
         g = _raw_gold(gold_s)
         if g is None:
