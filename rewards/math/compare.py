@@ -102,6 +102,8 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     if isinstance(g, Expr) and isinstance(a, Expr):
         ok = expr_equal(g.e, a.e, opt)
         return ok, "equal values" if ok else "different values"
+    if isinstance(g, Seq) and isinstance(a, Seq):
+        return _seq_equal(g, a, _expand(g), _expand(a), opt)  # labelled tuples: (a, b) = (3, -2)
     return False, f"{type(a).__name__} answer against {type(g).__name__} gold"
 
 
