@@ -30,15 +30,14 @@ def decimal_digits(a: sp.Basic) -> tuple[int, int] | None:
     if not isinstance(a, sp.Rational) or a == 0:
         return None
     q = int(a.q)
-    twos = fives = 0
-    while q % 2 == 0:
-        q //= 2
-        twos += 1
+    if pow(10, 400, q) != 0:
+        return None  # not a decimal of at most 400 places (one modular power, even for 1/2006!)
+    twos = (q & -q).bit_length() - 1
+    q >>= twos
+    fives = 0
     while q % 5 == 0:
         q //= 5
         fives += 1
-    if q != 1 or max(twos, fives) > 400:
-        return None
     k = max(twos, fives)
     return k, len(str(abs(int(a.p)) * 10**k // int(a.q)))
 

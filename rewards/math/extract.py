@@ -69,6 +69,7 @@ _CONCLUSION = re.compile(
     r"\b[ \t,]{0,3}(.{0,240})[ \t](?:is|are|was|equals|will[ \t]be)[ \t]{1,3}(.{1,160})$",
     re.IGNORECASE,
 )
+_STATED = re.compile(r"^the\b(.{0,240})[ \t](?:is|are|equals)[ \t]{1,3}(\$[^$]{1,160}\$)$", re.IGNORECASE)
 _HEDGE_AFTER = re.compile(r"^[\s.,;:!*)\]}$]{0,12}(?:or|maybe|perhaps|possibly)\b", re.IGNORECASE)
 _TURN = re.compile(r"<\|[A-Za-z0-9_\-]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|</s>")
 _THOUGHT = {"<|begin_of_thought|>": "<think>", "<|end_of_thought|>": "</think>", "<|begin_of_solution|>": "",
@@ -252,10 +253,14 @@ def _last_sentence(text: str) -> str:
 
 
 def _conclusion(text: str) -> str | None:
-    """The value a final concluding sentence states: "Therefore, the area of the triangle is $\\frac72$."."""
-    m = _CONCLUSION.match(_last_sentence(text))
+    """The value a final concluding sentence states: "Therefore, the area of the triangle is $\\frac72$.", or
+    "The sum is $42$." (without a concluding word, only a value that is wholly inline math counts)."""
+    sentence = _last_sentence(text)
+    m = _CONCLUSION.match(sentence)
     if not m:
-        return None
+        m = _STATED.match(sentence)
+        if not m:
+            return None
     value = _delimited(m.group(2).strip()).strip()
     value = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", value).replace("**", "").strip().rstrip(".").strip()
     return value or None
