@@ -3,15 +3,20 @@
 Rules, cheapest first:
 
 * Exact rationals compare exactly; a decimal is the rational it writes, so ``0.33`` is not ``1/3`` and
-  ``3.14159`` is not pi. Closed forms without free symbols compare numerically at 50 digits with a relative bound
-  of 1e-30 (a proxy for exact identity: two different closed forms of contest size do not agree to 30 digits);
-  ``tolerance`` (relative) loosens this only when the gold itself is a decimal, i.e. possibly rounded.
-* Expressions with variables compare at deterministic random rational points.
-* ``x = 3`` equals ``3``; equations are equal when their difference forms are proportional (same solution set).
+  ``3.14159`` is not pi, except for printed values (at least 10 significant digits, within a unit of the last
+  digit: see :mod:`rewards.math.exact`). Closed forms without free symbols compare numerically at 50 digits with a
+  relative bound of 1e-30, and a match is confirmed by evaluating the difference with adaptive precision, so
+  ``10^{40} + \\sqrt2`` is not ``10^{40}``; ``tolerance`` (relative) loosens this only when the gold itself is
+  a decimal, i.e. possibly rounded.
+* Expressions with variables compare at deterministic random points, confirmed the same way at one exact point.
+* ``x = 3`` equals ``3`` (labels, chains: :mod:`rewards.math.labels`); equations are equal when their difference
+  forms are proportional (same solution set).
 * Intervals, inequalities and unions compare as sets of reals; ``(a, b)`` is a tuple or an open interval,
-  whichever the gold is.
-* Bare lists and sets compare unordered, tuples ordered; ``\\pm`` expands to both signs.
-* Percent and degree markers are tried both ways (``25%`` = ``25`` = ``0.25``; ``30°`` = ``pi/6``).
+  whichever the gold is; a set is never a tuple, and ``[a, b]`` is a list only against a bare list.
+* Bare lists and sets compare unordered, tuples ordered; ``\\pm`` expands to both signs (inside a matrix or an
+  expression both signs must match).
+* Percent and degree markers get one reading per pair: literal (``25%`` = 1/4, ``30°`` = pi/6), or dropped when
+  every side is a multiple of the marker (``25%`` = 25); never whichever reading happens to match.
 
 Every numeric step is bounded by the guards of :mod:`rewards.math.values` and a deadline checked between steps
 (cooperative; the scoring path's process kill is the hard limit). This module does not parse.
