@@ -24,7 +24,6 @@ Every numeric step is bounded by the guards of :mod:`rewards.math.values` and a 
 
 from __future__ import annotations
 
-import itertools
 import random
 import time
 from dataclasses import dataclass

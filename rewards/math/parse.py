@@ -14,7 +14,7 @@ LaTeX (see :mod:`rewards.math.normalize`) and does not compare.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import sympy as sp
 
@@ -408,7 +408,7 @@ class _Parser(StructureMixin):
         elif name == "sqrt":
             out = safe_root(arg, sp.Integer(2))  # type: ignore[arg-type]
         elif name == "cbrt":  # the real cube root
-            neg = bool(arg.is_negative)  # type: ignore[union-attr]
+            neg = bool(getattr(arg, "is_negative", False))
             out = safe_root(-arg if neg else arg, sp.Integer(3))  # type: ignore[operator]
             out = -out if neg else out
         else:
@@ -455,7 +455,7 @@ class _Parser(StructureMixin):
             return Ivl(-sp.oo, sp.oo, False, False)
         raise ParseError(f"unsupported command \\{name}")
 
-def _solution_groups(items: list[object], starts: list[int]) -> Seq | None:
+def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
     """``x = 1, y = 2; x = 3, y = 4`` (groups split by ``;`` or "or", each assigning the same two or more
     variables) -> the list of tuples ``(1, 2), (3, 4)``, in the variables' alphabetical order; else None."""
     bounds = [0, *(s for s in starts if 0 < s < len(items)), len(items)]
@@ -468,7 +468,7 @@ def _solution_groups(items: list[object], starts: list[int]) -> Seq | None:
         if len(g) < 2 or not all(isinstance(r, Rel) and r.ops == ("=",) and isinstance(r.terms[0], sp.Symbol)
                                  and isinstance(r.terms[1], sp.Basic) for r in g):
             return None
-        pairs = sorted(((str(r.terms[0]), r.terms[1]) for r in g), key=lambda p: p[0])  # type: ignore[union-attr]
+        pairs = sorted(((str(r.terms[0]), r.terms[1]) for r in g), key=lambda p: p[0])  # type: ignore[attr-defined]  # each r is a Rel (checked above)
         names.add(tuple(n for n, _ in pairs))
         tuples.append(Seq("tuple", tuple(Expr(v) for _, v in pairs)))
     return Seq("list", tuple(tuples)) if len(names) == 1 else None

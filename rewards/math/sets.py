@@ -119,10 +119,10 @@ def _solved_chain(r: Rel) -> list[Ivl] | None:
     a, mid, b = r.terms
     if not (isinstance(mid, sp.Basic) and len(mid.free_symbols) == 1):
         return None
-    halves = [_solved(Rel((a, mid), (r.ops[0],))), _solved(Rel((mid, b), (r.ops[1],)))]
-    if halves[0] is None or halves[1] is None:
+    lower, upper = _solved(Rel((a, mid), (r.ops[0],))), _solved(Rel((mid, b), (r.ops[1],)))
+    if lower is None or upper is None:
         return None
-    sets = [sp.Union(*(_as_set(i) for i in h)) for h in halves]
+    sets = [sp.Union(*(_as_set(i) for i in h)) for h in (lower, upper)]
     return _to_intervals(sp.Intersection(*sets))
 
 
