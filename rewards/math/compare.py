@@ -41,6 +41,7 @@ from rewards.math.values import (
 __all__ = ["Options", "equivalent", "OutOfTime", "expand_values"]
 
 _EXACT_REL = sp.Float("1e-30", 60)
+_EXACT_REL_Q = sp.Rational(1, 10**30)
 _MAX_OPS = 400
 #: Exact comparison for the sides of a chain (no tolerance: a chain is true or not).
 _MAX_ITEMS = 64
@@ -337,7 +338,9 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             return decimal_matches(g, None, a)  # 0.0833333333333333 = 1/12 (see rewards.math.exact)
         if opt.tolerance <= 0 or g == 0:
             return False
-        return bool(abs(g - a) <= sp.Rational(repr(opt.tolerance)) * abs(g))  # exact arithmetic
+        diff = abs(g - a)
+        # a rounding of the answer, not the gold plus a perturbation far below any rounding (7.0 vs 7 + 10^-40)
+        return bool(_EXACT_REL_Q * abs(g) < diff <= sp.Rational(repr(opt.tolerance)) * abs(g))
     if g.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or a.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
         return False
     if _too_big(g) or _too_big(a):
@@ -348,11 +351,13 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
         d = g - a
         if _gaussian_rational(d) and not (opt.gold_inexact and opt.tolerance > 0):
             return d == 0  # exact: rationals and i only
-        gx = _num(g)
-        if _close(gx, _num(a), opt):
-            return opt.gold_inexact or confirmed_zero(d)  # 10^{40} + sqrt(2) is not 10^{40}
-        return not opt.gold_inexact and isinstance(a, sp.Rational) and decimal_matches(g, gx, a)
-    checked = 0
+        gx, ax = _num(g), _num(a)
+        if _close(gx, ax, _EXACT):
+            return confirmed_zero(d)  # 10^{40} + sqrt(2) is not 10^{40}, and 7 + 10^{-40} pi is not 7.0
+        if opt.gold_inexact:
+            return _close(gx, ax, opt)  # the gold is a rounding of the answer's value: sqrt(2) = 1.414213562
+        return isinstance(a, sp.Rational) and decimal_matches(g, gx, a)
+    checked, tight = 0, True
     radicals = _has_branches(g) or _has_branches(a)
     for k, point in enumerate(_points(sorted(syms, key=str), 4)):
         opt.check_time()
@@ -365,10 +370,13 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             continue
         if not _close(x, y, opt):
             return False
+        tight = tight and _close(x, y, _EXACT)
         checked += 1
     if checked < 2:
         return False
-    return opt.gold_inexact or confirmed_zero(g - a, _points(sorted(syms, key=str), 1, exact=True)[0])
+    if not tight:
+        return True  # within the tolerance of a decimal gold, and not a perturbation far below it
+    return confirmed_zero(g - a, _points(sorted(syms, key=str), 1, exact=True)[0])
 
 
 def _gaussian_rational(e: sp.Basic) -> bool:

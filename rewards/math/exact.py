@@ -3,7 +3,7 @@ r"""When two numbers that agree to many digits are the same value: the decimal r
 * **Decimals.** A decimal answer is the rational it writes, so ``0.33`` is not ``1/3`` and ``1.9999999`` is not 2.
   One exception, for values a program printed: a decimal with at least :data:`MIN_DECIMAL_DIGITS` significant
   digits equals an exact gold that cannot be written with that many decimals when it matches the gold to within
-  one unit of its last digit (rounded or truncated): ``0.0833333333333333`` = ``1/12``,
+  one unit of its last digit (rounded or truncated), and has a fractional part: ``0.0833333333333333`` = ``1/12``,
   ``1.414213562`` = ``\sqrt2``; but ``0.3333`` is not ``1/3`` (too few digits), ``2.0000000001`` is not 2 (2 is
   written exactly with those decimals), ``0.3333333336`` is not ``1/3`` (off by more than a unit).
 * **Exact zero.** Two closed forms whose 50-digit values agree to a relative 1e-30 are confirmed by evaluating
@@ -39,7 +39,10 @@ def decimal_digits(a: sp.Basic) -> tuple[int, int] | None:
         q //= 5
         fives += 1
     k = max(twos, fives)
-    return k, len(str(abs(int(a.p)) * 10**k // int(a.q)))
+    digits = abs(int(a.p)) * 10**k // int(a.q)
+    if digits.bit_length() > 1400:
+        return k, 400  # over 400 digits (str() of it would be refused): certainly "many digits"
+    return k, len(str(digits))
 
 
 def decimal_matches(gold: sp.Basic, value: sp.Basic | None, a: sp.Basic) -> bool:
@@ -48,8 +51,8 @@ def decimal_matches(gold: sp.Basic, value: sp.Basic | None, a: sp.Basic) -> bool
     ``value`` is the gold's numeric value (a Float) when it is not rational.
     """
     dd = decimal_digits(a)
-    if dd is None or dd[1] < MIN_DECIMAL_DIGITS:
-        return False
+    if dd is None or dd[0] == 0 or dd[1] < MIN_DECIMAL_DIGITS:
+        return False  # an integer is never a printed approximation
     k = dd[0]
     if isinstance(gold, sp.Rational):
         if (gold * 10**k).is_integer:

@@ -221,6 +221,11 @@ TOLERANCE = [  # 13: exact golds compare exactly
     ("\\sqrt2+\\sqrt3", "\\boxed{\\sqrt{5+2\\sqrt6}}", 1.0),
     ("x^2-1", "\\boxed{(x-1)(x+1)}", 1.0),
     ("3", "\\boxed{\\log_2 8}", 1.0),
+    ("7.0", "\\boxed{7+10^{-40}\\pi}", 0.0),  # a decimal gold is a rounding, not room for a perturbation
+    ("7.0", "\\boxed{7}", 1.0),
+    ("1.414213562", "\\boxed{\\sqrt2}", 1.0),  # ... but a gold rounded from the answer's value stays right
+    ("e^{\\pi\\sqrt{163}}", "\\boxed{640320^3+744}", 0.0),  # an integer 7.5e-13 off is not a printed value
+    ("10^{5000}", "\\boxed{10^{5000}+1}", 0.0),
 ]
 
 
