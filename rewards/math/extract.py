@@ -71,6 +71,12 @@ _CONCLUSION = re.compile(
 )
 _STATED = re.compile(r"^the\b(.{0,240})[ \t](?:is|are|equals)[ \t]{1,3}(\$[^$]{1,160}\$)$", re.IGNORECASE)
 _HEDGE_AFTER = re.compile(r"^[\s.,;:!*)\]}$]{0,12}(?:or|maybe|perhaps|possibly)\b", re.IGNORECASE)
+_ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$": a hedge word right before a value
+    r"\b(?:or[ \t]+(?:maybe|perhaps|possibly|is[ \t]+it)|maybe|perhaps|possibly|"
+    r"(?:could|might)(?:[ \t]+also)?[ \t]+be|not[ \t]+sure)[ \t,:]{0,3}"
+    r"(?:it'?s[ \t]+|it[ \t]+is[ \t]+|the[ \t]+answer[ \t]+is[ \t]+)?(?:\$|\\boxed|\\\(|\*\*)?[ \t]*-?\d",
+    re.IGNORECASE,
+)
 _TURN = re.compile(r"<\|[A-Za-z0-9_\-]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|</s>")
 _THOUGHT = {"<|begin_of_thought|>": "<think>", "<|end_of_thought|>": "</think>", "<|begin_of_solution|>": "",
             "<|end_of_solution|>": ""}
@@ -303,9 +309,11 @@ def _fallback(text: str) -> str | None:
 
 def _hedged_after(text: str, end: int) -> bool:
     """The final answer is followed at once by an alternative ("... 7. Or maybe 8.")."""
-    after = text[end : end + 120]
+    after = text[end : end + 160]
     m = _HEDGE_AFTER.match(after)
-    return bool(m and re.search(r"\d|\\boxed|\$", after[m.end() :]))
+    if m and re.search(r"\d|\\boxed|\$", after[m.end() :]):
+        return True
+    return bool(_ALTERNATIVE.search(after))
 
 
 def extract_answer(completion: str, *, strict: bool = True) -> Extraction:

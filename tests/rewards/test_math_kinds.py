@@ -208,6 +208,12 @@ HEDGES = [  # 12
     ("7", "Adding.\n\n**7** or **8**", 0.0),
     ("7", "Adding.\n\n**7**", 1.0),
     ("7", "\\boxed{7}. Or perhaps \\boxed{8}.", 0.0),
+    ("7", "The answer is 7.\n\nHmm, or is it 8?", 0.0),
+    ("7", "The answer is 7. It might be 8 though.", 0.0),
+    ("7", "\\boxed{7} (not sure, maybe 6)", 0.0),
+    ("7", "The answer is 7. This could also be verified by substituting 7 back.", 1.0),
+    ("7", "\\boxed{7}. The other root, 8, is rejected.", 1.0),
+    ("7", "\\boxed{7}\n\nTo double-check: 3 or 4 more... 3 + 4 = 7.", 1.0),
     ("7", "<think>a</think> fine <think> \\boxed{7}", 0.0),
     ("7", "<think>a</think> fine \\boxed{7}", 1.0),
 ]
