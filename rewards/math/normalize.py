@@ -44,7 +44,7 @@ _SUBSCRIPT = str.maketrans("\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u20
 _SUPER_RUN = re.compile("[\u207b\u207a]?[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+")
 _SUB_RUN = re.compile("[\u2080-\u2089]+")
 _DROP = re.compile(
-    r"\\(?:displaystyle|textstyle|left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|limits|"
+    r"\\(?:displaystyle|textstyle|left|right|middle|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|limits|"
     r"quad|qquad|mathrm\{\s*\}|!|,|;|:|>| )|~|\\\(|\\\)|\\\[|\\\]|\$"
 )
 _UNITS = (
@@ -98,6 +98,7 @@ def clean(s: str) -> str:
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
+    s = re.sub(r"\{\s*\}\s*(?=°)|(?<=°)\s*(?:\\mathrm\{\s*[CF]\s*\}|[CF](?![A-Za-z]))", "", s)  # 30{}°, 25°C
     s = re.sub(r"\\%|\\percent", "%", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
     s = re.sub(r"\\\{\s*\\\}", r"\\emptyset ", s)

@@ -109,7 +109,8 @@ def verify(
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
     gold_s, several = _gold_text(gold)
     try:
-        g = _gold_choice(gold_s) or parse_answer(gold_s)
+        several_letters = _choice_letters(gold_s)  # a multi-select gold, "ABD"
+        g = Text(several_letters, choice=True) if several_letters else _gold_choice(gold_s) or parse_answer(gold_s)
         if several and isinstance(g, Seq) and g.kind == "list":
             g = Seq("tuple", g.items)  # \boxed{2} ... \boxed{7}: two answers in order, not the set {2, 7}
     except ParseError as e:
@@ -194,6 +195,16 @@ def _gold_choice(gold: str) -> Text | None:
     return Text(m.group(1).lower(), choice=True) if m else None
 
 
+def _choice_letters(text: str) -> str | None:
+    """Several options at once, ``ABD``, ``A, B, D``, ``\\text{A and D}``: their letters, sorted (else None)."""
+    t = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", text).strip().strip("$")
+    t = re.sub(r"\s*(?:,|\band\b|\\?&)\s*|\s+", "", t)
+    if not re.fullmatch(r"(?:\(?[A-J]\)?){2,10}", t):
+        return None
+    letters = re.findall(r"[A-J]", t)
+    return "".join(sorted(letters)).lower() if len(set(letters)) == len(letters) else None
+
+
 def _zero(status: Status, answer: str, info: dict[str, Any], reason: str) -> Score:
     return Score(value=0.0, status=status, answer=answer[:500], info={**info, "reason": reason})
 
@@ -201,6 +212,9 @@ def _zero(status: Status, answer: str, info: dict[str, Any], reason: str) -> Sco
 def _parse_for(gold: Value, answer: str) -> Value:
     if isinstance(gold, Text) and gold.raw:
         return Text(_raw_key(answer) or "", raw=True)
+    if isinstance(gold, Text) and gold.choice and len(gold.s) > 1:
+        letters = _choice_letters(answer)
+        return Text(letters, choice=True) if letters else parse_answer(answer)
     if isinstance(gold, Text) and gold.choice:
         single = re.fullmatch(r"\s*(?:\\text(?:bf)?\{)?\(?([a-jA-J])\)?\}?\s*", answer)
         letter = single.group(1).upper() if single else choice_letter(answer)

@@ -234,10 +234,29 @@ TOLERANCE = [  # 13: exact golds compare exactly
     ("10^{5000}", "\\boxed{10^{5000}+1}", 0.0),
 ]
 
+REAL_STYLES = [  # shapes of MATH, NuminaMath and OpenThoughts outputs that the kinds above combine
+    ("18", "<|begin_of_thought|>9 * 2<|end_of_thought|><|begin_of_solution|>So $\\boxed{18}$.<|end_of_solution|>", 1.0),
+    ("18", "<|begin_of_thought|>It is \\boxed{18}<|end_of_thought|><|begin_of_solution|>So 17.<|end_of_solution|>", 0.0),
+    ("(2,+\\infty)", "\\boxed{\\left\\{x\\middle|x>2\\right\\}}", 1.0),
+    ("(2,+\\infty)", "\\boxed{\\{x \\mid x \\geqslant 2\\}}", 0.0),
+    ("30", "\\boxed{30{}^\\circ}", 1.0),
+    ("25", "\\boxed{25^{\\circ}C}", 1.0),
+    ("26", "\\boxed{25^{\\circ}C}", 0.0),
+    ("\\text{ABD}", "\\boxed{A, B, D}", 1.0),
+    ("ABD", "\\boxed{DBA}", 1.0),
+    ("ABD", "\\boxed{A, B}", 0.0),
+    ("ABD", "\\boxed{ABCD}", 0.0),
+    ("\\text{(B)}", "$\\boxed{\\text{B}}$", 1.0),
+    ("\\text{(B)}", "$\\boxed{\\text{C}}$", 0.0),
+    ("-1, 3", "\\boxed{m = -1 \\text{ or } m = 3}", 1.0),
+    ("2n-1", "\\boxed{a_n = 2n - 1}", 1.0),
+    ("2n-1", "\\boxed{a_n = 2n + 1}", 0.0),
+]
+
 
 @pytest.mark.parametrize(
     "gold,completion,expected",
-    LABELLED + TYPESET + SENTENCES + GOLD_SOLUTIONS + MATRICES + RELATIONS + RATIOS + DECIMALS + SETS_TUPLES
+    REAL_STYLES + LABELLED + TYPESET + SENTENCES + GOLD_SOLUTIONS + MATRICES + RELATIONS + RATIOS + DECIMALS + SETS_TUPLES
     + MARKERS + CHAINS_JUNK + HEDGES + TOLERANCE,
 )
 def test_kind(gold: str, completion: str, expected: float) -> None:
@@ -246,7 +265,7 @@ def test_kind(gold: str, completion: str, expected: float) -> None:
 
 
 def test_every_kind_has_positives_and_hard_negatives() -> None:
-    for block in (LABELLED, TYPESET, SENTENCES, GOLD_SOLUTIONS, MATRICES, RELATIONS, RATIOS, DECIMALS, SETS_TUPLES,
+    for block in (REAL_STYLES, LABELLED, TYPESET, SENTENCES, GOLD_SOLUTIONS, MATRICES, RELATIONS, RATIOS, DECIMALS, SETS_TUPLES,
                   MARKERS, CHAINS_JUNK, HEDGES, TOLERANCE):
         assert {e for _, _, e in block} == {0.0, 1.0}
 
