@@ -258,6 +258,8 @@ def test_overlong_missing_tokenizer_names_the_path(tmp_path: Path) -> None:
 
 
 # --- empty shells and tag order (placeholder content is not a format) ----------------------------------------
+# Regression: before placeholders and tag order were checked, 21 of the cases below failed (an empty shell scored
+# 1.0 on think_answer_format, tag_count, boxed_present and a matching format_regex).
 
 SHELL = "<think></think><answer>\\boxed{.}</answer>"
 REAL = "<think>3 + 4 = 7</think><answer>\\boxed{7}</answer>"

@@ -4,6 +4,10 @@ Every case is (gold, completion, expected value) through the public ``get_reward
 mode unless a block says otherwise. Kinds 1-9 are real answers that must be accepted (and their near-misses that
 must not); kinds 10-15 are ways to get full reward without a right answer. The format-reward hacks (kind 16) are in
 ``test_format.py``. Timing bounds of the slow inputs are printed by ``benchmarks/math_adversarial.py``.
+
+Regression check: against the reward as it was before these kinds were handled, 71 of the non-slow cases here
+failed (hacks credited, real answers rejected), and the slow inputs ran for seconds to minutes
+(``\\sqrt{10^{10000}+1}``: over 400 s).
 """
 
 from __future__ import annotations
