@@ -2,8 +2,11 @@ r"""The ``math`` reward: does a completion's final answer equal the gold answer 
 
 Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be parsed is
 ``Score(None, "gold_unparseable")``, never 0), extract the completion's final answer
-(:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). A gold that is
-well formed but outside the grammar (``\overline{AB}``, ``3:2``) is compared as a normalized string. Identical
+(:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). A gold written as
+a worked solution gives its final answer as a completion would; several different boxes in the gold are an
+ordered list (never matched by the set of them); a gold of several option letters (``ABD``) is a multi-select
+answer. A gold that is well formed but outside the grammar (``\overline{AB}``) is compared as a normalized
+string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it). Identical
 normalized strings and plain numbers are decided without sympy (the fast path most pairs take). Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
