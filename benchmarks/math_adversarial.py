@@ -5,9 +5,9 @@ the default parameters (and, for the cases marked lenient, ``strict=False``). Ev
 the completion states, so the right verdict is never full credit. The script prints per input: the status, the
 verdict and the wall time, then the maximum, and exits 1 if any pair took longer than the 0.5 s goal, raised, or
 got full credit. Besides resource attacks it holds the reward hacks: one answer that equals several golds through
-the percent/degree readings, false chains and trailing junk, hedges, tolerance abuse, exotic digits, slow inputs. Optionally (``--mathverify``) the same pairs go through
-Math-Verify with its timeouts switched off, the way TRL and verl run it outside the main thread, each in a
-subprocess killed after ``--mv-limit`` seconds.
+the percent/degree readings, false chains and trailing junk, hedges, tolerance abuse, exotic digits, slow inputs.
+Optionally (``--mathverify``) the same pairs go through Math-Verify with its timeouts switched off, the way TRL and
+verl run it outside the main thread, each in a subprocess killed after ``--mv-limit`` seconds.
 
     python benchmarks/math_adversarial.py [--mathverify] [--mv-limit 10]
 """

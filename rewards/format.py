@@ -392,8 +392,8 @@ def tag_count(*, tags: tuple[str, ...] = ("think", "answer")):
 
     Each tag is worth ``1/len(tags)``: half for exactly one opening tag, half for exactly one closing tag after
     it around real content, in the order of ``tags`` (a pair that interleaves with another, or comes before an
-    earlier tag's pair, loses its closing half). Per-tag credit is in ``info["tags"]``. Useful early in training, when the strict
-    ``think_answer_format`` is almost always 0 and gives no signal.
+    earlier tag's pair, loses its closing half). Per-tag credit is in ``info["tags"]``. Useful early in training,
+    when the strict ``think_answer_format`` is almost always 0 and gives no signal.
 
     >>> from harness import get_reward
     >>> fn = get_reward("tag_count")

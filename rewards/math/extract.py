@@ -11,9 +11,10 @@ Reasoning inside ``<think>...</think>`` (or ``<|begin_of_thought|>...<|end_of_th
 unclosed ``<think>``, or one reopened after the last ``</think>``, means no answer yet. Chat-template tokens end
 the completion: anything after ``<|im_end|>``, ``<|eot_id|>``, ``<|im_start|>`` ... is another turn. Several
 *different* boxed answers are reported as hedged (the caller compares them as a list: wrong for a single-valued
-gold, right for the matching multi-valued one) unless the text before the last box revises the earlier one
-("wait", "I made an error", "the answer is"): then the last box wins. A final answer directly followed by an
-alternative ("The answer is 7. Or maybe 8.", ``**7** or **8**``) is a hedge: no answer.
+gold, right for the matching multi-valued one) unless the text before the last box revises the earlier one or
+concludes ("wait", "I made an error", "the answer is", "therefore"): then the last box wins. A final answer
+directly followed by an alternative ("The answer is 7. Or maybe 8.", ``**7** or **8**``, "or is it 8?") is a
+hedge: no answer.
 
 With ``strict=False`` a completion without any of those falls back to its last ``= value`` or last number, which
 is what lenient graders do; the default is strict, so prose that merely mentions the gold scores nothing.
@@ -46,7 +47,7 @@ _ANCHOR = re.compile(
 )
 _REVISION = re.compile(
     r"\b(?:wait|actually|mistake|error|wrong|incorrect|correction|correcting|re-?check\w*|re-?evaluat\w*|instead|"
-    r"revis\w*|final\s+answer|answer\s+is|fix\w*)\b",
+    r"revis\w*|final\s+answer|answer\s+is|fix\w*|therefore|thus|hence|in\s+conclusion|finally)\b",
     re.IGNORECASE,
 )
 _CHOICE = re.compile(

@@ -2,9 +2,10 @@
 
 One grammar serves LaTeX (``\\frac{1}{2}``, ``\\sqrt[3]{x}``, ``\\begin{pmatrix}``) and plain text (``sqrt(2)/2``,
 ``pi/2``, ``exp(16)``, ``2^10``). Precedence, loosest first: separators (``,`` ``;`` "or" "and" ``\\cup``),
-relations (``= < \\le \\in`` ...), ratios (``a : b``), ``+ - \\pm``, ``* / \\cdot`` and implicit products, unary signs, powers, then
-postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric ``\\frac`` is a mixed number (MATH
-convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
+relations (``= < \\le \\in`` ...), ratios (``a : b``), ``+ - \\pm``, ``* / \\cdot`` and implicit products, unary
+signs, powers, then postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric ``\\frac`` is a
+mixed number (MATH convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
+Several labelled solutions (``x = 1, y = 2; x = 3, y = 4``) become a list of tuples.
 
 Every step is bounded: a token cap, a nesting cap, a literal-length cap, and the guarded power/factorial of
 :mod:`rewards.math.values`. Bracketed structures (tuples, intervals, matrices) are parsed by
@@ -468,7 +469,8 @@ def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
         if len(g) < 2 or not all(isinstance(r, Rel) and r.ops == ("=",) and isinstance(r.terms[0], sp.Symbol)
                                  and isinstance(r.terms[1], sp.Basic) for r in g):
             return None
-        pairs = sorted(((str(r.terms[0]), r.terms[1]) for r in g), key=lambda p: p[0])  # type: ignore[attr-defined]  # each r is a Rel (checked above)
+        # each r is a Rel (checked above)
+        pairs = sorted(((str(r.terms[0]), r.terms[1]) for r in g), key=lambda p: p[0])  # type: ignore[attr-defined]
         names.add(tuple(n for n, _ in pairs))
         tuples.append(Seq("tuple", tuple(Expr(v) for _, v in pairs)))
     return Seq("list", tuple(tuples)) if len(names) == 1 else None

@@ -91,16 +91,19 @@ GOLD_SOLUTIONS = [  # 4
     ("Janet has 16 eggs.\n16 - 3 - 4 = 9, and 9 * 2 = 18.\n#### 18", "\\boxed{9}", 0.0),
 ]
 
+M22 = "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}"
+ARRAY = "\\left[\\begin{array}{cc}1&2\\\\3&%s\\end{array}\\right]"
+COL = "\\begin{pmatrix}%s\\\\%s\\end{pmatrix}"
 MATRICES = [  # 5
-    ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}}", 1.0),
-    ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\left[\\begin{array}{cc}1&2\\\\3&4\\end{array}\\right]}", 1.0),
-    ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\left[\\begin{array}{cc}1&2\\\\3&5\\end{array}\\right]}", 0.0),
-    ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "So the matrix is $\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}$.", 1.0),
-    ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}}", 0.0),  # transposed
-    ("\\begin{pmatrix}2\\\\3\\end{pmatrix}", "\\boxed{\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}\\begin{pmatrix}2\\\\3\\end{pmatrix}}", 1.0),
-    ("\\begin{pmatrix}4\\\\6\\end{pmatrix}", "\\boxed{\\begin{pmatrix}1\\\\2\\end{pmatrix}+\\begin{pmatrix}3\\\\4\\end{pmatrix}}", 1.0),
-    ("\\begin{pmatrix}4\\\\6\\end{pmatrix}", "\\boxed{\\begin{pmatrix}1\\\\2\\end{pmatrix}+\\begin{pmatrix}3\\\\5\\end{pmatrix}}", 0.0),
-    ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\boxed{\\begin{pmatrix}1\\\\ \\pm 2\\end{pmatrix}}", 0.0),  # a hedge
+    (M22, "\\boxed{\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}}", 1.0),
+    (M22, "\\boxed{%s}" % (ARRAY % 4), 1.0),
+    (M22, "\\boxed{%s}" % (ARRAY % 5), 0.0),
+    (M22, "So the matrix is $%s$." % M22, 1.0),
+    (M22, "\\boxed{\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}}", 0.0),  # transposed
+    (COL % (2, 3), "\\boxed{\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}%s}" % (COL % (2, 3)), 1.0),
+    (COL % (4, 6), "\\boxed{%s+%s}" % (COL % (1, 2), COL % (3, 4)), 1.0),
+    (COL % (4, 6), "\\boxed{%s+%s}" % (COL % (1, 2), COL % (3, 5)), 0.0),
+    (COL % (1, 2), "\\boxed{%s}" % (COL % (1, "\\pm 2")), 0.0),  # a hedge
 ]
 
 RELATIONS = [  # 6
@@ -240,7 +243,8 @@ TOLERANCE = [  # 13: exact golds compare exactly
 
 REAL_STYLES = [  # shapes of MATH, NuminaMath and OpenThoughts outputs that the kinds above combine
     ("18", "<|begin_of_thought|>9 * 2<|end_of_thought|><|begin_of_solution|>So $\\boxed{18}$.<|end_of_solution|>", 1.0),
-    ("18", "<|begin_of_thought|>It is \\boxed{18}<|end_of_thought|><|begin_of_solution|>So 17.<|end_of_solution|>", 0.0),
+    ("18", "<|begin_of_thought|>It is \\boxed{18}<|end_of_thought|>"
+     "<|begin_of_solution|>So 17.<|end_of_solution|>", 0.0),
     ("(2,+\\infty)", "\\boxed{\\left\\{x\\middle|x>2\\right\\}}", 1.0),
     ("(2,+\\infty)", "\\boxed{\\{x \\mid x \\geqslant 2\\}}", 0.0),
     ("30", "\\boxed{30{}^\\circ}", 1.0),
@@ -258,19 +262,18 @@ REAL_STYLES = [  # shapes of MATH, NuminaMath and OpenThoughts outputs that the 
 ]
 
 
-@pytest.mark.parametrize(
-    "gold,completion,expected",
-    REAL_STYLES + LABELLED + TYPESET + SENTENCES + GOLD_SOLUTIONS + MATRICES + RELATIONS + RATIOS + DECIMALS + SETS_TUPLES
-    + MARKERS + CHAINS_JUNK + HEDGES + TOLERANCE,
-)
+KINDS = (REAL_STYLES, LABELLED, TYPESET, SENTENCES, GOLD_SOLUTIONS, MATRICES, RELATIONS, RATIOS, DECIMALS,
+         SETS_TUPLES, MARKERS, CHAINS_JUNK, HEDGES, TOLERANCE)
+
+
+@pytest.mark.parametrize("gold,completion,expected", [case for block in KINDS for case in block])
 def test_kind(gold: str, completion: str, expected: float) -> None:
     s = MATH({"answer": gold}, completion)
     assert s.value == expected, f"gold={gold!r} completion={completion!r} -> {s.value} {s.status}: {s.info}"
 
 
 def test_every_kind_has_positives_and_hard_negatives() -> None:
-    for block in (REAL_STYLES, LABELLED, TYPESET, SENTENCES, GOLD_SOLUTIONS, MATRICES, RELATIONS, RATIOS, DECIMALS, SETS_TUPLES,
-                  MARKERS, CHAINS_JUNK, HEDGES, TOLERANCE):
+    for block in KINDS:
         assert {e for _, _, e in block} == {0.0, 1.0}
 
 
