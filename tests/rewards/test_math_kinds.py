@@ -223,6 +223,8 @@ HEDGES = [  # 12
     ("7", "\\boxed{7}\n\nTo double-check: 3 or 4 more... 3 + 4 = 7.", 1.0),
     ("7", "<think>a</think> fine <think> \\boxed{7}", 0.0),
     ("7", "<think>a</think> fine \\boxed{7}", 1.0),
+    ("8", "We get $\\boxed{x=2}$, so the side is 4. Therefore the area is $\\boxed{8}$.", 1.0),  # concluded
+    ("8", "It is \\boxed{2}, or it is \\boxed{8}.", 0.0),  # two boxes, no conclusion: a hedge
 ]
 
 TOLERANCE = [  # 13: exact golds compare exactly
