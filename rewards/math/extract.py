@@ -38,11 +38,10 @@ _MAX_LINE = 1000
 
 _BOX = re.compile(r"\\(?:boxed|fbox)[ \t]{0,3}")
 _BRACE = re.compile(r"(?<!\\)[{}]")
-_ANCHOR = re.compile(
-    r"final[ \t]{1,3}answer[ \t]{0,3}(?:is|:|=)?|"
-    r"(?:the[ \t]{1,3})?(?:correct[ \t]{1,3}|right[ \t]{1,3})?(?:answer|option|choice)[ \t]{1,3}"
-    r"(?:is|(?:would|will|must|should)[ \t]{1,3}be)[ \t]{0,3}:?|"
-    r"\banswer[ \t]{0,3}(?:\*\*|\*|\})?[ \t]{0,3}[:：]|####",
+_ANCHOR = re.compile(  # the lookahead lets the scan skip positions that cannot start an anchor
+    r"(?=[afoc#])(?:final[ \t]{1,3}answer[ \t]{0,3}(?:is|:|=)?|"
+    r"(?:answer|option|choice)[ \t]{1,3}(?:is|(?:would|will|must|should)[ \t]{1,3}be)[ \t]{0,3}:?|"
+    r"\banswer[ \t]{0,3}(?:\*\*|\*|\})?[ \t]{0,3}[:：]|####)",
     re.IGNORECASE,
 )
 _REVISION = re.compile(
@@ -225,18 +224,26 @@ def _answer_before(text: str, at: int) -> str:
     return re.sub(r"(?<!\\)\$", "", stmt).strip()
 
 
+def _last_match(rx: re.Pattern[str], text: str, tail: int = 4000) -> re.Match[str] | None:
+    """The last match of ``rx``: searched in the tail first (any match there starts after every match before it),
+    the whole text only when the tail has none."""
+    last = None
+    for last in rx.finditer(text, max(0, len(text) - tail)):
+        pass
+    if last is None and len(text) > tail:
+        for last in rx.finditer(text):
+            pass
+    return last
+
+
 def _anchored(text: str) -> tuple[str, int] | None:
     """The latest anchored statement and where it ends: "The answer is X", "X is the answer", "(C) is correct"."""
     found: list[tuple[int, str, int]] = []
-    anchor = None
-    for anchor in _ANCHOR.finditer(text):
-        pass
+    anchor = _last_match(_ANCHOR, text)
     if anchor is not None:
         stmt, span = _statement(text[anchor.end() :])
         found.append((anchor.start(), stmt, anchor.end() + span))
-    choice = None
-    for choice in _CHOICE.finditer(text):
-        pass
+    choice = _last_match(_CHOICE, text)
     if choice is not None and choice.group(1).isupper():
         found.append((choice.start(), choice.group(1), choice.end()))
     base = max(0, len(text) - 3000)
