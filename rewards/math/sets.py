@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 import sympy as sp
+import sympy.physics.units  # noqa: F401  # solveset imports it on its first call (0.3 s): paid at start-up, not by a pair
 
 from rewards.math.values import Expr, Ivl, IvlUnion, Rel, Seq, Value
 
