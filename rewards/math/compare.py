@@ -81,7 +81,7 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     if isinstance(gold, Rel) and isinstance(ans, Rel) and gold.ops == ans.ops == ("=",):
         same, why = _rel_equal(gold, ans, opt)
         gv, av = _unassign(gold), _unassign(ans)
-        if same or isinstance(gv, Rel) or isinstance(av, Rel) or gold.terms[0] != ans.terms[0]:
+        if same or isinstance(gv, Rel) or isinstance(av, Rel) or not _same_label(gold.terms[0], ans.terms[0]):
             return same, why  # x = 5 is not y = 5
         return equivalent(gv, av, opt)  # the same label: (a, b) = (3, -2) and (a, b) = (3, -2.0)
     if isinstance(ans, Ivl) and isinstance(gold, Seq) and gold.kind == "list" and ans.lo_closed and ans.hi_closed:
@@ -110,6 +110,13 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     if isinstance(g, Seq) and isinstance(a, Seq):
         return _seq_equal(g, a, _expand(g), _expand(a), opt)  # labelled tuples: (a, b) = (3, -2)
     return False, f"{type(a).__name__} answer against {type(g).__name__} gold"
+
+
+def _same_label(a: object, b: object) -> bool:
+    """The same label, a tuple of variables in any order included: ``(a, b)`` and ``(b, a)``."""
+    if isinstance(a, Seq) and isinstance(b, Seq):
+        return sorted(map(str, a.items)) == sorted(map(str, b.items)) and len(a.items) == len(b.items)
+    return a == b
 
 
 def _vector_as_tuple(v: Value, other: Value) -> Value:
@@ -179,6 +186,8 @@ def expand_values(v: Value) -> list[Value]:
 def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: Options) -> tuple[bool, str]:
     if isinstance(gold, Seq) and isinstance(ans, Seq) and {gold.kind, ans.kind} == {"tuple", "set"}:
         return False, "a set is not an ordered tuple"
+    if isinstance(ans, Seq) and ans.kind == "tuple" and _assignments(gold):
+        gold = Seq("tuple", tuple(_ordered_items(gold) or ()))  # gold x = 1, y = 2 against (1, 2)
     if isinstance(gold, Seq) and gold.kind == "tuple":
         a_items = _ordered_items(ans)
         if a_items is None or len(a_items) != len(gold.items):
@@ -203,7 +212,14 @@ def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: 
     return True, "compared as unordered sets"
 
 
+def _assignments(v: Value) -> bool:
+    """A list of two or more ``variable = value`` items (``x = 1, y = 2``)."""
+    return isinstance(v, Seq) and v.kind == "list" and len(v.items) >= 2 and all(
+        isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in v.items)
+
+
 def _ordered_items(v: Value) -> list[Value] | None:
+    """The items of a tuple-like answer in order; assignments sorted by variable name (``y = 2, x = 1``)."""
     if isinstance(v, Seq):
         items = list(v.items)
         if all(isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in items):

@@ -1,7 +1,8 @@
 r"""Labelled answers and chains: when ``lhs = value`` states ``value``, and when it states nothing.
 
 * A **label** is a name for the quantity asked for: a variable (``x = 5``), a tuple of variables
-  (``(a, b) = (3, -2)``), or a named quantity built from letters alone: a product of points (``AB = 4``), its
+  (``(a, b) = (3, -2)``; its values are read in the variables' alphabetical order, as ``b = -2, a = 3`` is), or a
+  named quantity built from letters alone: a product of points (``AB = 4``), its
   absolute value (``|PQ| = 2``), a ratio (``\frac{XY}{YZ} = \frac13``, ``V_1 : V_2 = 7 : 32``). ``label = value``
   states ``value``. A single variable may label an expression in other variables (``y = 2x + 1``); a composite
   label must label a number (``xy = 6`` states 6, ``x + y = 5`` is an equation and stays one).
@@ -51,6 +52,15 @@ def _value(t: object) -> Value:
     return t if isinstance(t, Seq) else Expr(t)  # type: ignore[arg-type]
 
 
+def _by_name(label: object, value: object) -> object:
+    """``(y, x) = (2, 1)`` -> the values in the variables' alphabetical order, ``(1, 2)``, as ``x = 1, y = 2``."""
+    if not (isinstance(label, Seq) and isinstance(value, Seq) and len(label.items) == len(value.items)):
+        return value
+    names = [str(i.e) for i in label.items if isinstance(i, Expr)]
+    order = sorted(range(len(names)), key=lambda k: names[k])
+    return Seq(value.kind, tuple(value.items[k] for k in order))
+
+
 def unassign(v: Value, same: Callable[[object, object], bool]) -> Value:
     """``label = value`` -> value; a true chain -> its last term; anything else unchanged (see the module doc)."""
     if not (isinstance(v, Rel) and v.ops and set(v.ops) == {"="}):
@@ -65,7 +75,7 @@ def unassign(v: Value, same: Callable[[object, object], bool]) -> Value:
     if not all(_numeric(t) for t in rest):
         return v
     if is_label(first):
-        chain = list(rest)
+        chain = [_by_name(first, t) for t in rest]
     elif _numeric(first):
         chain = list(v.terms)
     else:

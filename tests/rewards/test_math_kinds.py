@@ -37,6 +37,12 @@ LABELLED = [  # 1
     ("(1,2),(3,4)", "\\boxed{x=1, y=2 \\text{ or } x=3, y=4}", 1.0),
     ("(1,2),(3,4)", "\\boxed{x=1, y=2; x=3, y=5}", 0.0),
     ("(1,2),(3,4)", "\\boxed{x=1, y=2}", 0.0),
+    ("(1,2)", "\\boxed{(y,x) = (2,1)}", 1.0),  # values in the variables' order, as y = 2, x = 1 is
+    ("(1,2)", "\\boxed{(x,y) = (2,1)}", 0.0),
+    ("x=1, y=2", "\\boxed{(1,2)}", 1.0),
+    ("x=1, y=2", "\\boxed{(2,1)}", 0.0),
+    ("(a,b)=(3,-2)", "\\boxed{(b,a)=(-2,3)}", 1.0),
+    ("(a,b)=(3,-2)", "\\boxed{(b,a)=(3,-2)}", 0.0),
     ("5", "\\boxed{x + y = 5}", 0.0),  # an equation is the answer itself, not a label
     ("6", "\\boxed{2x = 6}", 0.0),
 ]
