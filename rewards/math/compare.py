@@ -456,6 +456,8 @@ def _evaluable(x: sp.Basic, point: dict | None) -> bool:
             args, bound = node.args, 1e5
         elif isinstance(node, sp.Pow) and not node.exp.is_Number:
             args, bound = (node.exp,), 1e6
+        elif isinstance(node, sp.exp):  # e^x is exp(x), not a Pow: e^{10^{200}} at a point is as bad
+            args, bound = node.args, 1e6
         else:
             continue
         for arg in args:

@@ -325,6 +325,7 @@ SLOW = [  # 15: each took seconds to minutes; every one is now a zero score (tim
     ("2", "x" + " " * 3000, "ok"),
     ("2", "The answer is" + " " * 3000 + "x", "ok"),
     ("2", "1 is" + " " * 3000, "ok"),
+    ("\\pi", "\\boxed{e^{(\\pi+2)^{\\pi}\\cdot 12345^{e+y^{0.5+y}}}}", "ok"),  # exp of ~1e200 at a point
 ]
 
 
