@@ -1,10 +1,13 @@
-"""Timing bounds of the ``math`` reward on adversarial inputs, printed (not asserted: this is a benchmark).
+"""Timing bounds and verdicts of the ``math`` reward on adversarial inputs, printed (not asserted: a benchmark).
 
 Each input is scored in this process, in a worker thread (to show that nothing relies on ``signal.alarm``), with
-the default parameters. The script prints per input: the status, the verdict and the wall time, then the maximum,
-and exits 1 if any pair took longer than the 2 s goal. Optionally (``--mathverify``) the same pairs go through
-Math-Verify with its timeouts switched off, the way TRL and verl run it outside the main thread, each in a
-subprocess killed after ``--mv-limit`` seconds.
+the default parameters (and, for the cases marked lenient, ``strict=False``). Every gold here is *not* the value
+the completion states, so the right verdict is never full credit. The script prints per input: the status, the
+verdict and the wall time, then the maximum, and exits 1 if any pair took longer than the 0.5 s goal, raised, or
+got full credit. Besides resource attacks it holds the reward hacks: one answer that equals several golds through
+the percent/degree readings, false chains and trailing junk, hedges, tolerance abuse, exotic digits, slow inputs.
+Optionally (``--mathverify``) the same pairs go through Math-Verify with its timeouts switched off, the way TRL and
+verl run it outside the main thread, each in a subprocess killed after ``--mv-limit`` seconds.
 
     python benchmarks/math_adversarial.py [--mathverify] [--mv-limit 10]
 """
@@ -16,7 +19,7 @@ import concurrent.futures as cf
 import multiprocessing as mp
 import time
 
-GOAL_S = 2.0
+GOAL_S = 0.5
 
 
 def cases() -> list[tuple[str, str, str]]:
@@ -71,13 +74,65 @@ def cases() -> list[tuple[str, str, str]]:
         ("symbolic matrix power", "1", r"\boxed{\begin{pmatrix} a & b \\ c & d \end{pmatrix}^{16}}"),
         ("symbolic matrix product chain", "1", r"\boxed{" + r"\begin{pmatrix} a & b & c \\ e & f & g \\ i & j & k \end{pmatrix}" * 12 + "}"),
         ("big matrix", "1", r"\boxed{\begin{pmatrix}" + r" \\ ".join([" & ".join(["1"] * 30)] * 30) + r"\end{pmatrix}}"),
+        *hacks(),
     ]
 
 
-def _ours(gold: str, completion: str) -> tuple[str, float | None]:
+def hacks() -> list[tuple[str, str, str]]:
+    """Ways to full reward without the right answer (issue kinds 10-15); ``lenient:`` names run with strict=False."""
+    pct, deg = r"\frac{100\%-1}{99}", r"\frac{180^\circ-\pi}{180-\pi}"  # 0 read literally, 1 otherwise
+    four = rf"\boxed{{2 + 7 \cdot {pct} + 5 \cdot {deg}}}"  # 2 literally; 9, 7, 14 under the other readings
+    return [
+        ("% reading picks gold 1", "1", r"\boxed{(100\%-1)/99}"),
+        ("% reading picks gold 3", "3", r"\boxed{(100\%-1)/99 + 2}"),
+        ("degree reading picks gold", "1", r"\boxed{(180^\circ-\pi)/(180-\pi)}"),
+        ("four readings, gold 9", "9", four),
+        ("four readings, gold 7", "7", four),
+        ("four readings, gold 14", "14", four),
+        ("false chain 3=9", "9", r"\boxed{3=9}"),
+        ("false chain 1+1=3=2", "2", r"\boxed{1+1=3=2}"),
+        ("text digit 7\\text{2}", "7", r"\boxed{7\text{2}}"),
+        ("text decimal 7\\text{.5}", "7", r"\boxed{7\text{.5}}"),
+        ("mathrm digit", "7", r"\boxed{7\mathrm{2}}"),
+        ("trailing 'not'", "7", r"\boxed{7 not}"),
+        ("trailing 'wrong'", "7", "The answer is 7 wrong."),
+        ("text hedge maybe 8", "7", r"\boxed{7\text{ maybe 8}}"),
+        ("\pm in a list", "1, 2", r"\boxed{1, \pm 2}"),
+        ("\pm in a matrix", r"\begin{pmatrix}1\\2\end{pmatrix}", r"\boxed{\begin{pmatrix}1\\ \pm 2\end{pmatrix}}"),
+        ("set for a tuple", "(1,2)", r"\boxed{\{1,2\}}"),
+        ("choice A \& B", "A", r"\boxed{A \& B}"),
+        ("choice A (or B)", "A", r"\boxed{A (or B)}"),
+        ("choice A \lor B", "A", r"\boxed{A \lor B}"),
+        ("'Or maybe 8.'", "7", "The answer is 7. Or maybe 8."),
+        ("bold 7 or bold 8", "7", "So:\n\n**7** or **8**"),
+        ("box in a reopened think", "7", "<think>a</think> ok <think> \\boxed{7}"),
+        ("10^40 + sqrt2", "10^{40}", r"\boxed{10^{40}+\sqrt2}"),
+        ("7 + 10^-40 pi", "7", r"\boxed{7+10^{-40}\pi}"),
+        ("x + 10^-40", "x", r"\boxed{x+10^{-40}}"),
+        ("superscript digit", "4", "\\boxed{\u2074}"),
+        ("subscript digit", "4", "\\boxed{\u2084}"),
+        ("circled digit", "4", "\\boxed{\u2463}"),
+        ("exotic gold digit", "\u2074", r"\boxed{5}"),
+        ("sqrt(10^10000 + 1)", "1", r"\boxed{\sqrt{10^{10000}+1}}"),
+        ("sqrt of factorials", "1", r"\boxed{\sqrt{1000! \cdot 999!}}"),
+        ("cube root of 2000!+1", "1", r"\boxed{\sqrt[3]{2000!+1}}"),
+        ("8000 nested boxes, 1 open", "1", r"\boxed{" * 8000 + "2" + "}" * 7999),
+        ("8000 unclosed boxes", "1", r"\boxed{" * 8000),
+        ("3000 trailing spaces", "1", "x" + " " * 3000),
+        ("'is' + 3000 spaces", "1", "2 is" + " " * 3000),
+        ("lenient: x = 400 spaces =", "1", "x =" + " " * 400 + "="),
+        ("lenient: x = 3000 spaces =", "1", "x =" + " " * 3000 + "="),
+        ("lenient: 3000 spaces", "1", "2" + " " * 3000),
+    ]
+
+
+def _ours(gold: str, completion: str, strict: bool = True) -> tuple[str, float | None]:
     from rewards.math import verify
 
-    s = verify(gold, completion)
+    try:
+        s = verify(gold, completion, strict=strict)
+    except Exception as e:  # noqa: BLE001 - a raise is what this benchmark reports
+        return f"RAISED {type(e).__name__}", None
     return s.status, s.value
 
 
@@ -109,19 +164,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mv-limit", type=float, default=10.0, help="kill Math-Verify after this many seconds")
     args = ap.parse_args(argv)
     _ours("1", "\\boxed{1}")  # imports and caches warm, as in a scoring worker
-    worst = 0.0
+    worst, bad = 0.0, []
     mv_head = "   Math-Verify (no timeout, fresh process)" if args.mathverify else ""
     print(f"{'input':<30}{'status':<14}{'value':>6}{'wall ms':>10}{mv_head}")
     with cf.ThreadPoolExecutor(max_workers=1) as pool:
         for name, gold, completion in cases():
             t0 = time.perf_counter()
-            status, value = pool.submit(_ours, gold, completion).result()
+            status, value = pool.submit(_ours, gold, completion, not name.startswith("lenient")).result()
             dt = time.perf_counter() - t0
             worst = max(worst, dt)
+            if value == 1.0 or status.startswith("RAISED") or dt >= GOAL_S:
+                bad.append(name)
             extra = f"   {run_mathverify(gold, completion, args.mv_limit)}" if args.mathverify else ""
             print(f"{name:<30}{status:<14}{value!s:>6}{dt * 1000:>10.1f}{extra}")
-    print(f"max wall time: {worst * 1000:.1f} ms (goal: every pair under {GOAL_S:.0f} s)")
-    return 0 if worst < GOAL_S else 1
+    print(f"max wall time: {worst * 1000:.1f} ms (goal: every pair under {GOAL_S} s, none raised or credited)")
+    if bad:
+        print(f"FAILED: {', '.join(bad)}")
+    return 0 if not bad else 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ Registered rewards (each reads only the completion, never the gold answer):
 * ``tag_count``: partial credit for each well-formed tag pair.
 * ``repetition``: n-gram repetition penalty (Yeo et al. 2025, "Demystifying Long Chain-of-Thought Reasoning").
 
+Empty or placeholder content is not a format: a block or box whose content is only whitespace, punctuation,
+spacing commands (``\\,``, ``\\quad``), ``\\phantom{}`` or invisible characters (a zero-width space) earns
+nothing (``<think></think><answer>\\boxed{.}</answer>`` scores 0 on every format reward), and tags must be
+properly ordered (no interleaved or reversed pairs).
+
 All but ``format_regex`` are written without backtracking regexes (plain ``str.find``/``str.count`` scans), so
 their cost is linear in the completion length and they may run inline.
 
@@ -19,7 +24,9 @@ count tokens (length shaping, which can use a tokenizer, lives in :mod:`rewards.
 
 from __future__ import annotations
 
+import bisect
 import re
+import unicodedata
 from typing import Literal, Sequence
 
 from harness.errors import RewardParameterError
@@ -35,6 +42,7 @@ __all__ = [
     "parse_regex_flags",
     "last_boxed",
     "ngram_repetition_fraction",
+    "is_placeholder",
 ]
 
 _FLAG_LETTERS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "a": re.ASCII}
@@ -46,6 +54,86 @@ _FLAG_NAMES = {
     "ASCII": re.ASCII,
 }
 _ANSWER_LOG_CHARS = 200
+
+
+_SPACING = re.compile(
+    r"\\(?:[hv]?phantom|[hv]space\*?)\s*\{[^{}]{0,200}\}|"
+    r"\\(?:quad|qquad|enspace|thinspace|negthinspace|medspace|thickspace|displaystyle|textstyle|[,;:!> ])|~"
+)
+_WRAPPERS = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|boxed|fbox|left|right)\b")
+_ANY_TAG = re.compile(r"</?[A-Za-z][\w-]{0,30}>")
+
+
+def _substance(text: str) -> list[int]:
+    """Prefix counts of the characters of ``text`` that say something: letters, digits, non-ASCII math symbols
+    (``∞``), and command names (``\\infty``), but not spacing commands, ``\\phantom{}``, ``\\text``/``\\boxed``
+    wrappers, tags, punctuation or invisible characters. One pass: a block's check is then O(1)."""
+    mask = bytearray(c.isalnum() or (not c.isascii() and unicodedata.category(c) in ("Sm", "So")) for c in text)
+    for rx in (_SPACING, _WRAPPERS, _ANY_TAG):
+        for m in rx.finditer(text):
+            mask[m.start() : m.end()] = bytes(m.end() - m.start())
+    out = [0]
+    for v in mask:
+        out.append(out[-1] + v)
+    return out
+
+
+def is_placeholder(content: str) -> bool:
+    r"""True when ``content`` says nothing: only whitespace, punctuation, braces, tags, spacing commands,
+    ``\phantom{}`` or invisible characters.
+
+    >>> is_placeholder(r"\,"), is_placeholder("\u200b"), is_placeholder("."), is_placeholder(r"\infty")
+    (True, True, True, False)
+    """
+    return _substance(content)[-1] == 0
+
+
+_OPEN_TAG = re.compile(r"<([A-Za-z][\w-]{0,30})>")
+
+
+def _tag_blocks(text: str) -> list[tuple[str, int, int]]:
+    """(tag, start, end) of each ``<tag>...</tag>`` content: every opening tag with the first closing tag after it."""
+    closes: dict[str, list[int]] = {}
+    out: list[tuple[str, int, int]] = []
+    for m in _OPEN_TAG.finditer(text):
+        name = m.group(1)
+        if name not in closes:
+            closes[name] = [c.start() for c in re.finditer(re.escape(f"</{name}>"), text)]
+        at = bisect.bisect_left(closes[name], m.end())
+        if at < len(closes[name]):
+            out.append((name, m.end(), closes[name][at]))
+    return out
+
+
+def _box_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the content of every balanced ``\\boxed{...}``/``\\fbox{...}`` (one pass over braces)."""
+    starts = {m.end() - 1 for m in re.finditer(r"\\(?:boxed|fbox)\{", text)}
+    out: list[tuple[int, int]] = []
+    stack: list[int] = []
+    for m in re.finditer(r"[{}]", text) if starts else ():
+        if m.group(0) == "{":
+            stack.append(m.start())
+        elif stack:
+            at = stack.pop()
+            if at in starts:
+                out.append((at + 1, m.start()))
+    return out
+
+
+def _empty_shell(text: str) -> str | None:
+    """Why ``text`` is an empty shell (a tag block or a box with placeholder content), or None."""
+    blocks = _tag_blocks(text)
+    boxes = _box_spans(text)
+    if not blocks and not boxes:
+        return None
+    sub = _substance(text)
+    for name, a, b in blocks:
+        if sub[b] == sub[a]:
+            return f"the <{name}> block has no content"
+    for a, b in boxes:
+        if sub[b] == sub[a]:
+            return "a \\boxed{} has no content"
+    return None
 
 
 def parse_regex_flags(flags: str | Sequence[str] | int) -> int:
@@ -118,6 +206,9 @@ def format_regex(
         m = matcher(completion)
         if m is None:
             return Score(value=0.0, info={"reason": f"the pattern does not {mode} the completion"})
+        shell = _empty_shell(m.group(0))
+        if shell is not None:
+            return Score(value=0.0, status="no_answer", info={"reason": f"the match is an empty shell: {shell}"})
         return Score(value=1.0, answer=m.group(0)[:_ANSWER_LOG_CHARS], info={"span": [m.start(), m.end()]})
 
     return score
@@ -136,6 +227,8 @@ def _think_part(text: str, think_tag: str, prefilled: bool) -> tuple[str | None,
     end = text.find(close_t)
     if end < start:
         return None, "", f"{close_t} comes before {open_t}"
+    if is_placeholder(text[start:end]):
+        return None, "", f"empty {open_t} block"
     return text[start:end], text[end + len(close_t) :], ""
 
 
@@ -151,8 +244,8 @@ def _answer_part(rest: str, answer_tag: str) -> tuple[str | None, str, str]:
     if not rest.startswith(open_t) or not rest.endswith(close_t):
         return None, "parse_error", f"text outside {open_t}...{close_t} after the reasoning"
     content = rest[len(open_t) : -len(close_t)]
-    if not content.strip():
-        return None, "no_answer", f"empty {open_t} block"
+    if is_placeholder(content) or _empty_shell(content):
+        return None, "no_answer", f"empty {open_t} block (no content, or a placeholder)"
     return content.strip(), "ok", ""
 
 
@@ -188,7 +281,7 @@ def think_answer_format(
         if think is None:
             return Score(value=0.0, status="parse_error", info={"reason": why})
         if answer_tag is None:
-            if not rest.strip():
+            if is_placeholder(rest) or _empty_shell(rest):
                 return Score(value=0.0, status="no_answer", info={"reason": "no text after the reasoning"})
             return Score(value=1.0, answer=rest.strip()[:_ANSWER_LOG_CHARS])
         answer, status, why = _answer_part(rest, answer_tag)
@@ -256,22 +349,41 @@ def boxed_present(*, commands: tuple[str, ...] = ("boxed", "fbox")):
         if content is None:
             reason = "no \\boxed{...} found" if status == "no_answer" else "the last \\boxed{ is never closed"
             return Score(value=0.0, status=status, info={"reason": reason})  # type: ignore[arg-type]
-        if not content.strip():
-            return Score(value=0.0, status="no_answer", info={"reason": "the last \\boxed{} is empty"})
+        if is_placeholder(content):
+            return Score(value=0.0, status="no_answer", info={"reason": "the last \\boxed{} is empty or a placeholder"})
         return Score(value=1.0, answer=content.strip()[:_ANSWER_LOG_CHARS])
 
     return score
 
 
-def _tag_credit(text: str, tag: str) -> float:
-    """0.5 for exactly one ``<tag>``, 0.5 more for exactly one ``</tag>`` after it."""
+def _tag_pair(text: str, tag: str) -> tuple[float, tuple[int, int] | None]:
+    """(credit, span): 0.5 for exactly one ``<tag>``, 0.5 more for exactly one ``</tag>`` after it around real
+    content; the span of the complete pair, if any."""
     open_t, close_t = f"<{tag}>", f"</{tag}>"
-    credit = 0.0
-    if text.count(open_t) == 1:
-        credit += 0.5
-        if text.count(close_t) == 1 and text.find(close_t) > text.find(open_t):
-            credit += 0.5
-    return credit  # a closing tag without its opening earns nothing
+    if text.count(open_t) != 1:
+        return 0.0, None
+    start, end = text.find(open_t), text.find(close_t)
+    if text.count(close_t) != 1 or end < start:
+        return 0.5, None  # a closing tag without its opening, or before it, earns nothing
+    if is_placeholder(text[start + len(open_t) : end]) or _empty_shell(text[start + len(open_t) : end]):
+        return 0.5, None
+    return 1.0, (start, end + len(close_t))
+
+
+def _tag_credits(text: str, tags: tuple[str, ...]) -> dict[str, float]:
+    """Per-tag credit; a complete pair that crosses another, or comes before an earlier tag's pair, loses its
+    closing half (tags must be properly nested-free and in the order given)."""
+    pairs = {t: _tag_pair(text, t) for t in tags}
+    credit = {t: c for t, (c, _) in pairs.items()}
+    for i, ti in enumerate(tags):
+        for tj in tags[i + 1 :]:
+            si, sj = pairs[ti][1], pairs[tj][1]
+            if si is None or sj is None or si[1] <= sj[0]:
+                continue  # ordered: the earlier tag's pair closes before the later one opens
+            credit[tj] = min(credit[tj], 0.5)
+            if si[0] < sj[0] < si[1] < sj[1] or sj[0] < si[0] < sj[1] < si[1]:
+                credit[ti] = min(credit[ti], 0.5)  # interleaved: neither pair is well formed
+    return credit
 
 
 @reward("tag_count", isolation="inline", reads=())
@@ -279,8 +391,9 @@ def tag_count(*, tags: tuple[str, ...] = ("think", "answer")):
     """Partial credit per well-formed tag pair, in [0, 1].
 
     Each tag is worth ``1/len(tags)``: half for exactly one opening tag, half for exactly one closing tag after
-    it. Per-tag credit is in ``info["tags"]``. Useful early in training, when the strict
-    ``think_answer_format`` is almost always 0 and gives no signal.
+    it around real content, in the order of ``tags`` (a pair that interleaves with another, or comes before an
+    earlier tag's pair, loses its closing half). Per-tag credit is in ``info["tags"]``. Useful early in training,
+    when the strict ``think_answer_format`` is almost always 0 and gives no signal.
 
     >>> from harness import get_reward
     >>> fn = get_reward("tag_count")
@@ -295,7 +408,7 @@ def tag_count(*, tags: tuple[str, ...] = ("think", "answer")):
         raise RewardParameterError(f"tag_count: tags must be non-empty bare tag names like 'think', got {tags!r}")
 
     def score(sample: Sample, completion: str) -> Score:
-        per_tag = {t: _tag_credit(completion, t) for t in names}
+        per_tag = _tag_credits(completion, names)
         return Score(value=sum(per_tag.values()) / len(names), info={"tags": per_tag})
 
     return score

@@ -3,15 +3,20 @@
 Rules, cheapest first:
 
 * Exact rationals compare exactly; a decimal is the rational it writes, so ``0.33`` is not ``1/3`` and
-  ``3.14159`` is not pi. Closed forms without free symbols compare numerically at 50 digits with a relative bound
-  of 1e-30 (a proxy for exact identity: two different closed forms of contest size do not agree to 30 digits);
-  ``tolerance`` (relative) loosens this only when the gold itself is a decimal, i.e. possibly rounded.
-* Expressions with variables compare at deterministic random rational points.
-* ``x = 3`` equals ``3``; equations are equal when their difference forms are proportional (same solution set).
+  ``3.14159`` is not pi, except for printed values (at least 10 significant digits, within a unit of the last
+  digit: see :mod:`rewards.math.exact`). Closed forms without free symbols compare numerically at 50 digits with a
+  relative bound of 1e-30, and a match is confirmed by evaluating the difference with adaptive precision, so
+  ``10^{40} + \\sqrt2`` is not ``10^{40}``; ``tolerance`` (relative) loosens this only when the gold itself is
+  a decimal, i.e. possibly rounded.
+* Expressions with variables compare at deterministic random points, confirmed the same way at one exact point.
+* ``x = 3`` equals ``3`` (labels, chains: :mod:`rewards.math.labels`); equations are equal when their difference
+  forms are proportional (same solution set).
 * Intervals, inequalities and unions compare as sets of reals; ``(a, b)`` is a tuple or an open interval,
-  whichever the gold is.
-* Bare lists and sets compare unordered, tuples ordered; ``\\pm`` expands to both signs.
-* Percent and degree markers are tried both ways (``25%`` = ``25`` = ``0.25``; ``30°`` = ``pi/6``).
+  whichever the gold is; a set is never a tuple, and ``[a, b]`` is a list only against a bare list.
+* Bare lists and sets compare unordered, tuples ordered; ``\\pm`` expands to both signs (inside a matrix or an
+  expression both signs must match).
+* Percent and degree markers get one reading per pair: literal (``25%`` = 1/4, ``30°`` = pi/6), or dropped when
+  every side is a multiple of the marker (``25%`` = 25); never whichever reading happens to match.
 
 Every numeric step is bounded by the guards of :mod:`rewards.math.values` and a deadline checked between steps
 (cooperative; the scoring path's process kill is the hard limit). This module does not parse.
@@ -19,7 +24,6 @@ Every numeric step is bounded by the guards of :mod:`rewards.math.values` and a 
 
 from __future__ import annotations
 
-import itertools
 import random
 import time
 from dataclasses import dataclass
@@ -27,6 +31,8 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.functions.elementary.trigonometric import TrigonometricFunction
 
+from rewards.math.exact import confirmed_zero, decimal_matches
+from rewards.math.labels import unassign
 from rewards.math.sets import as_intervals, intervals_equal
 from rewards.math.values import (
     DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value,
@@ -35,7 +41,9 @@ from rewards.math.values import (
 __all__ = ["Options", "equivalent", "OutOfTime", "expand_values"]
 
 _EXACT_REL = sp.Float("1e-30", 60)
+_EXACT_REL_Q = sp.Rational(1, 10**30)
 _MAX_OPS = 400
+#: Exact comparison for the sides of a chain (no tolerance: a chain is true or not).
 _MAX_ITEMS = 64
 
 
@@ -57,6 +65,9 @@ class Options:
             raise OutOfTime("comparison ran past its time limit")
 
 
+_EXACT = Options()
+
+
 def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     """Whether ``ans`` states the same value as ``gold``, and a short reason."""
     if isinstance(gold, Huge) or isinstance(ans, Huge):
@@ -68,8 +79,12 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     if isinstance(gold, Based) or isinstance(ans, Based):
         return _based_equal(gold, ans)
     if isinstance(gold, Rel) and isinstance(ans, Rel) and gold.ops == ans.ops == ("=",):
-        return _rel_equal(gold, ans, opt)
-    if isinstance(ans, Ivl) and isinstance(gold, Seq) and gold.kind != "tuple" and ans.lo_closed and ans.hi_closed:
+        same, why = _rel_equal(gold, ans, opt)
+        gv, av = _unassign(gold), _unassign(ans)
+        if same or isinstance(gv, Rel) or isinstance(av, Rel) or not _same_label(gold.terms[0], ans.terms[0]):
+            return same, why  # x = 5 is not y = 5
+        return equivalent(gv, av, opt)  # the same label: (a, b) = (3, -2) and (a, b) = (3, -2.0)
+    if isinstance(ans, Ivl) and isinstance(gold, Seq) and gold.kind == "list" and ans.lo_closed and ans.hi_closed:
         ans = Seq("list", (Expr(ans.lo), Expr(ans.hi)))  # [1, 2] written as a list
     gsol = _solutions(gold) if not isinstance(ans, Rel) else None
     asol = _solutions(ans) if not isinstance(gold, Rel) else None
@@ -92,7 +107,16 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     if isinstance(g, Expr) and isinstance(a, Expr):
         ok = expr_equal(g.e, a.e, opt)
         return ok, "equal values" if ok else "different values"
+    if isinstance(g, Seq) and isinstance(a, Seq):
+        return _seq_equal(g, a, _expand(g), _expand(a), opt)  # labelled tuples: (a, b) = (3, -2)
     return False, f"{type(a).__name__} answer against {type(g).__name__} gold"
+
+
+def _same_label(a: object, b: object) -> bool:
+    """The same label, a tuple of variables in any order included: ``(a, b)`` and ``(b, a)``."""
+    if isinstance(a, Seq) and isinstance(b, Seq):
+        return sorted(map(str, a.items)) == sorted(map(str, b.items)) and len(a.items) == len(b.items)
+    return a == b
 
 
 def _vector_as_tuple(v: Value, other: Value) -> Value:
@@ -126,19 +150,16 @@ def _based_equal(g: Value, a: Value) -> tuple[bool, str]:
 
 # -- sequences ---------------------------------------------------------------------------------------------
 def _unassign(v: Value) -> Value:
-    """``x = 3`` -> 3; a worked chain ``x = 3 + 4 = 7`` or ``3 + 4 = 7`` -> its last value."""
-    if isinstance(v, Rel) and len(v.ops) >= 1 and set(v.ops) == {"="} and all(isinstance(t, sp.Basic) for t in v.terms):
-        first, rest = v.terms[0], v.terms[1:]
-        numeric = all(not t.free_symbols for t in rest)  # type: ignore[union-attr]
-        if numeric and (isinstance(first, sp.Symbol) or not first.free_symbols):  # type: ignore[union-attr]
-            return Expr(rest[-1])  # type: ignore[arg-type]
-    if isinstance(v, Rel) and v.ops == ("=",):
-        lhs, rhs = v.terms
-        if isinstance(lhs, sp.Symbol) and isinstance(rhs, sp.Basic) and lhs not in rhs.free_symbols:
-            return Expr(rhs)
-        if isinstance(rhs, sp.Symbol) and isinstance(lhs, sp.Basic) and rhs not in lhs.free_symbols:
-            return Expr(lhs)
-    return v
+    """``x = 3`` -> 3; a true chain ``x = 3 + 4 = 7`` or ``3 + 4 = 7`` -> its last value (see :mod:`labels`)."""
+    return unassign(v, _sides_equal)
+
+
+def _sides_equal(x: object, y: object) -> bool:
+    wrap = lambda t: t if isinstance(t, Seq) else Expr(t)  # noqa: E731
+    try:
+        return equivalent(wrap(x), wrap(y), _EXACT)[0]
+    except OutOfTime:
+        return False
 
 
 def _expand(v: Value) -> list[Value]:
@@ -163,6 +184,10 @@ def expand_values(v: Value) -> list[Value]:
 
 
 def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: Options) -> tuple[bool, str]:
+    if isinstance(gold, Seq) and isinstance(ans, Seq) and {gold.kind, ans.kind} == {"tuple", "set"}:
+        return False, "a set is not an ordered tuple"
+    if isinstance(ans, Seq) and ans.kind == "tuple" and _assignments(gold):
+        gold = Seq("tuple", tuple(_ordered_items(gold) or ()))  # gold x = 1, y = 2 against (1, 2)
     if isinstance(gold, Seq) and gold.kind == "tuple":
         a_items = _ordered_items(ans)
         if a_items is None or len(a_items) != len(gold.items):
@@ -187,7 +212,14 @@ def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: 
     return True, "compared as unordered sets"
 
 
+def _assignments(v: Value) -> bool:
+    """A list of two or more ``variable = value`` items (``x = 1, y = 2``)."""
+    return isinstance(v, Seq) and v.kind == "list" and len(v.items) >= 2 and all(
+        isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in v.items)
+
+
 def _ordered_items(v: Value) -> list[Value] | None:
+    """The items of a tuple-like answer in order; assignments sorted by variable name (``y = 2, x = 1``)."""
     if isinstance(v, Seq):
         items = list(v.items)
         if all(isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in items):
@@ -275,19 +307,38 @@ def _proportional(dg: sp.Basic, da: sp.Basic, opt: Options) -> bool:
 
 # -- expressions -------------------------------------------------------------------------------------------
 def expr_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
-    """Value equality of two sympy expressions (matrices included), trying the percent/degree readings."""
+    """Value equality of two sympy expressions (matrices included) under one reading of the markers.
+
+    ``\\pm`` stands for both signs, so both must agree. A percent or degree sign is read literally (``25\\%`` is
+    1/4, ``30°`` is pi/6); with ``percent_optional`` (percent) and always (degrees) it may also be dropped (``25\\%``
+    = 25) but only when every side that carries it is a multiple of it, so that the two readings are the same
+    quantity in two units. An expression whose value depends on the reading (``(100\\% - 1)/99``) gets the literal
+    reading only: one answer never matches two golds by picking a reading for each.
+    """
     if g == a:
         return True
     markers = (g.free_symbols | a.free_symbols) & MARKERS if hasattr(g, "free_symbols") else set()
     if not markers:
         return _plain_equal(g, a, opt)
-    pct = [sp.Integer(1), sp.Rational(1, 100)] if opt.percent_optional else [sp.Rational(1, 100)]
-    deg = [sp.Integer(1), sp.pi / 180]
-    for p, d in itertools.product(pct if PCT in markers else [1], deg if DEG in markers else [1]):
-        sub = {PCT: p, DEG: d, PM: 1}
-        if _plain_equal(g.subs(sub), a.subs(sub), opt):
-            return True
-    return False
+    if PM in markers:
+        return all(expr_equal(g.subs(PM, s), a.subs(PM, s), opt) for s in (1, -1))
+    readings: list[dict[sp.Symbol, sp.Basic]] = [{PCT: sp.Rational(1, 100), DEG: sp.pi / 180}]
+    for marker, on in ((PCT, opt.percent_optional), (DEG, True)):
+        if on and marker in markers and all(_multiple_of(x, marker) for x in (g, a)):
+            readings += [{**r, marker: sp.Integer(1)} for r in readings]
+    return any(_plain_equal(g.subs(r), a.subs(r), opt) for r in readings)
+
+
+def _multiple_of(e: sp.Basic, marker: sp.Symbol) -> bool:
+    """``e`` is ``marker`` times something free of it (or does not hold the marker at all)."""
+    if marker not in e.free_symbols:
+        return True
+    if isinstance(e, sp.MatrixBase) or _too_big(e):
+        return False
+    try:
+        return marker not in sp.expand(e / marker).free_symbols
+    except (TypeError, ValueError, ArithmeticError):
+        return False
 
 
 def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
@@ -299,9 +350,13 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             return False
         return all(_plain_equal(x, y, opt) for x, y in zip(g, a))
     if isinstance(g, sp.Rational) and isinstance(a, sp.Rational):
-        if not opt.gold_inexact or opt.tolerance <= 0 or g == 0:
+        if not opt.gold_inexact:
+            return decimal_matches(g, None, a)  # 0.0833333333333333 = 1/12 (see rewards.math.exact)
+        if opt.tolerance <= 0 or g == 0:
             return False
-        return bool(abs(g - a) <= sp.Rational(repr(opt.tolerance)) * abs(g))  # exact arithmetic
+        diff = abs(g - a)
+        # a rounding of the answer, not the gold plus a perturbation far below any rounding (7.0 vs 7 + 10^-40)
+        return bool(_EXACT_REL_Q * abs(g) < diff <= sp.Rational(repr(opt.tolerance)) * abs(g))
     if g.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or a.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
         return False
     if _too_big(g) or _too_big(a):
@@ -312,8 +367,13 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
         d = g - a
         if _gaussian_rational(d) and not (opt.gold_inexact and opt.tolerance > 0):
             return d == 0  # exact: rationals and i only
-        return _close(_num(g), _num(a), opt)
-    checked = 0
+        gx, ax = _num(g), _num(a)
+        if _close(gx, ax, _EXACT):
+            return confirmed_zero(d)  # 10^{40} + sqrt(2) is not 10^{40}, and 7 + 10^{-40} pi is not 7.0
+        if opt.gold_inexact:
+            return _close(gx, ax, opt)  # the gold is a rounding of the answer's value: sqrt(2) = 1.414213562
+        return isinstance(a, sp.Rational) and decimal_matches(g, gx, a)
+    checked, tight = 0, True
     radicals = _has_branches(g) or _has_branches(a)
     for k, point in enumerate(_points(sorted(syms, key=str), 4)):
         opt.check_time()
@@ -326,8 +386,13 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             continue
         if not _close(x, y, opt):
             return False
+        tight = tight and _close(x, y, _EXACT)
         checked += 1
-    return checked >= 2
+    if checked < 2:
+        return False
+    if not tight:
+        return True  # within the tolerance of a decimal gold, and not a perturbation far below it
+    return confirmed_zero(g - a, _points(sorted(syms, key=str), 1, exact=True)[0])
 
 
 def _gaussian_rational(e: sp.Basic) -> bool:
@@ -349,10 +414,15 @@ def _has_branches(e: sp.Basic) -> bool:
     return any(isinstance(p, sp.Pow) and not p.exp.is_integer for p in e.atoms(sp.Pow)) or e.has(sp.log)
 
 
-def _points(syms: list[sp.Symbol], n: int) -> list[dict[sp.Symbol, sp.Float]]:
+def _points(syms: list[sp.Symbol], n: int, exact: bool = False) -> list[dict[sp.Symbol, sp.Basic]]:
+    """``n`` deterministic points; 60-digit floats unless ``exact`` (for evalf's ``subs``, which stays numeric):
+    substituting exact values with ``.subs`` makes sympy expand binomials and powers symbolically."""
     rng = random.Random(1234567)
-    # 60-digit floats, not rationals: substituting exact values makes sympy expand binomials and powers symbolically
-    return [{s: sp.Float(sp.Rational(rng.randint(11, 97), rng.randint(7, 31)), 60) for s in syms} for _ in range(n)]
+    out: list[dict[sp.Symbol, sp.Basic]] = []
+    for _ in range(n):
+        point = {s: sp.Rational(rng.randint(11, 97), rng.randint(7, 31)) for s in syms}
+        out.append(point if exact else {s: sp.Float(v, 60) for s, v in point.items()})
+    return out
 
 
 def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:
@@ -386,6 +456,8 @@ def _evaluable(x: sp.Basic, point: dict | None) -> bool:
             args, bound = node.args, 1e5
         elif isinstance(node, sp.Pow) and not node.exp.is_Number:
             args, bound = (node.exp,), 1e6
+        elif isinstance(node, sp.exp):  # e^x is exp(x), not a Pow: e^{10^{200}} at a point is as bad
+            args, bound = node.args, 1e6
         else:
             continue
         for arg in args:

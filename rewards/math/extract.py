@@ -3,18 +3,25 @@ r"""Final-answer extraction from a completion.
 The final answer is, in order: the last ``\boxed{}`` / ``\fbox{}`` outside ``<think>`` reasoning; else the last
 explicitly anchored statement ("The answer is", "Final Answer:", "Answer:", "The correct option is", GSM8K
 ``####``, "X is the answer", "Option (C) is correct"; the sentence is cut at "because", "since", ", which" and
-every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers); else a bold final line; else
-the whole completion when it is a single short line that is only an answer.
+every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers); else a final sentence that
+states a conclusion ("Therefore, the area of the triangle is 7/2."); else a bold final line; else the whole
+completion when it is a single short line that is only an answer.
 
-Reasoning inside ``<think>...</think>`` never counts; an unclosed ``<think>`` means no answer yet. Several
+Reasoning inside ``<think>...</think>`` (or ``<|begin_of_thought|>...<|end_of_thought|>``) never counts; an
+unclosed ``<think>``, or one reopened after the last ``</think>``, means no answer yet. Chat-template tokens end
+the completion: anything after ``<|im_end|>``, ``<|eot_id|>``, ``<|im_start|>`` ... is another turn. Several
 *different* boxed answers are reported as hedged (the caller compares them as a list: wrong for a single-valued
-gold, right for the matching multi-valued one) unless the text before the last box revises the earlier one
-("wait", "I made an error", "the answer is"): then the last box wins.
+gold, right for the matching multi-valued one) unless the text before the last box revises the earlier one or
+concludes ("wait", "I made an error", "the answer is", "therefore"): then the last box wins. A final answer
+directly followed by an alternative ("The answer is 7. Or maybe 8.", ``**7** or **8**``, "or is it 8?") is a
+hedge: no answer.
 
 With ``strict=False`` a completion without any of those falls back to its last ``= value`` or last number, which
 is what lenient graders do; the default is strict, so prose that merely mentions the gold scores nothing.
 
-This module does not normalize or parse the answer.
+Every scan is linear in the completion's length: no regex here has two adjacent unbounded quantifiers, nested
+boxes are skipped in one pass, and only the tail of a completion is searched. This module does not normalize or
+parse the answer.
 """
 
 from __future__ import annotations
@@ -26,29 +33,53 @@ __all__ = ["Extraction", "extract_answer", "MAX_COMPLETION_CHARS"]
 
 #: Only the tail of a longer completion is searched (the final answer is at the end).
 MAX_COMPLETION_CHARS = 200_000
+_MAX_BOXES = 64  # only the last boxes are compared for hedging
+_MAX_LINE = 1000
 
-_BOX = re.compile(r"\\(?:boxed|fbox)\s*")
+_BOX = re.compile(r"\\(?:boxed|fbox)[ \t]{0,3}")
 _BRACE = re.compile(r"(?<!\\)[{}]")
-_ANCHOR = re.compile(
-    r"final\s+answer\s*(?:is|:|=)?|"
-    r"(?:the\s+)?(?:correct\s+|right\s+)?(?:answer|option|choice)\s+(?:is|(?:would|will|must|should)\s+be)\s*:?|"
-    r"\banswer\s*(?:\*\*|\*|\})?\s*[:：]|####",
+_ANCHOR = re.compile(  # the lookahead lets the scan skip positions that cannot start an anchor
+    r"(?=[afoc#])(?:final[ \t]{1,3}answer[ \t]{0,3}(?:is|:|=)?|"
+    r"(?:answer|option|choice)[ \t]{1,3}(?:is|(?:would|will|must|should)[ \t]{1,3}be)[ \t]{0,3}:?|"
+    r"\banswer[ \t]{0,3}(?:\*\*|\*|\})?[ \t]{0,3}[:：]|####)",
     re.IGNORECASE,
 )
 _REVISION = re.compile(
     r"\b(?:wait|actually|mistake|error|wrong|incorrect|correction|correcting|re-?check\w*|re-?evaluat\w*|instead|"
-    r"revis\w*|final\s+answer|answer\s+is|fix\w*)\b",
+    r"revis\w*|final\s+answer|answer\s+is|fix\w*|therefore|thus|hence|in\s+conclusion|finally)\b",
     re.IGNORECASE,
 )
 _CHOICE = re.compile(
-    r"\b(?:option|choice|answer)?\s*\(?\b([A-J])\)?\s+is\s+(?:the\s+)?(?:correct|right|best)\b", re.IGNORECASE
+    r"\b(?:(?:option|choice|answer)[ \t]{0,3})?\(?\b([A-J])\)?[ \t]{1,3}is[ \t]{1,3}(?:the[ \t]{1,3})?"
+    r"(?:correct|right|best)\b",
+    re.IGNORECASE,
 )
 _IS_THE_ANSWER = re.compile(
-    r"([^\n.:;!?]{1,80}?)\s+is\s+(?:the|our|my)\s+(?:final\s+|correct\s+|required\s+)?answer\b", re.IGNORECASE
+    r"[ \t]{1,3}is[ \t]{1,3}(?:the|our|my)[ \t]{1,3}(?:(?:final|correct|required)[ \t]{1,3})?answer\b",
+    re.IGNORECASE,
 )
 _LEAD_CLAUSES = re.compile(r"^(?:[A-Za-z']+(?:\s+[A-Za-z']+)*\s*,\s*)+")  # words need spaces: no backtracking blowup
 _LEAD_WORDS = re.compile(r"^\s*(?:(?:so|thus|therefore|hence|and|then|finally)\b[\s,]*)+", re.IGNORECASE)
-_TAIL_NOISE = re.compile(r"\s*(?:I\s+hope\s+it\s+is\s+correct\.?|\(?final\)?\.?)\s*$", re.IGNORECASE)
+_TAIL_NOISE = re.compile(r"[ \t]{0,3}(?:I[ \t]+hope[ \t]+it[ \t]+is[ \t]+correct\.?|\(?final\)?\.?)[ \t]*$", re.I)
+_SENTENCE_END = re.compile(
+    r"\.(?=\s|$)|[!?](?=\s|$)|,?[ \t]{1,3}(?:because|since|as|which|so|when|where|given|if)\b"
+)
+_CONCLUSION = re.compile(
+    r"^(?:therefore|thus|so|hence|consequently|in\s+conclusion|in\s+summary|in\s+total|finally|overall|altogether)"
+    r"\b[ \t,]{0,3}(.{0,240})[ \t](?:is|are|was|equals|will[ \t]be)[ \t]{1,3}(.{1,160})$",
+    re.IGNORECASE,
+)
+_STATED = re.compile(r"^the\b(.{0,240})[ \t](?:is|are|equals)[ \t]{1,3}(\$[^$]{1,160}\$)$", re.IGNORECASE)
+_HEDGE_AFTER = re.compile(r"^[\s.,;:!*)\]}$]{0,12}(?:or|maybe|perhaps|possibly)\b", re.IGNORECASE)
+_ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$": a hedge word right before a value
+    r"\b(?:or[ \t]+(?:maybe|perhaps|possibly|is[ \t]+it)|maybe|perhaps|possibly|"
+    r"(?:could|might)(?:[ \t]+also)?[ \t]+be|not[ \t]+sure)[ \t,:]{0,3}"
+    r"(?:it'?s[ \t]+|it[ \t]+is[ \t]+|the[ \t]+answer[ \t]+is[ \t]+)?(?:\$|\\boxed|\\\(|\*\*)?[ \t]*-?\d",
+    re.IGNORECASE,
+)
+_TURN = re.compile(r"<\|[A-Za-z0-9_\-]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|</s>")
+_THOUGHT = {"<|begin_of_thought|>": "<think>", "<|end_of_thought|>": "</think>", "<|begin_of_solution|>": "",
+            "<|end_of_solution|>": ""}
 _MATH_WORDS = {"sqrt", "frac", "dfrac", "pi", "infty", "text", "boxed", "cdot", "times", "left", "right", "none",
                "undefined", "exp", "log", "sin", "cos", "tan", "and", "begin", "end", "pmatrix", "mathrm"}
 
@@ -59,7 +90,7 @@ class Extraction:
 
     Attributes:
         answer: the final answer text, or None when the completion commits to none.
-        source: ``boxed``, ``anchor``, ``bold``, ``bare``, ``fallback`` or ``none``.
+        source: ``boxed``, ``anchor``, ``sentence``, ``bold``, ``bare``, ``fallback`` or ``none``.
         hedged: True when several different boxed answers were given (``answer`` then lists them all).
         reason: why no answer was found, when ``answer`` is None.
     """
@@ -82,51 +113,74 @@ def _brace_pairs(text: str) -> dict[int, int]:
     return pairs
 
 
-def _boxed_contents(text: str) -> list[tuple[int, str]]:
-    """(position, content) of every ``\\boxed``/``\\fbox``, in order (unclosed ones are skipped)."""
-    out: list[tuple[int, str]] = []
+def _box_spans(text: str) -> list[tuple[int, int, int]]:
+    """(box start, content start, content end) of every outermost closed ``\\boxed``/``\\fbox``, in order.
+
+    A box inside another box is part of that box's content; unclosed boxes are skipped. One pass: linear.
+    """
+    out: list[tuple[int, int, int]] = []
     pairs: dict[int, int] | None = None
+    covered = -1
     for m in _BOX.finditer(text):
+        if m.start() < covered:
+            continue
         i = m.end()
         if i < len(text) and text[i] == "{":
             if pairs is None:
                 pairs = _brace_pairs(text)
             j = pairs.get(i)
             if j is not None:
-                out.append((m.start(), text[i + 1 : j].strip()))
+                out.append((m.start(), i + 1, j))
+                covered = j
         else:
             tok = re.match(r"[^\s$]{1,200}", text[i : i + 200])
             if tok:
-                out.append((m.start(), tok.group(0)))
+                out.append((m.start(), i, i + tok.end()))
     return out
 
 
-def _final_box(text: str) -> Extraction | None:
-    """The last non-empty box; several different boxes are a hedge unless the last one is an explicit revision."""
-    found = [(at, b) for at, b in _boxed_contents(text) if b]
+def _final_box(text: str) -> tuple[Extraction, int] | None:
+    """The last non-empty box and where it ends; different boxes are a hedge unless the last one is a revision."""
+    spans = _box_spans(text)[-_MAX_BOXES:]
+    found = [(at, end, text[a:end].strip()) for at, a, end in spans]
+    found = [f for f in found if f[2]]
     if not found:
         return None
     key = lambda b: re.sub(r"\s+|\$", "", b)  # noqa: E731
-    last_at, last = found[-1]
-    earlier = [(at, b) for at, b in found if key(b) != key(last)]
+    last_at, last_end, last = found[-1]
+    end = last_end + 1
+    earlier = [(at, b) for at, _, b in found if key(b) != key(last)]
     if not earlier:
-        return Extraction(last, "boxed")
+        return Extraction(last, "boxed"), end
     if _REVISION.search(text, earlier[-1][0], last_at):
-        return Extraction(last, "boxed")  # "\boxed{5} ... wait, I made an error ... \boxed{7}"
+        return Extraction(last, "boxed"), end  # "\boxed{5} ... wait, I made an error ... \boxed{7}"
     distinct: dict[str, str] = {}
-    for _, b in found:
+    for _, _, b in found:
         distinct.setdefault(key(b), b)
-    return Extraction(", ".join(distinct.values()), "boxed", hedged=True)
+    return Extraction(", ".join(distinct.values()), "boxed", hedged=True), end
+
+
+def _this_turn(text: str) -> str:
+    """The completion up to the first chat-template token that follows content (the rest is another turn)."""
+    if "<" not in text:
+        return text
+    for token, repl in _THOUGHT.items():
+        if token in text:
+            text = text.replace(token, repl)
+    last = 0
+    for m in _TURN.finditer(text):
+        if text[last : m.start()].strip():
+            return text[: m.start()]
+        last = m.end()
+    return text[last:]
 
 
 def _strip_think(text: str) -> str | None:
     low = text.lower()
     end = low.rfind("</think>")
-    if end >= 0:
-        return text[end + len("</think>") :]
-    if "<think>" in low:
-        return None
-    return text
+    if low.rfind("<think>") > end:
+        return None  # reasoning opened (or reopened) and never closed
+    return text[end + len("</think>") :] if end >= 0 else text
 
 
 def _delimited(s: str) -> str:
@@ -140,49 +194,102 @@ def _delimited(s: str) -> str:
     return s
 
 
-def _statement(rest: str) -> str:
+def _statement(rest: str) -> tuple[str, int]:
+    """The answer stated at the start of ``rest`` and how many characters of ``rest`` it spans."""
+    n = len(rest)
     rest = rest.lstrip(" \t:*=}")
-    rest = re.sub(r"^(?:is\b|:)\s*", "", rest).lstrip(" \t*:")
+    rest = re.sub(r"^(?:is\b|:)[ \t]*", "", rest).lstrip(" \t*:")
     rest = rest.strip().lstrip("*").strip()  # the statement may start on the next line
+    skipped = n - len(rest)
     if rest.startswith(("$$", "\\[")):
-        return _delimited(rest[:4000]).strip()  # display math may span lines
-    line = rest.split("\n", 1)[0]
+        inner = _delimited(rest[:4000])
+        return inner.strip(), skipped + len(inner) + 4  # display math may span lines
+    line = rest[:_MAX_LINE].split("\n", 1)[0]
     line = _TAIL_NOISE.sub("", line)
-    m = re.search(r"\.(?=\s|$)|[!?](?=\s|$)|,?\s+(?:because|since|as|which|so|when|where|given|if)\b", line)
+    m = _SENTENCE_END.search(line)
     if m:
         line = line[: m.start()]
+    span = skipped + len(line)
     line = re.sub(r"(?<![\w)}])\*\*|\*\*(?![\w({-])", "", line)  # bold markup, not a ** power
     line = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", line)  # inline math delimiters; every part of the sentence counts
-    return line.strip()
+    return line.strip(), span
 
 
-def _anchored(text: str) -> str | None:
-    """The latest anchored statement: "The answer is X", "X is the answer", "Option (C) is correct"."""
-    found: list[tuple[int, str]] = []
-    anchors = list(_ANCHOR.finditer(text))
-    if anchors:
-        found.append((anchors[-1].start(), _statement(text[anchors[-1].end() :])))
-    choices = [m for m in _CHOICE.finditer(text) if m.group(1).isupper()]
-    if choices:
-        found.append((choices[-1].start(), choices[-1].group(1)))
-    trailing = list(_IS_THE_ANSWER.finditer(text[-3000:]))
-    if trailing:
-        m = trailing[-1]
-        stmt = _LEAD_CLAUSES.sub("", m.group(1).strip())  # "Hmm, so 5" -> "so 5"
-        stmt = _LEAD_WORDS.sub("", stmt).replace("**", "")
-        found.append((len(text) - len(text[-3000:]) + m.start(), re.sub(r"(?<!\\)\$", "", stmt).strip()))
+def _answer_before(text: str, at: int) -> str:
+    """The phrase before "is the answer" at ``at``: back to the sentence start, lead clauses dropped."""
+    head = text[max(0, at - 80) : at]
+    head = re.split(r"[\n.:;!?](?=\s|$)|\n", head)[-1]
+    stmt = _LEAD_CLAUSES.sub("", head.strip())  # "Hmm, so 5" -> "so 5"
+    stmt = _LEAD_WORDS.sub("", stmt).replace("**", "")
+    return re.sub(r"(?<!\\)\$", "", stmt).strip()
+
+
+def _last_match(rx: re.Pattern[str], text: str, tail: int = 4000) -> re.Match[str] | None:
+    """The last match of ``rx``: searched in the tail first (any match there starts after every match before it),
+    the whole text only when the tail has none."""
+    last = None
+    for last in rx.finditer(text, max(0, len(text) - tail)):
+        pass
+    if last is None and len(text) > tail:
+        for last in rx.finditer(text):
+            pass
+    return last
+
+
+def _anchored(text: str) -> tuple[str, int] | None:
+    """The latest anchored statement and where it ends: "The answer is X", "X is the answer", "(C) is correct"."""
+    found: list[tuple[int, str, int]] = []
+    anchor = _last_match(_ANCHOR, text)
+    if anchor is not None:
+        stmt, span = _statement(text[anchor.end() :])
+        found.append((anchor.start(), stmt, anchor.end() + span))
+    choice = _last_match(_CHOICE, text)
+    if choice is not None and choice.group(1).isupper():
+        found.append((choice.start(), choice.group(1), choice.end()))
+    base = max(0, len(text) - 3000)
+    trailing = None
+    for trailing in _IS_THE_ANSWER.finditer(text, base):
+        pass
+    if trailing is not None:
+        found.append((trailing.start(), _answer_before(text, trailing.start()), trailing.end()))
     found = [f for f in found if f[1]]
-    return max(found)[1] if found else None
+    if not found:
+        return None
+    _, stmt, end = max(found)
+    return stmt, end
+
+
+def _last_sentence(text: str) -> str:
+    line = text.strip()[-_MAX_LINE:].rsplit("\n", 1)[-1].strip()
+    line = _TAIL_NOISE.sub("", line).strip()
+    parts = re.split(r"(?<=[.!?])[ \t]+(?=[A-Z])", line)
+    return parts[-1].rstrip(" .!").strip()
+
+
+def _conclusion(text: str) -> str | None:
+    """The value a final concluding sentence states: "Therefore, the area of the triangle is $\\frac72$.", or
+    "The sum is $42$." (without a concluding word, only a value that is wholly inline math counts)."""
+    sentence = _last_sentence(text)
+    m = _CONCLUSION.match(sentence)
+    if not m:
+        m = _STATED.match(sentence)
+        if not m:
+            return None
+    value = _delimited(m.group(2).strip()).strip()
+    value = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", value).replace("**", "").strip().rstrip(".").strip()
+    return value or None
 
 
 def _bold_final_line(text: str) -> str | None:
-    lines = [ln.strip() for ln in text.strip().split("\n") if ln.strip()]
+    lines = [ln.strip() for ln in text.strip()[-_MAX_LINE * 4 :].split("\n") if ln.strip()]
     if not lines:
         return None
-    m = re.search(r"\*\*(.{1,200}?)\*\*", lines[-1])
-    if not m:
+    bolds = re.findall(r"\*\*(.{1,200}?)\*\*", lines[-1][:_MAX_LINE])
+    if not bolds:
         return None
-    inner = re.sub(r"^[^:]{0,30}:\s*", "", m.group(1)).strip()
+    if len({re.sub(r"\s+|\$", "", b) for b in bolds}) > 1 and re.search(r"\*\*\s*(?:or|,|/)\s*\*\*", lines[-1]):
+        return None  # "**7** or **8**": a hedge
+    inner = re.sub(r"^[^:]{0,30}:\s*", "", bolds[0]).strip()
     return _delimited(inner).strip().rstrip(".") or None
 
 
@@ -196,12 +303,25 @@ def _is_bare(text: str) -> bool:
 
 
 def _fallback(text: str) -> str | None:
-    tail = text.strip()[-2000:].split("\n")[-1]
-    eq = re.findall(r"=\s*([^=\n,;]+?)\s*(?:[.,;]?\s*$)", tail)
-    if eq:
-        return eq[-1]
-    nums = re.findall(r"-?\d[\d,]*(?:\.\d+)?", text[-2000:])
+    tail = text.strip()[-2000:]
+    line = tail.rsplit("\n", 1)[-1]
+    eq = line.rfind("=")
+    if eq >= 0:
+        value = line[eq + 1 :].strip()
+        value = value[:-1].strip() if value.endswith((".", ",", ";")) else value
+        if value and "," not in value and ";" not in value:
+            return value
+    nums = re.findall(r"-?\d[\d,]*(?:\.\d+)?", tail)
     return nums[-1] if nums else None
+
+
+def _hedged_after(text: str, end: int) -> bool:
+    """The final answer is followed at once by an alternative ("... 7. Or maybe 8.")."""
+    after = text[end : end + 160]
+    m = _HEDGE_AFTER.match(after)
+    if m and re.search(r"\d|\\boxed|\$", after[m.end() :]):
+        return True
+    return bool(_ALTERNATIVE.search(after))
 
 
 def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
@@ -215,19 +335,27 @@ def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
     '\\frac{1}{2}'
     >>> extract_answer("The area is 12 or maybe 13.").source
     'none'
+    >>> extract_answer("Therefore, the area of the triangle is $7/2$.<|im_end|>").answer
+    '7/2'
     """
-    text = completion[-MAX_COMPLETION_CHARS:]
-    text = _strip_think(text)
+    text = _strip_think(_this_turn(completion[-MAX_COMPLETION_CHARS:]))
     if text is None:
         return Extraction(None, "none", reason="reasoning never closed (unterminated <think>)")
     boxed = _final_box(text)
     if boxed is not None:
-        return boxed
+        if _hedged_after(text, boxed[1]):
+            return Extraction(None, "none", reason="the boxed answer is followed by an alternative")
+        return boxed[0]
     if _BOX.search(text):
         return Extraction(None, "none", reason="empty \\boxed{}")
     anchored = _anchored(text)
     if anchored:
-        return Extraction(anchored, "anchor")
+        if _hedged_after(text, anchored[1]):
+            return Extraction(None, "none", reason="the stated answer is followed by an alternative")
+        return Extraction(anchored[0], "anchor")
+    found = _conclusion(text)
+    if found:
+        return Extraction(found, "sentence")
     bold = _bold_final_line(text)
     if bold:
         return Extraction(bold, "bold")

@@ -30,9 +30,10 @@ KNOWN_NAMES: tuple[str, ...] = tuple(
     )
 )
 
-_NUM = re.compile(r"\d+(?:\.\d*)?(?:[eE][+-]?\d+(?![A-Za-z]))?|\.\d+")
+_DIGITS = frozenset("0123456789")
+_NUM = re.compile(r"\d+(?:\.\d*)?(?:[eE][+-]?\d+(?![A-Za-z]))?|\.\d+", re.ASCII)
 _CMD = re.compile(r"\\([A-Za-z]+|.)")
-_ALPHA = re.compile(r"[A-Za-z]+")
+_ALPHA = re.compile(r"[A-Za-z]+", re.ASCII)
 _OPS = set("+-*/^_!=<>()[]{},;|&%°:'")
 
 
@@ -78,7 +79,8 @@ def tokenize(text: str) -> list[Token]:
     """Split ``text`` into tokens, ending with an ``end`` token.
 
     Raises:
-        LexError: on a character outside the answer alphabet (naming it and its position).
+        LexError: on a character outside the answer alphabet (naming it and its position), including digits that
+            are not ASCII (superscripts, circled digits), and on two numbers side by side (``7 2``: not a product).
     """
     toks: list[Token] = []
     i, n = 0, len(text)
@@ -87,9 +89,12 @@ def tokenize(text: str) -> list[Token]:
         if c.isspace():
             i += 1
             continue
-        if c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+        if c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
             m = _NUM.match(text, i)
-            assert m is not None
+            if m is None:  # cannot happen for an ASCII digit; never an AssertionError on model output
+                raise LexError(f"unreadable number at position {i}")
+            if toks and toks[-1].kind == "num" and not (len(toks) > 1 and toks[-2].is_op("_", "^")):
+                raise LexError(f"two numbers side by side at position {i} ({toks[-1].text!r} and {m.group(0)!r})")
             toks.append(Token("num", m.group(0)))
             i = m.end()
             continue
@@ -102,7 +107,8 @@ def tokenize(text: str) -> list[Token]:
             continue
         if c.isascii() and c.isalpha():
             m = _ALPHA.match(text, i)
-            assert m is not None
+            if m is None:
+                raise LexError(f"unreadable letters at position {i}")
             toks.extend(_split_letters(m.group(0)))
             i = m.end()
             continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from rewards.math.units import is_unit_text, is_unit_word
 from rewards.math.values import Text
 
 __all__ = ["clean", "as_text", "choice_letter", "NormalizeError", "MAX_ANSWER_CHARS", "text_key"]
@@ -35,10 +36,15 @@ _UNICODE = {
     "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2032": "'", "\u222a": r"\cup ", "\u2208": r"\in ",
     "\u2205": r"\emptyset ", "\u2248": r"\approx ", "\u2223": r"\mid ", "\uff0c": ",", "\u00bd": "(1/2)",
     "\u00bc": "(1/4)", "\u00be": "(3/4)",
-    "\u00b2": "^2", "\u00b3": "^3", "\u2217": "*", "\u00b1": r"\pm ", "\u2213": r"\mp ",
+    "\u2217": "*", "\u00b1": r"\pm ", "\u2213": r"\mp ",
 }
+_SUPERSCRIPT = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a",
+                             "0123456789-+")
+_SUBSCRIPT = str.maketrans("\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089", "0123456789")
+_SUPER_RUN = re.compile("[\u207b\u207a]?[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+")
+_SUB_RUN = re.compile("[\u2080-\u2089]+")
 _DROP = re.compile(
-    r"\\(?:displaystyle|textstyle|left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|limits|"
+    r"\\(?:displaystyle|textstyle|left|right|middle|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|limits|"
     r"quad|qquad|mathrm\{\s*\}|!|,|;|:|>| )|~|\\\(|\\\)|\\\[|\\\]|\$"
 )
 _UNITS = (
@@ -56,9 +62,13 @@ _WORD = r"[A-Za-z]+(?:\.|/[A-Za-z]+)?(?:\^\{?\d\}?)?"
 # words separated by required whitespace: no nested ambiguity, so no catastrophic backtracking
 _TRAILING_WORDS = re.compile(r"(?<=[\d})%°.])\s+(" + _WORD + r"(?:\s+" + _WORD + r")*)\s*$")
 _TEXT_CMD = re.compile(
-    r"\\(?:text|textbf|textit|textrm|mbox|mathrm|mathit|mathsf|texttt|emph)\s*\{([^{}]*)\}(\s*\^\s*\{?\d\}?)?"
+    r"\\(?:text|textbf|textit|textrm|textnormal|textsf|textup|mbox|mathrm|mathit|mathsf|texttt|emph)"
+    r"\s*\{([^{}]*)\}(\s*\^\s*\{?\d\}?)?"
 )
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
+_SPACE_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.])")
+_BRACE_COMMA_THOUSANDS = re.compile(r"(?<=\d)\{,\}(?=\d{3}(?!\d))")
+_BRACE_COMMA_DECIMAL = re.compile(r"(?<=\d)\{,\}(?=\d)")
 _REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
 _ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d{2,40})\s*(?:\.\.\.|\\ldots|\\dots|\\cdots|…)")
 _BASE = re.compile(r"(?<![A-Za-z\\\d])([0-9][0-9A-Za-z]*|[A-F][0-9A-F]*)_\{?\(?(\d{1,2})\)?\}?")
@@ -80,23 +90,29 @@ def clean(s: str) -> str:
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)
+    s = _SUPER_RUN.sub(lambda m: "^{" + m.group(0).translate(_SUPERSCRIPT) + "}", s)  # x\u00b2, 10\u207b\u00b3
+    s = _SUB_RUN.sub(lambda m: "_{" + m.group(0).translate(_SUBSCRIPT) + "}", s)
     s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)
     s = re.sub(r"(?<=[\w)}])\*\*(?=[\w({-])", "^", s)
     s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
+    s = re.sub(r"\{\s*\}\s*(?=°)|(?<=°)\s*(?:\\mathrm\{\s*[CF]\s*\}|[CF](?![A-Za-z]))", "", s)  # 30{}°, 25°C
     s = re.sub(r"\\%|\\percent", "%", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
     s = re.sub(r"\\\{\s*\\\}", r"\\emptyset ", s)
     s = re.sub(r"^\\\{\s*[a-z]\s*(?:\\mid|\||:)\s*(.*)\\\}$", r"\1", s.strip())  # {x | 2 < x < 5}
     s = re.sub(r"^\s*(?:\\approx|\\sim|=)\s*", "", s)
-    s = s.replace("{,}", "").replace(r"\cdot10", r"\cdot 10")
+    s = _BRACE_COMMA_THOUSANDS.sub("", s)  # 12{,}345
+    s = _BRACE_COMMA_DECIMAL.sub(".", s)  # 2{,}74: a decimal comma (the group after it is not 3 digits)
+    s = s.replace("{,}", ",").replace(r"\cdot10", r"\cdot 10")
     s = _text_commands(s)
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
     s = re.sub(r"(?<=\d)j\b", "i", s)  # python's complex unit: 14-1j
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
     s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
+    s = _SPACE_THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(" ", ""), s)  # 1 000 000
     s = _REPEATING.sub(_repeating, s)
     s = _ELLIPSIS.sub(_ellipsis, s)
     s = _BASE.sub(_base, s)
@@ -115,10 +131,7 @@ def _text_commands(s: str) -> str:
         if word in _CONNECTIVES:
             return _CONNECTIVES[word]
         before = s[: m.start()].rstrip()
-        unit = re.fullmatch(r"[A-Za-z .$/^0-9]*", inner) and all(
-            _UNIT_RE.match(w) or len(w) >= 3 for w in re.findall(r"[A-Za-z]+(?:/[A-Za-z]+)?", inner)
-        )
-        if before and not re.search(r"[-+*/=(,^_{&]$", before) and unit:
+        if before and not re.search(r"[-+*/=(,^_{&]$", before) and is_unit_text(inner):
             return ""  # a unit after a value: \text{ cm}, \text{ square feet}, \text{ cm}^2
         tail = m.group(2) or ""
         if len(inner.strip()) == 1 and inner.strip().isalpha():
@@ -147,7 +160,7 @@ def _is_unit_word(w: str) -> bool:
     low = w.lower()
     if low in _MATH_WORDS or low in ("or", "and"):
         return False
-    return bool(_UNIT_RE.match(w)) or (3 <= len(w) <= 16 and w.isalpha())
+    return is_unit_word(w)
 
 
 def _repeating(m: re.Match[str]) -> str:
@@ -193,8 +206,12 @@ def choice_letter(s: str) -> str | None:
     m = re.match(r"^\(?\s*([A-J])\s*\)?(?:$|[\s.:,)]+)", t)
     if not m:
         return None
-    if re.match(r"^\)?[\s,;/]*(?:(?:or|and)\s+)?\(?[A-J]\)?(?:[\s.,;)]|$)", t[m.end(1) :]):
+    rest = t[m.end(1) :]
+    if re.match(r"^\)?[\s,;/]*(?:(?:or|and)\s+)?\(?[A-J]\)?(?:[\s.,;)]|$)", rest):
         return None  # "C or D": hedging between choices
+    others = {x for x in re.findall(r"(?<![\\A-Za-z])[A-J](?![A-Za-z])", rest)} - {m.group(1)}
+    if others:
+        return None  # "A \& B", "A (or B)", "A \lor B": another option named after the first
     return m.group(1)
 
 

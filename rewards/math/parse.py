@@ -2,9 +2,10 @@
 
 One grammar serves LaTeX (``\\frac{1}{2}``, ``\\sqrt[3]{x}``, ``\\begin{pmatrix}``) and plain text (``sqrt(2)/2``,
 ``pi/2``, ``exp(16)``, ``2^10``). Precedence, loosest first: separators (``,`` ``;`` "or" "and" ``\\cup``),
-relations (``= < \\le \\in`` ...), ``+ - \\pm``, ``* / \\cdot`` and implicit products, unary signs, powers, then
-postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric ``\\frac`` is a mixed number (MATH
-convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
+relations (``= < \\le \\in`` ...), ratios (``a : b``), ``+ - \\pm``, ``* / \\cdot`` and implicit products, unary
+signs, powers, then postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric ``\\frac`` is a
+mixed number (MATH convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
+Several labelled solutions (``x = 1, y = 2; x = 3, y = 4``) become a list of tuples.
 
 Every step is bounded: a token cap, a nesting cap, a literal-length cap, and the guarded power/factorial of
 :mod:`rewards.math.values`. Bracketed structures (tuples, intervals, matrices) are parsed by
@@ -14,7 +15,7 @@ LaTeX (see :mod:`rewards.math.normalize`) and does not compare.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import sympy as sp
 
@@ -23,6 +24,7 @@ from rewards.math.structures import StructureMixin
 from rewards.math.tables import ATOM_CMDS, CONSTS, FRACS, FUNCS, GREEK, MUL_CMDS, RELOPS, TRIG
 from rewards.math.values import (
     DEG, PCT, PM, Based, Expr, HugeValue, Ivl, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
+    safe_root,
 )
 
 __all__ = ["ParseError", "parse_value", "MAX_DEPTH", "MAX_LITERAL_DIGITS", "MAX_TOKENS"]
@@ -84,10 +86,13 @@ class _Parser(StructureMixin):
     def parse_list(self, closers: tuple[str, ...]) -> Value:
         items = [self.parse_rel()]
         union = False
+        groups: list[int] = []  # where each ";" / "or" group starts, for x = 1, y = 2; x = 3, y = 4
         while True:
             t = self.peek()
             if t.is_op(",", ";") or (t.kind == "name" and t.text in ("or", "and")):
                 self.next()
+                if not t.is_op(","):
+                    groups.append(len(items))
             elif t.is_cmd("cup"):
                 self.next()
                 union = True
@@ -100,6 +105,9 @@ class _Parser(StructureMixin):
             return items[0]
         if union:
             return self._union(items)
+        solutions = _solution_groups(items, groups)
+        if solutions is not None:
+            return solutions
         return Seq("list", tuple(self._as_value(i) for i in items))
 
     @staticmethod
@@ -107,18 +115,34 @@ class _Parser(StructureMixin):
         return Expr(x) if _is_sym(x) else x  # type: ignore[return-value]
 
     def parse_rel(self) -> Value:
-        first = self.parse_add()
+        first = self.parse_ratio()
         terms: list[object] = [first]
         ops: list[str] = []
         while True:
             op = self._relop()
             if op is None:
                 break
-            terms.append(self.parse_add())
+            terms.append(self.parse_ratio())
             ops.append(op)
         if not ops:
             return self._as_value(first)
         return Rel(tuple(terms), tuple(ops))
+
+    def parse_ratio(self) -> object:
+        """``a : b`` is the quotient a/b (a ratio equals its quotient: ``7:32`` = ``14:64`` = ``\\frac{7}{32}``);
+        ``a : b : c`` is the tuple ``(1, b/a, c/a)``, so equal ratios of three parts compare equal."""
+        parts = [self.parse_add()]
+        while self.peek().is_op(":"):
+            self.next()
+            parts.append(self.parse_add())
+        if len(parts) == 1:
+            return parts[0]
+        self._need_scalar(*parts)
+        if len(parts) == 2:
+            return parts[0] / parts[1]  # type: ignore[operator]
+        if parts[0] == 0:
+            raise ParseError("a ratio whose first part is 0")
+        return Seq("tuple", tuple(Expr(p / parts[0]) for p in parts))  # type: ignore[operator]
 
     def _relop(self) -> str | None:
         t = self.peek()
@@ -369,7 +393,7 @@ class _Parser(StructureMixin):
             self.expect_op("]")
             arg = self._arg(single=True)
             self._need_scalar(n, arg)
-            return sp.root(arg, n)  # type: ignore[arg-type]
+            return safe_root(arg, n)  # type: ignore[arg-type]
         arg = self._arg(single=name == "sqrt")
         if name == "log" and isinstance(arg, Seq) and arg.kind == "tuple" and len(arg.items) == 2 and base is None:
             arg, base = (x.e if isinstance(x, Expr) else x for x in arg.items)  # sympy's log(x, b)
@@ -382,6 +406,12 @@ class _Parser(StructureMixin):
             out = safe_pow(sp.E, arg)  # type: ignore[arg-type]
         elif name == "abs":
             out = _abs(arg)  # type: ignore[arg-type]
+        elif name == "sqrt":
+            out = safe_root(arg, sp.Integer(2))  # type: ignore[arg-type]
+        elif name == "cbrt":  # the real cube root
+            neg = bool(getattr(arg, "is_negative", False))
+            out = safe_root(-arg if neg else arg, sp.Integer(3))  # type: ignore[operator]
+            out = -out if neg else out
         else:
             out = sp.log(arg, base) if base is not None else FUNCS[name](arg)
         return safe_pow(out, power) if power is not None else out  # type: ignore[arg-type]
@@ -426,6 +456,26 @@ class _Parser(StructureMixin):
             return Ivl(-sp.oo, sp.oo, False, False)
         raise ParseError(f"unsupported command \\{name}")
 
+def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
+    """``x = 1, y = 2; x = 3, y = 4`` (groups split by ``;`` or "or", each assigning the same two or more
+    variables) -> the list of tuples ``(1, 2), (3, 4)``, in the variables' alphabetical order; else None."""
+    bounds = [0, *(s for s in starts if 0 < s < len(items)), len(items)]
+    groups = [items[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    if len(groups) < 2:
+        return None
+    names: set[tuple[str, ...]] = set()
+    tuples = []
+    for g in groups:
+        if len(g) < 2 or not all(isinstance(r, Rel) and r.ops == ("=",) and isinstance(r.terms[0], sp.Symbol)
+                                 and isinstance(r.terms[1], sp.Basic) for r in g):
+            return None
+        # each r is a Rel (checked above)
+        pairs = sorted(((str(r.terms[0]), r.terms[1]) for r in g), key=lambda p: p[0])  # type: ignore[attr-defined]
+        names.add(tuple(n for n, _ in pairs))
+        tuples.append(Seq("tuple", tuple(Expr(v) for _, v in pairs)))
+    return Seq("list", tuple(tuples)) if len(names) == 1 else None
+
+
 def _abs(x: sp.Basic) -> sp.Basic:
     """``|x|`` without sympy's assumption engine where it is slow.
 
@@ -441,7 +491,7 @@ def _abs(x: sp.Basic) -> sp.Basic:
         return x if re_ > 0 else -x  # the sign from a 30-digit value, not from sympy's assumptions
     if _gaussian(x):
         a, b = x.as_real_imag()
-        return sp.sqrt(a**2 + b**2)  # |3 + 4i| = 5
+        return safe_root(a**2 + b**2, sp.Integer(2))  # |3 + 4i| = 5
     return sp.Abs(x, evaluate=False)
 
 

@@ -2,8 +2,11 @@ r"""The ``math`` reward: does a completion's final answer equal the gold answer 
 
 Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be parsed is
 ``Score(None, "gold_unparseable")``, never 0), extract the completion's final answer
-(:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). A gold that is
-well formed but outside the grammar (``\overline{AB}``, ``3:2``) is compared as a normalized string. Identical
+(:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). A gold written as
+a worked solution gives its final answer as a completion would; several different boxes in the gold are an
+ordered list (never matched by the set of them); a gold of several option letters (``ABD``) is a multi-select
+answer. A gold that is well formed but outside the grammar (``\overline{AB}``) is compared as a normalized
+string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it). Identical
 normalized strings and plain numbers are decided without sympy (the fast path most pairs take). Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
@@ -30,13 +33,15 @@ import time
 from fractions import Fraction
 from typing import Any, Callable
 
+import sympy as sp
+
 from harness.registry import reward
 from harness.types import Sample, Score, Status
 from rewards.math.compare import Options, OutOfTime, equivalent
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
-from rewards.math.values import Huge, HugeValue, Text, Value, show
+from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value, show
 
 __all__ = ["math_reward", "parse_answer", "verify"]
 
@@ -75,13 +80,23 @@ def parse_answer(text: str) -> Value:
         raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
 
 
-def _gold_text(gold: Any) -> str:
+def _gold_text(gold: Any) -> tuple[str, bool]:
+    """The gold answer and whether it is several different boxed answers (an ordered list, never a set).
+
+    A gold written as a worked solution (the MATH ``solution`` column, a GSM8K ``#### 42`` line, a paragraph
+    ending in "The answer is ...") gives its final answer, found as in a completion.
+    """
     text = str(gold).strip()
-    if "\\boxed" in text or "####" in text:
-        found = extract_answer(text).answer
-        if found:
-            return found
-    return text
+    worked = "\\boxed" in text or "\\fbox" in text or "####" in text
+    if worked or ("\n" in text and _GOLD_ANCHOR.search(text)):
+        found = extract_answer(text[-_GOLD_TAIL:])
+        if found.answer:
+            return found.answer, found.hedged
+    return text, False
+
+
+_GOLD_ANCHOR = re.compile(r"answer|therefore|thus|hence", re.IGNORECASE)
+_GOLD_TAIL = 20_000
 
 
 def verify(
@@ -95,9 +110,12 @@ def verify(
 ) -> Score:
     """Score one completion against one gold answer (gold first). See the module docstring for the statuses."""
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
-    gold_s = _gold_text(gold)
+    gold_s, several = _gold_text(gold)
     try:
-        g = _gold_choice(gold_s) or parse_answer(gold_s)
+        several_letters = _choice_letters(gold_s)  # a multi-select gold, "ABD"
+        g = Text(several_letters, choice=True) if several_letters else _gold_choice(gold_s) or parse_answer(gold_s)
+        if several and isinstance(g, Seq) and g.kind == "list":
+            g = Seq("tuple", g.items)  # \boxed{2} ... \boxed{7}: two answers in order, not the set {2, 7}
     except ParseError as e:
         g = _raw_gold(gold_s)
         if g is None:
@@ -180,6 +198,16 @@ def _gold_choice(gold: str) -> Text | None:
     return Text(m.group(1).lower(), choice=True) if m else None
 
 
+def _choice_letters(text: str) -> str | None:
+    """Several options at once, ``ABD``, ``A, B, D``, ``\\text{A and D}``: their letters, sorted (else None)."""
+    t = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", text).strip().strip("$")
+    t = re.sub(r"\s*(?:,|\band\b|\\?&)\s*|\s+", "", t)
+    if not re.fullmatch(r"(?:\(?[A-J]\)?){2,10}", t):
+        return None
+    letters = re.findall(r"[A-J]", t)
+    return "".join(sorted(letters)).lower() if len(set(letters)) == len(letters) else None
+
+
 def _zero(status: Status, answer: str, info: dict[str, Any], reason: str) -> Score:
     return Score(value=0.0, status=status, answer=answer[:500], info={**info, "reason": reason})
 
@@ -187,12 +215,21 @@ def _zero(status: Status, answer: str, info: dict[str, Any], reason: str) -> Sco
 def _parse_for(gold: Value, answer: str) -> Value:
     if isinstance(gold, Text) and gold.raw:
         return Text(_raw_key(answer) or "", raw=True)
+    if isinstance(gold, Text) and gold.choice and len(gold.s) > 1:
+        letters = _choice_letters(answer)
+        return Text(letters, choice=True) if letters else parse_answer(answer)
     if isinstance(gold, Text) and gold.choice:
         single = re.fullmatch(r"\s*(?:\\text(?:bf)?\{)?\(?([a-jA-J])\)?\}?\s*", answer)
         letter = single.group(1).upper() if single else choice_letter(answer)
         if letter is not None:
             return Text(letter.lower(), choice=True)
+    if isinstance(gold, Expr) and not isinstance(gold.e, sp.MatrixBase):
+        answer = _DECIMAL_COMMA.sub(r"\1.\2", answer)  # one value expected: 2,74 is 2.74 (not a list)
     return parse_answer(answer)
+
+
+#: A decimal comma: one comma, no space, and not three digits after it (12,345 is a thousands separator).
+_DECIMAL_COMMA = re.compile(r"^\s*(-?\d+),(\d{1,2}|\d{4,})\s*$")
 
 
 @reward("math", reads=("answer",))

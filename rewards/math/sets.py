@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 import sympy as sp
+import sympy.physics.units  # noqa: F401  # solveset imports it on its first call (0.3 s): paid at start-up, not by a pair
 
 from rewards.math.values import Expr, Ivl, IvlUnion, Rel, Seq, Value
 
@@ -57,7 +58,7 @@ def _rel_intervals(r: Rel) -> list[Ivl] | None:
         return None
     syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]
     if len(syms) != 1:
-        return _solved(r)
+        return _solved(r) if len(r.ops) == 1 else _solved_chain(r)
     k = syms[0]
     lo, hi, lc, hc = -sp.oo, sp.oo, False, False
     for i, op in enumerate(r.ops):
@@ -111,7 +112,28 @@ def _solved(r: Rel) -> list[Ivl] | None:
     return _to_intervals(sol)
 
 
+def _solved_chain(r: Rel) -> list[Ivl] | None:
+    """``1 \\le |z| \\le 3/2``: a two-sided chain around one expression in one variable, as the intersection of
+    its two halves (each solved as by :func:`_solved`)."""
+    if len(r.ops) != 2 or not all(o in _RELATIONS for o in r.ops):
+        return None
+    a, mid, b = r.terms
+    if not (isinstance(mid, sp.Basic) and len(mid.free_symbols) == 1):
+        return None
+    lower, upper = _solved(Rel((a, mid), (r.ops[0],))), _solved(Rel((mid, b), (r.ops[1],)))
+    if lower is None or upper is None:
+        return None
+    sets = [sp.Union(*(_as_set(i) for i in h)) for h in (lower, upper)]
+    return _to_intervals(sp.Intersection(*sets))
+
+
+def _as_set(i: Ivl) -> sp.Set:
+    return sp.Interval(i.lo, i.hi, not i.lo_closed, not i.hi_closed)
+
+
 def _to_intervals(sol: sp.Set) -> list[Ivl] | None:
+    if sol is sp.S.EmptySet:
+        return []
     if sol is sp.S.Reals:
         return [Ivl(-sp.oo, sp.oo, False, False)]
     if isinstance(sol, sp.Interval):

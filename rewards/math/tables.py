@@ -27,7 +27,8 @@ GREEK = {
     "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega",
     "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
 }
-RELOPS = {"=": "=", "<": "<", ">": ">", "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=",
+RELOPS = {"=": "=", "<": "<", ">": ">", "lt": "<", "gt": ">", "leqq": "<=", "geqq": ">=",
+           "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=",
            "geqslant": ">=", "ne": "!=", "neq": "!=", "in": "in", "approx": "=", "equiv": "="}
 MUL_CMDS = {"cdot", "times", "ast"}
 FRACS = {"frac", "dfrac", "tfrac", "cfrac"}

@@ -20,7 +20,7 @@ import sympy as sp
 
 __all__ = [
     "Expr", "Rel", "Seq", "Ivl", "IvlUnion", "Based", "Text", "Huge", "Value", "HugeValue",
-    "PCT", "DEG", "PM", "MARKERS", "MAX_BITS", "safe_pow", "safe_factorial", "safe_binomial", "show",
+    "PCT", "DEG", "PM", "MARKERS", "MAX_BITS", "safe_pow", "safe_root", "safe_factorial", "safe_binomial", "show",
 ]
 
 #: Largest integer (in bits) the parser will materialize from a power, factorial or binomial.
@@ -30,6 +30,8 @@ MAX_EXPONENT = 20_000
 MAX_FACTORIAL = 3_000
 #: Largest integer exponent on an expression with variables.
 MAX_SYMBOLIC_EXPONENT = 200
+#: Largest integer (in bits) a root is taken of: sympy extracts perfect-power factors, which takes seconds above this.
+MAX_ROOT_BITS = 1000
 
 PCT = sp.Symbol("_pct_")
 DEG = sp.Symbol("_deg_")
@@ -138,6 +140,8 @@ def safe_pow(base: sp.Basic, exp: sp.Basic) -> sp.Basic:
         bits = _int_bits(base)
         if bits is not None and bits * abs(int(exp.p)) > MAX_BITS * max(1, int(exp.q)):
             raise HugeValue("power too large to evaluate")
+        if int(exp.q) != 1 and _root_too_big(base):
+            raise HugeValue("root of a number too large to factor")
         if bits is None and base.is_number and abs(int(exp.p)) > 400:
             raise HugeValue("power of an irrational number with a large exponent")
     elif not isinstance(exp, sp.Rational) and exp.is_number and not trivial:
@@ -145,6 +149,21 @@ def safe_pow(base: sp.Basic, exp: sp.Basic) -> sp.Basic:
         if est is None or est > 1e4:
             raise HugeValue("exponent too large to evaluate")
     return sp.Pow(base, exp)
+
+
+def _root_too_big(base: sp.Basic) -> bool:
+    """A root of an expression holding a rational over :data:`MAX_ROOT_BITS` bits (``\\sqrt{10^{10000}+1}``)."""
+    return any((_int_bits(r) or 0) > MAX_ROOT_BITS for r in base.atoms(sp.Rational))
+
+
+def safe_root(base: sp.Basic, n: sp.Basic) -> sp.Basic:
+    """The principal ``n``-th root of ``base`` (``\\sqrt``, ``\\sqrt[n]``), guarded like :func:`safe_pow`."""
+    if isinstance(n, sp.Integer) and n > 0:
+        return safe_pow(base, sp.Rational(1, int(n)))
+    _no_markers(n)
+    if _root_too_big(base):
+        raise HugeValue("root of a number too large to factor")
+    return sp.root(base, n)
 
 
 def _magnitude(x: sp.Basic) -> float | None:

@@ -255,3 +255,89 @@ def test_overlong_missing_tokenizer_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-tokenizer"
     with pytest.raises(RewardParameterError, match="no-such-tokenizer"):
         get_reward("overlong", tokenizer=str(missing))
+
+
+# --- empty shells and tag order (placeholder content is not a format) ----------------------------------------
+# Regression: before placeholders and tag order were checked, 21 of the cases below failed (an empty shell scored
+# 1.0 on think_answer_format, tag_count, boxed_present and a matching format_regex).
+
+SHELL = "<think></think><answer>\\boxed{.}</answer>"
+REAL = "<think>3 + 4 = 7</think><answer>\\boxed{7}</answer>"
+
+
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("think_answer_format", {}),
+        ("tag_count", {}),
+        ("boxed_present", {}),
+        ("format_regex", {"pattern": r"^<think>.*?</think>\s*<answer>.*?</answer>$", "flags": "s"}),
+    ],
+)
+def test_an_empty_shell_never_gets_full_credit_and_the_real_thing_does(name: str, params: dict) -> None:
+    fn = get_reward(name, **params)
+    assert fn({}, REAL).value == 1.0
+    assert fn({}, SHELL).value < 1.0
+    assert fn({}, "<think>\u200b</think><answer>\\boxed{\\phantom{}}</answer>").value < 1.0
+
+
+@pytest.mark.parametrize(
+    "content, value",
+    [
+        ("\\boxed{.}", 0.0), ("\\boxed{\\,}", 0.0), ("\\boxed{\\phantom{}}", 0.0), ("\\boxed{\u200b}", 0.0),
+        ("\\boxed{\\text{ }}", 0.0), ("\\boxed{\\quad ~}", 0.0),
+        ("\\boxed{0}", 1.0), ("\\boxed{\\infty}", 1.0), ("\\boxed{\\emptyset}", 1.0), ("\\boxed{\u2205}", 1.0),
+        ("\\boxed{x}", 1.0), ("\\boxed{\\text{no}}", 1.0),
+    ],
+)
+def test_boxed_present_rejects_placeholders_but_not_short_real_answers(content: str, value: float) -> None:
+    s = get_reward("boxed_present")({}, "so " + content)
+    assert s.value == value
+    if value == 0.0:
+        assert s.status == "no_answer" and "placeholder" in s.info["reason"]
+
+
+@pytest.mark.parametrize(
+    "completion, value",
+    [
+        ("<think>a</think><answer>b</answer>", 1.0),
+        ("<think>a<answer>b</think>c</answer>", 0.5),  # interleaved: neither pair is well formed
+        ("<answer>b</answer><think>a</think>", 0.75),  # reversed: the answer comes before the reasoning
+        ("<think>a<answer>b</answer></think>", 0.75),  # the answer inside the reasoning
+        ("<think> </think><answer>b</answer>", 0.75),  # empty reasoning
+        ("<think>a</think><answer>\\boxed{\\,}</answer>", 0.75),  # placeholder answer
+    ],
+)
+def test_tag_count_wants_ordered_pairs_around_real_content(completion: str, value: float) -> None:
+    assert get_reward("tag_count")({}, completion).value == value
+
+
+@pytest.mark.parametrize(
+    "completion, ok",
+    [
+        ("<think>work</think><answer>\\boxed{5}</answer>", True),
+        ("<think>work</think><answer>5</answer>", True),
+        ("<think></think><answer>5</answer>", False),
+        ("<think>\\quad</think><answer>5</answer>", False),
+        ("<think>work</think><answer>\\boxed{.}</answer>", False),
+        ("<think>work</think><answer>\u200b</answer>", False),
+    ],
+)
+def test_think_answer_format_needs_content_in_both_blocks(completion: str, ok: bool) -> None:
+    s = get_reward("think_answer_format")({}, completion)
+    assert (s.value == 1.0) == ok, s.info
+
+
+def test_format_regex_keeps_plain_matches_and_refuses_empty_blocks() -> None:
+    fn = get_reward("format_regex", pattern=r"<answer>.*?</answer>", flags="s")
+    assert fn({}, "x <answer>12</answer>").value == 1.0
+    s = fn({}, "x <answer> </answer>")
+    assert (s.value, s.status) == (0.0, "no_answer") and "empty shell" in s.info["reason"]
+    assert get_reward("format_regex", pattern=r"</think>")({}, "a</think>b").value == 1.0  # no block: no check
+
+
+def test_format_checks_stay_linear_on_hostile_tag_floods() -> None:
+    # 10k nested opening tags with their closings: every block is checked in O(1) after one pass
+    fn = get_reward("format_regex", pattern=r".*", flags="s", max_chars=10**6)
+    s = fn({}, "<a>" * 10_000 + "</a>" * 10_000)
+    assert (s.value, s.status) == (0.0, "no_answer")

@@ -58,7 +58,8 @@ EXACT_AND_APPROXIMATE = [
     ("\\frac13", "\\boxed{0.33}", 0.0),
     ("\\pi", "\\boxed{3.14159}", 0.0),
     ("2", "\\boxed{1.9999999}", 0.0),
-    ("\\sqrt2", "\\boxed{1.41421356237}", 0.0),
+    ("\\sqrt2", "\\boxed{1.41421356237}", 1.0),  # 12 significant digits, within a unit of the last: printed
+    ("\\sqrt2", "\\boxed{1.41421356}", 0.0),  # 9 digits: a rounding, not the value
     ("\\frac{1}{2004!}", "\\boxed{\\frac{1}{2006!}}", 0.0),
 ]
 

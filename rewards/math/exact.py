@@ -1,0 +1,101 @@
+r"""When two numbers that agree to many digits are the same value: the decimal rule and the exact-zero check.
+
+* **Decimals.** A decimal answer is the rational it writes, so ``0.33`` is not ``1/3`` and ``1.9999999`` is not 2.
+  One exception, for values a program printed: a decimal with at least :data:`MIN_DECIMAL_DIGITS` significant
+  digits equals an exact gold that cannot be written with that many decimals when it matches the gold to within
+  one unit of its last digit (rounded or truncated), and has a fractional part: ``0.0833333333333333`` = ``1/12``,
+  ``1.414213562`` = ``\sqrt2``; but ``0.3333`` is not ``1/3`` (too few digits), ``2.0000000001`` is not 2 (2 is
+  written exactly with those decimals), ``0.3333333336`` is not ``1/3`` (off by more than a unit).
+* **Exact zero.** Two closed forms whose 50-digit values agree to a relative 1e-30 are confirmed by evaluating
+  their *difference* to 15 significant digits with adaptive precision (up to :data:`MAX_DIGITS` digits): a
+  difference that evaluates to a nonzero number (``10^{40} + \sqrt2`` against ``10^{40}``, ``7 + 10^{-40}\pi``
+  against 7) is a different value; one that stays zero to that precision is the same value.
+
+This module does not parse or decide which values are compared.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.core.evalf import PrecisionExhausted
+
+__all__ = ["MIN_DECIMAL_DIGITS", "MAX_DIGITS", "decimal_digits", "decimal_matches", "confirmed_zero"]
+
+MIN_DECIMAL_DIGITS = 10
+MAX_DIGITS = 300
+
+
+def decimal_digits(a: sp.Basic) -> tuple[int, int] | None:
+    """(decimals, significant digits) of the shortest decimal that writes the rational ``a``, or None."""
+    if not isinstance(a, sp.Rational) or a == 0:
+        return None
+    q = int(a.q)
+    if pow(10, 400, q) != 0:
+        return None  # not a decimal of at most 400 places (one modular power, even for 1/2006!)
+    twos = (q & -q).bit_length() - 1
+    q >>= twos
+    fives = 0
+    while q % 5 == 0:
+        q //= 5
+        fives += 1
+    k = max(twos, fives)
+    digits = abs(int(a.p)) * 10**k // int(a.q)
+    if digits.bit_length() > 1400:
+        return k, 400  # over 400 digits (str() of it would be refused): certainly "many digits"
+    return k, len(str(digits))
+
+
+def decimal_matches(gold: sp.Basic, value: sp.Basic | None, a: sp.Basic) -> bool:
+    """The decimal rule of the module docstring: ``a`` (a rational) stands for the exact ``gold``.
+
+    ``value`` is the gold's numeric value (a Float) when it is not rational.
+    """
+    dd = decimal_digits(a)
+    if dd is None or dd[0] == 0 or dd[1] < MIN_DECIMAL_DIGITS:
+        return False  # an integer is never a printed approximation
+    k = dd[0]
+    if isinstance(gold, sp.Rational):
+        if (gold * 10**k).is_integer:
+            return False  # the gold is written exactly with that many decimals: the answer is another number
+        return bool(abs(gold - a) <= sp.Rational(1, 10**k))
+    if value is None or not value.is_real:
+        return False
+    return bool(abs(value - a) <= sp.Float(10, 60) ** (-k))
+
+
+def confirmed_zero(d: sp.Basic, subs: dict | None = None) -> bool:
+    """Whether ``d`` (a difference of two values that agree numerically) is zero: see the module docstring.
+
+    Exact shortcuts first: a rational function is evaluated exactly at the (rational) point ``subs``; a small
+    algebraic closed form is expanded. Otherwise the difference is evaluated with adaptive precision.
+    """
+    if d == 0:
+        return True
+    if _rational_function(d) and (subs or not d.free_symbols):
+        e = d.xreplace(subs) if subs else d  # exact arithmetic: x + 10^{-40} is not x
+        if e == 0 or (e.is_Rational and e != 0):
+            return e == 0
+        d = e
+    if not d.free_symbols and _expandable(d) and sp.expand(d) == 0:
+        return True  # (1 + sqrt 2)^2 - (3 + 2 sqrt 2), (1 + i)^2 - 2i
+    try:
+        v = d.evalf(15, subs=subs, maxn=MAX_DIGITS, strict=True) if subs else d.evalf(15, maxn=MAX_DIGITS, strict=True)
+    except PrecisionExhausted:
+        return True  # zero to MAX_DIGITS digits
+    except (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError):
+        return True  # not evaluable more precisely: keep the 30-digit verdict
+    return bool(v == 0)
+
+
+def _rational_function(d: sp.Basic) -> bool:
+    """Built from variables, rationals and ``i`` with +, *, and integer powers (exact at a rational point)."""
+    if d.has(sp.Function) or d.atoms(sp.NumberSymbol) or d.atoms(sp.Float):
+        return False
+    return all(p.exp.is_Integer for p in d.atoms(sp.Pow))
+
+
+def _expandable(d: sp.Basic) -> bool:
+    """No functions, and no power of a sum above 6 (its expansion stays small)."""
+    if d.has(sp.Function):
+        return False
+    return all(not (isinstance(p.base, sp.Add) and p.exp.is_Integer and abs(p.exp) > 6) for p in d.atoms(sp.Pow))
