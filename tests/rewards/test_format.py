@@ -59,7 +59,7 @@ def test_format_regex_flag_forms() -> None:
     [
         ({"pattern": "(unclosed"}, "does not compile"),
         ({"pattern": "x", "flags": "q"}, "unknown flag 'q'"),
-        ({"pattern": "x", "mode": "findall"}, "mode must be"),
+        ({"pattern": "x", "mode": "findall"}, "parameter 'mode' got 'findall'"),
         ({"pattern": "x", "max_chars": 0}, "max_chars"),
         ({}, "needs parameter(s) 'pattern'"),
         ({"pattern": "x", "patern": "y"}, "accepted parameters"),
