@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rewards.math.units import is_unit_text
+
 __all__ = ["Extraction", "extract_answer", "MAX_COMPLETION_CHARS"]
 
 #: Only the tail of a longer completion is searched (the final answer is at the end).
@@ -50,7 +52,7 @@ _REVISION = re.compile(
     re.IGNORECASE,
 )
 _CHOICE = re.compile(
-    r"\b(?:(?:option|choice|answer)[ \t]{0,3})?\(?\b([A-J])\)?[ \t]{1,3}is[ \t]{1,3}(?:the[ \t]{1,3})?"
+    r"\b(?:(?:option|choice|answer)[ \t]{0,3})?\$?\(?\b([A-J])\)?\$?[ \t]{1,3}is[ \t]{1,3}(?:the[ \t]{1,3})?"
     r"(?:correct|right|best)\b",
     re.IGNORECASE,
 )
@@ -62,14 +64,28 @@ _LEAD_CLAUSES = re.compile(r"^(?:[A-Za-z']+(?:\s+[A-Za-z']+)*\s*,\s*)+")  # word
 _LEAD_WORDS = re.compile(r"^\s*(?:(?:so|thus|therefore|hence|and|then|finally)\b[\s,]*)+", re.IGNORECASE)
 _TAIL_NOISE = re.compile(r"[ \t]{0,3}(?:I[ \t]+hope[ \t]+it[ \t]+is[ \t]+correct\.?|\(?final\)?\.?)[ \t]*$", re.I)
 _SENTENCE_END = re.compile(
-    r"\.(?=\s|$)|[!?](?=\s|$)|,?[ \t]{1,3}(?:because|since|as|which|so|when|where|given|if)\b"
+    r"\.(?=\s|$)|[!?](?=\s|$)|,?[ \t]{1,3}(?:because|since|as|which|so|when|where|given|if)\b|"
+    r"[ \t]{1,3}\((?=[a-z]{2,}[ \t])"  # "2 (since the other root is negative)": a remark, not the answer
 )
 _CONCLUSION = re.compile(
     r"^(?:therefore|thus|so|hence|consequently|in\s+conclusion|in\s+summary|in\s+total|finally|overall|altogether)"
     r"\b[ \t,]{0,3}(.{0,240})[ \t](?:is|are|was|equals|will[ \t]be)[ \t]{1,3}(.{1,160})$",
     re.IGNORECASE,
 )
-_STATED = re.compile(r"^the\b(.{0,240})[ \t](?:is|are|equals)[ \t]{1,3}(\$[^$]{1,160}\$)$", re.IGNORECASE)
+_STATED = re.compile(
+    r"^the\b(.{0,240})[ \t](?:is|are|equals)[ \t]{1,3}(\$[^$]{1,160}\$)((?:[ \t]{1,3}[A-Za-z][A-Za-z.]{0,20}){0,3})$",
+    re.IGNORECASE,
+)
+_CONCLUDED_MATH = re.compile(  # "Thus $m = 2$.": a concluding word, then only inline math
+    r"^(?:therefore|thus|so|hence|consequently|finally)\b[ \t,]{0,3}(?:we[ \t]+(?:get|have|obtain)[ \t]+)?"
+    r"(\$[^$]{1,160}\$|\\\((?:[^\\]|\\[^)]){1,160}\\\))$",
+    re.IGNORECASE,
+)
+_IS_SOLUTION = re.compile(  # "$x = 2$ is the only solution": the value is before "is"
+    r"^(?:the|an?)[ \t]+(?:(?:only|unique|final|required|desired|correct)[ \t]+)?"
+    r"(?:solution|answer|value|root|result)$",
+    re.IGNORECASE,
+)
 _HEDGE_AFTER = re.compile(r"^[\s.,;:!*)\]}$]{0,12}(?:or|maybe|perhaps|possibly)\b", re.IGNORECASE)
 _ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$": a hedge word right before a value
     r"\b(?:or[ \t]+(?:maybe|perhaps|possibly|is[ \t]+it)|maybe|perhaps|possibly|"
@@ -271,11 +287,19 @@ def _conclusion(text: str) -> str | None:
     "The sum is $42$." (without a concluding word, only a value that is wholly inline math counts)."""
     sentence = _last_sentence(text)
     m = _CONCLUSION.match(sentence)
-    if not m:
-        m = _STATED.match(sentence)
+    stated = m.group(2).strip() if m else ""
+    if m and _IS_SOLUTION.match(stated.rstrip(".")):
+        stated = m.group(1).strip()  # "Therefore, $x = 2$ is the only solution."
+        if not re.fullmatch(r"\$[^$]{1,160}\$", stated):
+            return None
+    elif not m:
+        m = _STATED.match(sentence) or _CONCLUDED_MATH.match(sentence)
         if not m:
             return None
-    value = _delimited(m.group(2).strip()).strip()
+        if m.re is _STATED and m.group(3).strip() and not is_unit_text(m.group(3)):
+            return None  # "The sum is $42$ less than ...": only unit words may follow the value
+        stated = m.group(2) if m.re is _STATED else m.group(1)
+    value = _delimited(stated.strip()).strip()
     value = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", value).replace("**", "").strip().rstrip(".").strip()
     return value or None
 

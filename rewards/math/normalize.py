@@ -97,8 +97,10 @@ def clean(s: str) -> str:
     s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
+    s = _unbox(s)
+    s = _ANGLE.sub(r"\1", s)  # m\angle ABC = 90°: the angle's name is a label
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
-    s = re.sub(r"\{\s*\}\s*(?=°)|(?<=°)\s*(?:\\mathrm\{\s*[CF]\s*\}|[CF](?![A-Za-z]))", "", s)  # 30{}°, 25°C
+    s = re.sub(r"\{\s*\}\s*(?=°)|(?<=°)\s*(?:\\(?:mathrm|text)\{\s*[CF]\s*\}|[CF](?![A-Za-z]))", "", s)  # 30{}°, 25°C
     s = re.sub(r"\\%|\\percent", "%", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
     s = re.sub(r"\\\{\s*\\\}", r"\\emptyset ", s)
@@ -108,6 +110,7 @@ def clean(s: str) -> str:
     s = _BRACE_COMMA_DECIMAL.sub(".", s)  # 2{,}74: a decimal comma (the group after it is not 3 digits)
     s = s.replace("{,}", ",").replace(r"\cdot10", r"\cdot 10")
     s = _text_commands(s)
+    s = _INTEGER_PARAMETER.sub("", s)  # 2k\pi + \frac{\pi}{6}, k \in \mathbb{Z}
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
     s = re.sub(r"(?<=\d)j\b", "i", s)  # python's complex unit: 14-1j
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
@@ -121,6 +124,32 @@ def clean(s: str) -> str:
     s = _strip_trailing_units(s)
     s = re.sub(r"^[A-Za-z]\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) = 2x + 3
     s = s.strip().rstrip(".").strip()
+    return s
+
+
+_ANGLE = re.compile(r"(?<![A-Za-z\\])(?:m\s*)?\\(?:angle|measuredangle)\s*\{?\s*([A-Z]{1,3})\s*\}?(?=\s*=)")
+#: A trailing "k is an integer" qualifier of a periodic answer (the parameter stays a variable of the answer).
+_INTEGER_PARAMETER = re.compile(
+    r"[,;]?\s*\(?\s*(?:(?:for|where)\s+)?(?:all\s+|any\s+)?[a-z]\s*\\in\s*\\mathbb\s*\{?\s*[ZN]\s*\}?\s*\)?\s*$"
+)
+_WHOLE_BOX = re.compile(r"^\s*\\(?:boxed|fbox)\s*\{")
+
+
+def _unbox(s: str) -> str:
+    """``\\boxed{\\boxed{7}}`` -> ``7``: a box that is the whole answer is its content (balanced braces only)."""
+    for _ in range(8):
+        m = _WHOLE_BOX.match(s)
+        if not m or not s.rstrip().endswith("}"):
+            return s
+        inner = s[m.end() : len(s.rstrip()) - 1]
+        depth = 0
+        for c in inner:
+            depth += {"{": 1, "}": -1}.get(c, 0)
+            if depth < 0:
+                return s  # \boxed{1}+\boxed{2}: the braces close earlier
+        if depth:
+            return s
+        s = inner
     return s
 
 

@@ -1,0 +1,93 @@
+"""Answer shapes from real model outputs (MATH, NuminaMath, OpenThoughts, Minerva, GSM8K styles) that a second
+pass found misjudged, each positive next to its hard negatives.
+
+Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
+mode. Regression check: 19 of the first 42 cases here failed on the reward before these rules (assignments
+matched as sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, and five sentence
+shapes).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import get_reward
+
+MATH = get_reward("math")
+OT = ("<|begin_of_thought|>\n\nLet me think... maybe 7? No.\n\n<|end_of_thought|>\n\n<|begin_of_solution|>\n\n"
+      "{}\n\n<|end_of_solution|>")
+
+ASSIGNMENTS = [  # two lists of assignments compare variable by variable, not as the unordered set of values
+    ("a=1, b=2", "\\boxed{b=2, a=1}", 1.0),
+    ("a=1, b=2", "\\boxed{a = 1 \\text{ and } b = 2}", 1.0),
+    ("a=1, b=2", "\\boxed{a=2, b=1}", 0.0),  # was 1.0: {1, 2} = {2, 1}
+    ("a=1, b=2", "\\boxed{x=1, y=2}", 0.0),  # other variables, as x = 5 is not y = 5
+    ("x=1, x=2", "\\boxed{x=2, x=1}", 1.0),  # the roots of one variable stay an unordered list
+    ("x=1, y=2; x=3, y=4", "\\boxed{x=3, y=4; x=1, y=2}", 1.0),
+]
+
+ANGLES = [  # an angle's name is a label: \angle BAC = 90° states 90°
+    ("90^\\circ", OT.format("Therefore, \\(\\boxed{\\angle BAC = 90^\\circ}\\).")),
+    ("90", "Therefore, \\(\\boxed{m\\angle BAC = 90^\\circ}\\)."),
+    ("90", "Hence \\boxed{\\measuredangle ABC = 90}"),
+]
+ANGLE_NEGATIVES = [
+    ("90", "Therefore, \\(\\boxed{\\angle BAC = 60^\\circ}\\)."),
+    ("90", "Therefore, \\(\\boxed{\\angle BAC + \\angle ABC = 90}\\)."),  # an equation, not a labelled value
+]
+
+NOTATION = [  # nested boxes, inverse trig written as a power, a degree Celsius unit, an integer parameter
+    ("7", "\\boxed{\\boxed{7}}", 1.0),
+    ("7", "\\boxed{\\boxed{8}}", 0.0),
+    ("3", "\\boxed{\\boxed{1}+\\boxed{2}}", 0.0),  # not one box around the whole answer: unreadable
+    ("\\arctan 2", "\\boxed{\\tan^{-1} 2}", 1.0),
+    ("\\arctan 2", "\\boxed{\\tan^{-1} 3}", 0.0),
+    ("\\frac{1}{\\tan 2}", "\\boxed{\\tan^{-1} 2}", 0.0),  # the inverse function, not the reciprocal
+    ("\\frac{1}{\\sin^{2} 2}", "\\boxed{(\\sin 2)^{-2}}", 1.0),
+    ("75", "\\boxed{75^{\\circ}\\text{C}}", 1.0),
+    ("75", "\\boxed{76^{\\circ}\\text{C}}", 0.0),
+    ("\\frac{\\pi}{6}+2k\\pi", "\\boxed{2k\\pi + \\frac{\\pi}{6}, k\\in\\mathbb{Z}}", 1.0),
+    ("k\\pi + \\frac{\\pi}{3}", "\\boxed{k\\pi+\\frac{\\pi}{3} \\ (k\\in \\mathbb{Z})}", 1.0),
+    ("k\\pi + \\frac{\\pi}{3}", "\\boxed{2k\\pi+\\frac{\\pi}{3} \\ (k\\in \\mathbb{Z})}", 0.0),
+    ("\\left[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}\\right]",
+     "\\boxed{\\left[k\\pi-\\frac{\\pi}{3}, k\\pi+\\frac{\\pi}{6}\\right], k \\in \\mathbb{Z}}", 1.0),
+    ("\\left[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}\\right]",
+     "\\boxed{\\left[k\\pi-\\frac{\\pi}{6}, k\\pi+\\frac{\\pi}{3}\\right], k \\in \\mathbb{Z}}", 0.0),
+    ("\\frac{\\pi}{6}", "\\boxed{\\frac{\\pi}{6}, k \\in \\mathbb{Z}}", 1.0),
+    ("\\frac{\\pi}{6}", "\\boxed{\\frac{\\pi}{6} + 2k\\pi, k \\in \\mathbb{Z}}", 0.0),  # a family, not one value
+]
+
+SENTENCES = [  # final sentences real models write without a box
+    ("D", "Checking each option in turn.\nThus option $D$ is correct.", 1.0),
+    ("D", "Checking each option in turn.\nThus option $C$ is correct.", 0.0),
+    ("2", "Both roots are checked.\nTherefore, $x = 2$ is the only solution.", 1.0),
+    ("2", "Both roots are checked.\nTherefore, $x = 3$ is the only solution.", 0.0),
+    ("2", "Both roots are checked.\nTherefore, $x = 2$ is the only one I am sure of.", 0.0),
+    ("m = 2", "Substituting back gives the slope.\nThus $m = 2$.", 1.0),
+    ("m = 2", "Substituting back gives the slope.\nThus $m = -2$.", 0.0),
+    ("12", "Multiplying the two counts.\nSo $3 \\cdot 4 = 12$.", 1.0),
+    ("12", "Multiplying the two counts.\nSo $3 \\cdot 4 = 13$.", 0.0),  # a false chain states nothing
+    ("12", "Multiplying the two counts.\nSo $x = 12$ or $x = 13$.", 0.0),
+    ("2", "The answer is 2 (since the other root is negative).", 1.0),
+    ("2", "The answer is 3 (since the other root is negative).", 0.0),
+    ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ square centimeters.", 1.0),
+    ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ less than the square.", 0.0),  # not a unit
+    ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ or more.", 0.0),
+]
+
+
+@pytest.mark.parametrize("gold,completion,expected", ASSIGNMENTS + NOTATION + SENTENCES)
+def test_real_output(gold: str, completion: str, expected: float) -> None:
+    s = MATH({"answer": gold}, completion)
+    assert s.status in ("ok", "parse_error", "no_answer"), s
+    assert s.value == expected, (gold, completion, s.info)
+
+
+@pytest.mark.parametrize("gold,completion", ANGLES)
+def test_angle_name_is_a_label(gold: str, completion: str) -> None:
+    assert MATH({"answer": gold}, completion).value == 1.0
+
+
+@pytest.mark.parametrize("gold,completion", ANGLE_NEGATIVES)
+def test_angle_near_misses(gold: str, completion: str) -> None:
+    assert MATH({"answer": gold}, completion).value == 0.0
