@@ -38,7 +38,7 @@ from rewards.math.values import (
     DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value,
 )
 
-__all__ = ["Options", "equivalent", "OutOfTime", "expand_values"]
+__all__ = ["Options", "equivalent", "OutOfTime", "expand_values", "numeric_value"]
 
 _EXACT_REL = sp.Float("1e-30", 60)
 _EXACT_REL_Q = sp.Rational(1, 10**30)
@@ -441,6 +441,11 @@ def _points(syms: list[sp.Symbol], n: int, exact: bool = False) -> list[dict[sp.
         point = {s: sp.Rational(rng.randint(11, 97), rng.randint(7, 31)) for s in syms}
         out.append(point if exact else {s: sp.Float(v, 60) for s, v in point.items()})
     return out
+
+
+def numeric_value(x: sp.Basic) -> sp.Basic | None:
+    """``x`` (without variables) as a 50-digit number, or None when it cannot be evaluated safely."""
+    return _num(x)
 
 
 def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:

@@ -37,7 +37,7 @@ import sympy as sp
 
 from harness.registry import reward
 from harness.types import Sample, Score, Status
-from rewards.math.compare import Options, OutOfTime, equivalent
+from rewards.math.compare import Options, OutOfTime, equivalent, numeric_value
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
@@ -69,7 +69,7 @@ def parse_answer(text: str) -> Value:
     if t is not None:
         return t
     try:
-        return parse_value(cleaned)
+        return _approximated(cleaned) or parse_value(cleaned)
     except HugeValue:
         return Huge(re.sub(r"\s+", "", cleaned))
     except RecursionError:
@@ -78,6 +78,28 @@ def parse_answer(text: str) -> Value:
         if isinstance(e, ParseError):
             raise
         raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
+
+
+#: ``\frac{1}{3} \approx 0.333``: an exact value followed by its decimal approximation.
+_APPROX = re.compile(r"^([^=<>]{1,400}?)\\approx\s*(-?\d{0,40}\.(\d{1,40}))$")
+
+
+def _approximated(cleaned: str) -> Value | None:
+    """The exact side of ``A \\approx d`` when the decimal ``d`` is ``A`` rounded or truncated to its digits;
+    None otherwise (then the whole is read as written: a false chain states nothing)."""
+    m = _APPROX.match(cleaned)
+    if not m:
+        return None
+    exact = parse_value(m.group(1))
+    if not isinstance(exact, Expr) or exact.e.free_symbols or isinstance(exact.e, sp.MatrixBase):
+        return None
+    value = numeric_value(exact.e)
+    if value is None or not value.is_real:
+        return None
+    unit, d = sp.Rational(1, 10 ** len(m.group(3))), sp.Rational(m.group(2))
+    rounded = abs(value - d) <= unit / 2 * (1 + sp.Rational(1, 10**6))
+    truncated = 0 <= (value - d) * (1 if d >= 0 else -1) < unit
+    return exact if rounded or truncated else None
 
 
 def _gold_text(gold: Any) -> tuple[str, bool]:

@@ -75,8 +75,20 @@ SENTENCES = [  # final sentences real models write without a box
     ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ or more.", 0.0),
 ]
 
+APPROXIMATIONS = [  # "A \approx d" states A when d is A rounded or truncated to its digits, else nothing
+    ("\\frac{1}{3}", "\\boxed{\\frac{1}{3}\\approx 0.333}", 1.0),
+    ("\\frac{2}{3}", "The probability is $\\frac{2}{3} \\approx 0.667$.", 1.0),
+    ("\\frac{2}{3}", "\\boxed{\\frac{2}{3}\\approx 0.666}", 1.0),  # truncated
+    ("\\frac{2}{3}", "\\boxed{\\frac{2}{3}\\approx 0.665}", 0.0),
+    ("\\frac{1}{3}", "\\boxed{\\frac{1}{3}\\approx 0.5}", 0.0),  # a false approximation states nothing
+    ("0.5", "\\boxed{\\frac{1}{3}\\approx 0.5}", 0.0),
+    ("\\sqrt{2}", "\\boxed{\\sqrt{2}\\approx 1.414}", 1.0),
+    ("\\sqrt{2}", "\\boxed{\\sqrt{2}\\approx 1.42}", 0.0),  # neither rounded nor truncated
+    ("\\sqrt{3}", "\\boxed{\\sqrt{2}\\approx 1.414}", 0.0),
+]
 
-@pytest.mark.parametrize("gold,completion,expected", ASSIGNMENTS + NOTATION + SENTENCES)
+
+@pytest.mark.parametrize("gold,completion,expected", ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS)
 def test_real_output(gold: str, completion: str, expected: float) -> None:
     s = MATH({"answer": gold}, completion)
     assert s.status in ("ok", "parse_error", "no_answer"), s
