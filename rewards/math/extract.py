@@ -51,6 +51,11 @@ _REVISION = re.compile(
     r"revis\w*|final\s+answer|answer\s+is|fix\w*|therefore|thus|hence|in\s+conclusion|finally)\b",
     re.IGNORECASE,
 )
+_STEP_HEDGE = re.compile(  # a word between two boxes that offers the second as an alternative to the first
+    r"\b(?:or|alternatively|alternative|maybe|perhaps|possibly|could|might|either|also|another|other|otherwise|"
+    r"if|unless|else|but|however|part|case)\b|(?<![\w$^])\((?:[a-z]|i{1,3}|iv|\d{1,2})\)",
+    re.IGNORECASE,
+)
 _CHOICE = re.compile(
     r"\b(?:(?:option|choice|answer)[ \t]{0,3})?\$?\(?\b([A-J])\)?\$?[ \t]{1,3}is[ \t]{1,3}(?:the[ \t]{1,3})?"
     r"(?:correct|right|best)\b",
@@ -109,12 +114,15 @@ class Extraction:
         source: ``boxed``, ``anchor``, ``sentence``, ``bold``, ``bare``, ``fallback`` or ``none``.
         hedged: True when several different boxed answers were given (``answer`` then lists them all).
         reason: why no answer was found, when ``answer`` is None.
+        last: for boxed steps (different boxes in separate sentences with prose and no hedge word between the
+            last two), the last box: the answer to a single-valued gold; a multi-valued gold takes the list.
     """
 
     answer: str | None
     source: str
     hedged: bool = False
     reason: str = ""
+    last: str | None = None
 
 
 def _brace_pairs(text: str) -> dict[int, int]:
@@ -173,7 +181,10 @@ def _final_box(text: str) -> tuple[Extraction, int] | None:
     distinct: dict[str, str] = {}
     for _, _, b in found:
         distinct.setdefault(key(b), b)
-    return Extraction(", ".join(distinct.values()), "boxed", hedged=True), end
+    between = text[earlier[-1][0] : last_at]
+    stepwise = (re.search(r"[.:;!?]\s|\n", between) and re.search(r"(?<![\\A-Za-z])[A-Za-z]{2,}", between)
+                and not _STEP_HEDGE.search(between))  # prose between: a step, not a list of boxes
+    return Extraction(", ".join(distinct.values()), "boxed", hedged=True, last=last if stepwise else None), end
 
 
 def _this_turn(text: str) -> str:

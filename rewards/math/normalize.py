@@ -98,6 +98,8 @@ def clean(s: str) -> str:
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
     s = _unbox(s)
+    s = _INVISIBLE.sub("", s)  # \phantom{1}10 renders as 10; \color{red}{10} as 10
+    s = re.sub(r"\\langle", "(", s).replace("\\rangle", ")")  # the vector <1, -2, 3>
     s = _ANGLE.sub(r"\1", s)  # m\angle ABC = 90°: the angle's name is a label
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
     s = re.sub(r"\{\s*\}\s*(?=°)|(?<=°)\s*(?:\\(?:mathrm|text)\{\s*[CF]\s*\}|[CF](?![A-Za-z]))", "", s)  # 30{}°, 25°C
@@ -122,7 +124,7 @@ def clean(s: str) -> str:
     s = _ATTACHED_UNIT.sub("", s)
     s = re.sub(r"\s*(?:degrees?|percent)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
     s = _strip_trailing_units(s)
-    s = re.sub(r"^[A-Za-z]\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) = 2x + 3
+    s = re.sub(r"^[A-Za-z](?:\^\{?-1\}?|')?\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) =, f^{-1}(x) =
     s = s.strip().rstrip(".").strip()
     return s
 
@@ -132,6 +134,7 @@ _ANGLE = re.compile(r"(?<![A-Za-z\\])(?:m\s*)?\\(?:angle|measuredangle)\s*\{?\s*
 _INTEGER_PARAMETER = re.compile(
     r"[,;]?\s*\(?\s*(?:(?:for|where)\s+)?(?:all\s+|any\s+)?[a-z]\s*\\in\s*\\mathbb\s*\{?\s*[ZN]\s*\}?\s*\)?\s*$"
 )
+_INVISIBLE = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]{0,200}\}|(?:text)?color\s*\{[a-zA-Z]{1,20}\})")
 _WHOLE_BOX = re.compile(r"^\s*\\(?:boxed|fbox)\s*\{")
 
 
@@ -244,11 +247,27 @@ def choice_letter(s: str) -> str | None:
     return m.group(1)
 
 
+_CIRCLED = {chr(0x2460 + k): k + 1 for k in range(20)}  # ① .. ⑳: numbered statements
+
+
+def _statements(s: str) -> Text | None:
+    """``①③`` (which numbered statements hold): the sorted set of their numbers, as a choice."""
+    if not any(c in _CIRCLED for c in s):
+        return None
+    rest = re.sub(r"[\s,，、;and]", "", s.replace("\\text", "").replace("{", "").replace("}", ""))
+    if not rest or any(c not in _CIRCLED for c in rest):
+        return None
+    return Text("statements " + " ".join(str(n) for n in sorted({_CIRCLED[c] for c in rest})), choice=True)
+
+
 def as_text(s: str) -> Text | None:
-    """The answer as text, when it is words rather than math (``Monday``, "no solution", ``(C)``).
+    """The answer as text, when it is words rather than math (``Monday``, "no solution", ``(C)``, ``①③``).
 
     Returns None when the string looks like math. ``s`` is the output of :func:`clean`.
     """
+    circled = _statements(s)
+    if circled is not None:
+        return circled
     letter = re.fullmatch(r"\(?\s*([A-J])\s*\)?", s.strip())
     if letter:
         return Text(letter.group(1).lower(), choice=True)

@@ -38,7 +38,7 @@ import sympy as sp
 from harness.registry import reward
 from harness.types import Sample, Score, Status
 from rewards.math.compare import Options, OutOfTime, equivalent, numeric_value
-from rewards.math.extract import extract_answer
+from rewards.math.extract import Extraction, extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
 from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value, show
@@ -110,9 +110,9 @@ def _gold_text(gold: Any) -> tuple[str, bool]:
     """
     text = str(gold).strip()
     worked = "\\boxed" in text or "\\fbox" in text or "####" in text
-    if worked or ("\n" in text and _GOLD_ANCHOR.search(text)):
+    if worked or _GOLD_ANCHOR.search(text):
         found = extract_answer(text[-_GOLD_TAIL:])
-        if found.answer:
+        if found.answer and (worked or found.source in ("anchor", "sentence")):
             return found.answer, found.hedged
     return text, False
 
@@ -147,7 +147,10 @@ def verify(
     info.update(extracted=ex.answer[:500] if ex.answer else None, source=ex.source)
     if ex.answer is None:
         return Score(value=0.0, status="no_answer", info={**info, "reason": ex.reason})
-    if ex.hedged:
+    if ex.hedged and ex.last is not None and not isinstance(g, Seq):
+        ex = Extraction(ex.last, ex.source)  # boxed steps, one after another: the last is a single-valued answer
+        info.update(extracted=ex.answer[:500], steps=True)
+    elif ex.hedged:
         info["hedged"] = True  # several different boxes: compared as a list, so a single-valued gold fails
     fast = _fast_verdict(gold_s, ex.answer)
     if fast is not None:
@@ -159,6 +162,8 @@ def verify(
     except ParseError as e:
         return _zero("parse_error", ex.answer, info, f"answer cannot be parsed: {e}")
     info["answer_parsed"] = show(a)
+    if isinstance(g, Text) and g.choice and not (isinstance(a, Text) and a.choice):
+        g = _choice_content(gold_s) or g  # "C: \frac12" answered by the option's content
     opt = Options(percent_optional=percent_optional, tolerance=tolerance, deadline=deadline,
                   gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)))
     try:
@@ -214,10 +219,27 @@ def _raw_gold(gold: str) -> Text | None:
     return Text(key, raw=True)
 
 
+_OPTION = re.compile(r"^\s*(?:\\text(?:bf)?\{\s*)?\(([A-J])\)\s*\}?|^\s*([A-J])\s*[:：]\s*(?=\S)")
+
+
 def _gold_choice(gold: str) -> Text | None:
-    """A gold that names an option with its content, ``\\textbf{(A) }5``, is that option's letter."""
-    m = re.match(r"^\s*(?:\\text(?:bf)?\{\s*)?\(([A-J])\)", gold)
-    return Text(m.group(1).lower(), choice=True) if m else None
+    """A gold that names an option with its content, ``\\textbf{(A) }5`` or ``C: \\frac12``, is that option's
+    letter (an answer may also give the content: see :func:`_choice_content`)."""
+    m = _OPTION.match(gold)
+    return Text((m.group(1) or m.group(2)).lower(), choice=True) if m else None
+
+
+def _choice_content(gold: str) -> Value | None:
+    """The content of the option a gold names (``12`` of ``\\textbf{(B) }12``), parsed; None when it has none."""
+    m = _OPTION.match(gold)
+    content = gold[m.end() :].strip() if m else ""
+    if not content:
+        return None
+    try:
+        v = parse_answer(content)
+    except ParseError:
+        return None
+    return None if isinstance(v, Text) and v.choice else v
 
 
 def _choice_letters(text: str) -> str | None:

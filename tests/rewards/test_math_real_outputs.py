@@ -2,9 +2,9 @@
 pass found misjudged, each positive next to its hard negatives.
 
 Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
-mode. Regression check: 19 of the first 42 cases here failed on the reward before these rules (assignments
-matched as sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, and five sentence
-shapes).
+mode. Regression check: 45 of these 96 cases failed on the reward before these rules (assignments matched as
+sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, five sentence shapes,
+approximations, numbered statements, invisible commands, named quantities, option golds, boxed steps).
 """
 
 from __future__ import annotations
@@ -87,8 +87,70 @@ APPROXIMATIONS = [  # "A \approx d" states A when d is A rounded or truncated to
     ("\\sqrt{3}", "\\boxed{\\sqrt{2}\\approx 1.414}", 0.0),
 ]
 
+STATEMENTS = [  # NuminaMath golds of numbered statements: the set of their numbers (in any order)
+    ("①③", "So the correct statements are $\\boxed{①③}$.", 1.0),
+    ("①③", "\\boxed{③①}", 1.0),
+    ("①③", "\\boxed{①, ③}", 1.0),
+    ("①③", "\\boxed{①②}", 0.0),
+    ("①③", "\\boxed{①}", 0.0),
+    ("①③", "\\boxed{①②③}", 0.0),
+    ("②", "The answer is ②.", 1.0),
+    ("4", "\\boxed{④}", 0.0),  # a statement's number is not the number
+]
 
-@pytest.mark.parametrize("gold,completion,expected", ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS)
+TYPESETTING = [  # invisible and decorative commands, vectors in angle brackets, a named inverse function
+    ("10", "\\boxed{\\phantom{1}10}", 1.0),
+    ("10", "\\boxed{\\color{red}{10}}", 1.0),
+    ("10", "\\boxed{\\textcolor{blue}{10}}", 1.0),
+    ("10", "\\boxed{\\color{red}{11}}", 0.0),
+    ("10", "\\boxed{\\phantom{1}11}", 0.0),
+    ("(1,-2,3)", "\\boxed{\\langle 1,-2,3\\rangle}", 1.0),
+    ("\\begin{pmatrix} 1 \\\\ -2 \\\\ 3 \\end{pmatrix}", "\\boxed{\\langle 1,-2,3\\rangle}", 1.0),
+    ("(1,-2,3)", "\\boxed{\\langle 1,2,3\\rangle}", 0.0),
+    ("f^{-1}(x) = \\frac{x-3}{2}", "\\boxed{\\frac{x-3}{2}}", 1.0),
+    ("\\frac{x-3}{2}", "\\boxed{f^{-1}(x)=\\frac{x-3}{2}}", 1.0),
+    ("\\frac{x-3}{2}", "\\boxed{f^{-1}(x)=\\frac{x+3}{2}}", 0.0),
+]
+
+NAMED = [  # e = value names a quantity (an eccentricity); x = y = z = 1 gives every variable the value
+    ("\\frac{\\sqrt{5}}{5}", "So the eccentricity is $\\boxed{e=\\frac{\\sqrt5}{5}}$.", 1.0),
+    ("\\frac{\\sqrt{5}}{5}", "So the eccentricity is $\\boxed{e=\\frac{\\sqrt5}{2}}$.", 0.0),
+    ("e", "\\boxed{x=e}", 1.0),
+    ("e", "\\boxed{e=2.718}", 0.0),  # Euler's number is not its rounding
+    ("1", "\\boxed{x=y=z=1}", 1.0),
+    ("2", "\\boxed{x=y=z=1}", 0.0),
+    ("1", "\\boxed{3=x=1}", 0.0),
+]
+
+GOLDS = [  # NuminaMath "C: value" golds, AMC "(B) value" golds, a one-line gold sentence
+    ("C: \\frac{1}{2}", "\\boxed{C}", 1.0),
+    ("C: \\frac{1}{2}", "\\boxed{\\frac{1}{2}}", 1.0),  # the option's content
+    ("C: \\frac{1}{2}", "\\boxed{B}", 0.0),
+    ("C: \\frac{1}{2}", "\\boxed{\\frac{1}{3}}", 0.0),
+    ("\\textbf{(B) } 12", "\\boxed{12}", 1.0),
+    ("\\textbf{(B) } 12", "\\boxed{13}", 0.0),
+    ("\\textbf{(B) } 12", "\\boxed{\\textbf{(C) } 12}", 0.0),  # the letter decides when one is given
+    ("The answer is 4.", "\\boxed{4}", 1.0),
+    ("The answer is 4.", "\\boxed{5}", 0.0),
+]
+
+STEPS = [  # boxed intermediate results in separate sentences: a single-valued gold takes the last box
+    ("5", "Step 1: The first part gives $\\boxed{3}$.\nStep 2: Adding 2 more, the total is $\\boxed{5}$.", 1.0),
+    ("5", "First, $a = \\boxed{3}$. Then $b = \\boxed{2}$. So $a + b = \\boxed{5}$.", 1.0),
+    ("3", "Step 1: The first part gives $\\boxed{3}$.\nStep 2: Adding 2 more, the total is $\\boxed{5}$.", 0.0),
+    ("3, 5", "Part (a): \\boxed{3}\nPart (b): \\boxed{5}", 1.0),  # a multi-valued gold takes the list
+    ("5", "Part (a): \\boxed{3}\nPart (b): \\boxed{5}", 0.0),  # parts are answers, not steps
+    ("5", "\\boxed{3}\n\\boxed{5}", 0.0),  # no prose between: a list of boxes
+    ("5", "\\boxed{3} or \\boxed{5}", 0.0),
+    ("5", "We get \\boxed{3}. Alternatively, it could be \\boxed{5}.", 0.0),
+    ("5", "We get \\boxed{3}. But if the order matters, \\boxed{5}.", 0.0),
+    ("5", "In case (i) the count is \\boxed{3}. In case (ii) it is \\boxed{5}.", 0.0),
+]
+
+CASES = ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS + STATEMENTS + TYPESETTING + NAMED + GOLDS + STEPS
+
+
+@pytest.mark.parametrize("gold,completion,expected", CASES)
 def test_real_output(gold: str, completion: str, expected: float) -> None:
     s = MATH({"answer": gold}, completion)
     assert s.status in ("ok", "parse_error", "no_answer"), s
