@@ -70,7 +70,8 @@ _LEAD_WORDS = re.compile(r"^\s*(?:(?:so|thus|therefore|hence|and|then|finally)\b
 _TAIL_NOISE = re.compile(r"[ \t]{0,3}(?:I[ \t]+hope[ \t]+it[ \t]+is[ \t]+correct\.?|\(?final\)?\.?)[ \t]*$", re.I)
 _SENTENCE_END = re.compile(
     r"\.(?=\s|$)|[!?](?=\s|$)|,?[ \t]{1,3}(?:because|since|as|which|so|when|where|given|if)\b|"
-    r"[ \t]{1,3}\((?=[a-z]{2,}[ \t])"  # "2 (since the other root is negative)": a remark, not the answer
+    r"[ \t]{1,3}\((?=(?:since|because|as|which|where|when|given|from|by|using|note|noting|rounded|"
+    r"approximately|exactly|simplified|in[ \t]+simplest)\b)"  # "2 (since the other root is negative)": a remark
 )
 _CONCLUSION = re.compile(
     r"^(?:therefore|thus|so|hence|consequently|in\s+conclusion|in\s+summary|in\s+total|finally|overall|altogether)"
@@ -91,7 +92,8 @@ _IS_SOLUTION = re.compile(  # "$x = 2$ is the only solution": the value is befor
     r"(?:solution|answer|value|root|result)$",
     re.IGNORECASE,
 )
-_HEDGE_AFTER = re.compile(r"^[\s.,;:!*)\]}$]{0,12}(?:or|maybe|perhaps|possibly)\b", re.IGNORECASE)
+_HEDGE_AFTER = re.compile(r"^[\s.,;:!*()\[\]}$]{0,12}(?:or|maybe|perhaps|possibly)\b", re.IGNORECASE)
+_REMARK_HEDGE = re.compile(r"\b(?:or|maybe|perhaps|possibly|might|could|not|unless|otherwise)\b", re.IGNORECASE)
 _ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$": a hedge word right before a value
     r"\b(?:or[ \t]+(?:maybe|perhaps|possibly|is[ \t]+it)|maybe|perhaps|possibly|"
     r"(?:could|might)(?:[ \t]+also)?[ \t]+be|not[ \t]+sure)[ \t,:]{0,3}"
@@ -234,6 +236,10 @@ def _statement(rest: str) -> tuple[str, int]:
     line = rest[:_MAX_LINE].split("\n", 1)[0]
     line = _TAIL_NOISE.sub("", line)
     m = _SENTENCE_END.search(line)
+    if m and m.group(0).endswith("("):
+        close = line.find(")", m.end())
+        if _REMARK_HEDGE.search(line, m.end(), close if close >= 0 else len(line)):
+            m = None  # a remark with a hedge in it, "7 (rounded, or 8)", stays part of the answer
     if m:
         line = line[: m.start()]
     span = skipped + len(line)

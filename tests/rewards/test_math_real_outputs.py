@@ -70,6 +70,10 @@ SENTENCES = [  # final sentences real models write without a box
     ("12", "Multiplying the two counts.\nSo $x = 12$ or $x = 13$.", 0.0),
     ("2", "The answer is 2 (since the other root is negative).", 1.0),
     ("2", "The answer is 3 (since the other root is negative).", 0.0),
+    ("2", "The answer is 2 (or 3).", 0.0),  # an alternative in parentheses is a hedge, not a remark
+    ("3", "The answer is 2 (or 3).", 0.0),
+    ("2", "The answer is 2 (rounded, or maybe 3).", 0.0),
+    ("2", "The answer is 2 (mod 5).", 0.0),  # not a remark word: part of the answer
     ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ square centimeters.", 1.0),
     ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ less than the square.", 0.0),  # not a unit
     ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ or more.", 0.0),
