@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rewards.math.sentences import one_value
 from rewards.math.units import is_unit_text
 
 __all__ = ["Extraction", "extract_answer", "MAX_COMPLETION_CHARS"]
@@ -43,7 +44,7 @@ _BRACE = re.compile(r"(?<!\\)[{}]")
 _ANCHOR = re.compile(  # the lookahead lets the scan skip positions that cannot start an anchor
     r"(?=[afoc#])(?:final[ \t]{1,3}answer[ \t]{0,3}(?:is|:|=)?|"
     r"(?:answer|option|choice)[ \t]{1,3}(?:is|(?:would|will|must|should)[ \t]{1,3}be)[ \t]{0,3}:?|"
-    r"\banswer[ \t]{0,3}(?:\*\*|\*|\})?[ \t]{0,3}[:：]|####)",
+    r"\banswer[ \t]{0,3}(?:\*\*|\*|\})?[ \t]{0,3}[:：]|####|\#{1,4}[ \t]{0,3}answer[ \t]*(?=\n))",
     re.IGNORECASE,
 )
 _REVISION = re.compile(
@@ -303,6 +304,11 @@ def _conclusion(text: str) -> str | None:
     """The value a final concluding sentence states: "Therefore, the area of the triangle is $\\frac72$.", or
     "The sum is $42$." (without a concluding word, only a value that is wholly inline math counts)."""
     sentence = _last_sentence(text)
+    if sentence.endswith("?"):
+        return None  # "So is it 7?": a question states nothing
+    one = one_value(sentence)
+    if one:
+        return one  # "So she makes $18 per day.", "Thus, there are 10 ways to do it."
     m = _CONCLUSION.match(sentence)
     stated = m.group(2).strip() if m else ""
     if m and _IS_SOLUTION.match(stated.rstrip(".")):
@@ -316,6 +322,8 @@ def _conclusion(text: str) -> str | None:
         if m.re is _STATED and m.group(3).strip() and not is_unit_text(m.group(3)):
             return None  # "The sum is $42$ less than ...": only unit words may follow the value
         stated = m.group(2) if m.re is _STATED else m.group(1)
+    if len(re.findall(r"(?<!\\)\$[^$]{1,160}(?<!\\)\$", stated)) > 1:
+        return None  # "the total is $7$ apples and $8$ pears": two values
     value = _delimited(stated.strip()).strip()
     value = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", value).replace("**", "").strip().rstrip(".").strip()
     return value or None

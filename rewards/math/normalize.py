@@ -75,6 +75,7 @@ _BASE = re.compile(r"(?<![A-Za-z\\\d])([0-9][0-9A-Za-z]*|[A-F][0-9A-F]*)_\{?\(?(
 _CONNECTIVES = {"or": " or ", "and": " and ", ",": ","}
 _NOSOL = {"nosolution", "nosolutions", "norealsolution", "norealsolutions", "none", "emptyset", "nosuchvalue",
           "thereisnosolution", "therearenosolutions", "novalue", "nointeger", "noreal", "nosuch"}
+_ALL_REALS = {"allrealnumbers", "allreals", "allrealvalues", "everyrealnumber", "realnumbers", "allrealx"}
 _UNDEF = {"undefined", "dne", "doesnotexist", "notdefined", "doesntexist"}
 
 
@@ -95,9 +96,11 @@ def clean(s: str) -> str:
     s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)
     s = re.sub(r"(?<=[\w)}])\*\*(?=[\w({-])", "^", s)
     s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
+    s = re.sub(r"\\(?:left|right)\s*\.", "", s)  # the invisible delimiter of \left. 5 \right|
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
     s = _unbox(s)
+    s = _STYLE.sub("", s)  # \bf 5, \large 5, \underline{5}, \left. 5 \right., 5^{}
     s = _INVISIBLE.sub("", s)  # \phantom{1}10 renders as 10; \color{red}{10} as 10
     s = re.sub(r"\\langle", "(", s).replace("\\rangle", ")")  # the vector <1, -2, 3>
     s = _ANGLE.sub(r"\1", s)  # m\angle ABC = 90°: the angle's name is a label
@@ -126,6 +129,8 @@ def clean(s: str) -> str:
     s = _strip_trailing_units(s)
     s = re.sub(r"^[A-Za-z](?:\^\{?-1\}?|')?\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) =, f^{-1}(x) =
     s = s.strip().rstrip(".").strip()
+    if text_key(s) in _ALL_REALS:
+        s = r"(-\infty, \infty)"
     return s
 
 
@@ -133,6 +138,10 @@ _ANGLE = re.compile(r"(?<![A-Za-z\\])(?:m\s*)?\\(?:angle|measuredangle)\s*\{?\s*
 #: A trailing "k is an integer" qualifier of a periodic answer (the parameter stays a variable of the answer).
 _INTEGER_PARAMETER = re.compile(
     r"[,;]?\s*\(?\s*(?:(?:for|where)\s+)?(?:all\s+|any\s+)?[a-z]\s*\\in\s*\\mathbb\s*\{?\s*[ZN]\s*\}?\s*\)?\s*$"
+)
+_STYLE = re.compile(
+    r"\\(?:bf|it|rm|sf|tt|large|Large|LARGE|small|footnotesize|normalsize|huge|Huge|underline|bm)(?![A-Za-z])|"
+    r"\^\s*\{\s*\}|\\\s*$"
 )
 _INVISIBLE = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]{0,200}\}|(?:text)?color\s*\{[a-zA-Z]{1,20}\})")
 _WHOLE_BOX = re.compile(r"^\s*\\(?:boxed|fbox)\s*\{")

@@ -2,9 +2,10 @@
 pass found misjudged, each positive next to its hard negatives.
 
 Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
-mode. Regression check: 45 of these 96 cases failed on the reward before these rules (assignments matched as
+mode. Regression check: 64 of these 137 cases failed on the reward before these rules (assignments matched as
 sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, five sentence shapes,
-approximations, numbered statements, invisible commands, named quantities, option golds, boxed steps).
+approximations, numbered statements, invisible commands, named quantities, option golds, boxed steps,
+one-value concluding sentences, style commands).
 """
 
 from __future__ import annotations
@@ -151,7 +152,51 @@ STEPS = [  # boxed intermediate results in separate sentences: a single-valued g
     ("5", "In case (i) the count is \\boxed{3}. In case (ii) it is \\boxed{5}.", 0.0),
 ]
 
-CASES = ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS + STATEMENTS + TYPESETTING + NAMED + GOLDS + STEPS
+ONE_VALUE = [  # a concluding final sentence with exactly one value (rewards.math.sentences)
+    ("10", "Counting the cases.\nThus, there are 10 ways to do it.", 1.0),
+    ("10", "Counting the cases.\nThus, there are 11 ways to do it.", 0.0),
+    ("10", "Solving the equation.\nHence, x = 10.", 1.0),
+    ("10", "Solving the equation.\nWe obtain $x = 10$.", 1.0),
+    ("10", "Solving the equation.\nThis gives $x = 10$.", 1.0),
+    ("10", "Solving the equation.\n$\\therefore x = 10$", 1.0),
+    ("10", "Solving the equation.\n∴ x = 10", 1.0),
+    ("10", "Solving the equation.\nThe value of $x$ is 10.", 1.0),
+    ("18", "She sells 9 eggs at $2 each.\nSo Janet makes $\\$18$ every day at the market.", 1.0),
+    ("18", "She sells 9 eggs at $2 each.\nSo Janet makes $\\$19$ every day at the market.", 0.0),
+    ("18", "She makes 9 * 2 = 18 dollars.\n\nTherefore, Janet makes $18 every day.", 0.0),  # plain, no "is"
+    ("7", "Checking both.\nSo the answer is 7, not 8.", 0.0),
+    ("7", "Checking both.\nThus, there are at least 7 ways.", 0.0),
+    ("7", "Checking both.\nThus, there are more than 7 ways.", 0.0),
+    ("7", "Checking both.\nSo 7 is wrong.", 0.0),
+    ("7", "Checking both.\nTherefore, $x = 7$ is extraneous.", 0.0),
+    ("7", "Checking both.\nHence x = 7 if n is even.", 0.0),
+    ("7", "Checking both.\nWe get $7$ and $8$.", 0.0),
+    ("7", "Checking both.\nSo is it 7?", 0.0),
+    ("7", "Checking both.\nThe value is 7-ish.", 0.0),
+    ("7", "Checking both.\nThus the total is $7$ apples and $8$ pears.", 0.0),  # two values
+    ("5", "# Answer\n\n5", 1.0),  # the PRM800K answer heading
+    ("5", "# Answer\n\n6", 0.0),
+    ("5", "# Answer\n\n5 or 6", 0.0),
+]
+
+STYLES = [  # font, size and underline commands, invisible delimiters, empty exponents; "all real numbers"
+    ("5", "\\boxed{\\bf 5}", 1.0),
+    ("5", "\\boxed{\\large 5}", 1.0),
+    ("5", "\\boxed{\\underline{5}}", 1.0),
+    ("5", "\\boxed{\\left. 5 \\right.}", 1.0),
+    ("5", "\\boxed{5^{}}", 1.0),
+    ("5", "\\boxed{5\\ }", 1.0),
+    ("5", "\\boxed{\\bf 6}", 0.0),
+    ("5", "\\boxed{\\underline{6}}", 0.0),
+    ("5", "\\boxed{5^{2}}", 0.0),
+    ("\\text{all real numbers}", "\\boxed{(-\\infty, \\infty)}", 1.0),
+    ("\\text{all real numbers}", "\\boxed{\\mathbb{R}}", 1.0),
+    ("\\text{all real numbers}", "\\boxed{(0, \\infty)}", 0.0),
+    ("(-\\infty, \\infty)", "\\boxed{\\text{all real numbers}}", 1.0),
+]
+
+CASES = (ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS + STATEMENTS + TYPESETTING + NAMED + GOLDS + STEPS
+         + ONE_VALUE + STYLES)
 
 
 @pytest.mark.parametrize("gold,completion,expected", CASES)
