@@ -6,7 +6,9 @@ Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be par
 a worked solution gives its final answer as a completion would; several different boxes in the gold are an
 ordered list (never matched by the set of them); a gold of several option letters (``ABD``) is a multi-select
 answer. A gold that is well formed but outside the grammar (``\overline{AB}``) is compared as a normalized
-string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it). Identical
+string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it). A decimal gold
+of at least 3 significant digits (``4.67``, ``3.14``) is also matched by an exact answer that rounds to it
+(``\frac{14}{3}``, ``\pi``); a decimal answer is never rounded to the gold. Identical
 normalized strings and plain numbers are decided without sympy (the fast path most pairs take). Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
@@ -102,6 +104,28 @@ def _approximated(cleaned: str) -> Value | None:
     return exact if rounded or truncated else None
 
 
+_ROUNDED_GOLD = re.compile(r"-?(\d+)\.(\d+)")
+
+
+def _rounds_to_gold(gold: str, answer: str, a: Value) -> bool:
+    """An exact answer (no decimal point written) whose value, rounded to the gold's decimals, is the gold: the gold
+    ``4.67`` (at least 3 significant digits) is ``\\frac{14}{3}`` rounded, as ``3.14`` is pi rounded. A decimal
+    answer is never rounded up to the gold (4.666 is not 4.67); a short gold (``0.3``, ``0.33``) or one ending
+    in 0 (``12.0``) is not taken as a rounding: too many different exact values round to it."""
+    m = _ROUNDED_GOLD.fullmatch(_clean_gold(gold).strip()) if len(gold) < 60 else None
+    if m is None or len((m.group(1) + m.group(2)).lstrip("0")) < 3 or m.group(2).endswith("0"):
+        return False  # 12.0 is 12 written with a decimal, not a rounding
+    if re.search(r"\.\d|\d\.", answer):
+        return False
+    if not isinstance(a, Expr) or isinstance(a.e, sp.MatrixBase) or a.e.free_symbols:
+        return False
+    value = numeric_value(a.e)
+    if value is None or not value.is_real:
+        return False
+    half = sp.Rational(1, 2 * 10 ** len(m.group(2)))
+    return bool(abs(value - sp.Rational(m.group(0))) < half)  # a tie is not a rounding to this gold
+
+
 def _gold_text(gold: Any) -> tuple[str, bool]:
     """The gold answer and whether it is several different boxed answers (an ordered list, never a set).
 
@@ -176,6 +200,8 @@ def verify(
         # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
         log.debug("math: comparison raised %s: %s", type(e).__name__, e)
         same, reason = False, f"values cannot be compared ({type(e).__name__})"
+    if not same and _rounds_to_gold(gold_s, ex.answer, a):
+        same, reason = True, "the gold is this exact value rounded to its decimals"
     return Score(value=1.0 if same else 0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
 
 

@@ -2,10 +2,10 @@
 pass found misjudged, each positive next to its hard negatives.
 
 Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
-mode. Regression check: 64 of these 137 cases failed on the reward before these rules (assignments matched as
+mode. Regression check: 69 of these 150 cases failed on the reward before these rules (assignments matched as
 sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, five sentence shapes,
 approximations, numbered statements, invisible commands, named quantities, option golds, boxed steps,
-one-value concluding sentences, style commands).
+one-value concluding sentences, style commands, rounded decimal golds).
 """
 
 from __future__ import annotations
@@ -195,8 +195,24 @@ STYLES = [  # font, size and underline commands, invisible delimiters, empty exp
     ("(-\\infty, \\infty)", "\\boxed{\\text{all real numbers}}", 1.0),
 ]
 
+ROUNDED_GOLDS = [  # a decimal gold of 3+ significant digits is matched by the exact value it rounds
+    ("4.67", "\\boxed{\\frac{14}{3}}", 1.0),
+    ("-4.67", "\\boxed{-\\frac{14}{3}}", 1.0),
+    ("3.14", "\\boxed{\\pi}", 1.0),
+    ("1.414", "\\boxed{\\sqrt{2}}", 1.0),
+    ("0.333", "\\boxed{\\frac{1}{3}}", 1.0),
+    ("4.66", "\\boxed{\\frac{14}{3}}", 0.0),  # not its rounding
+    ("4.67", "\\boxed{4.666}", 0.0),  # a decimal answer is not rounded to the gold
+    ("4.67", "\\boxed{-\\frac{14}{3}}", 0.0),
+    ("3.15", "\\boxed{\\pi}", 0.0),
+    ("0.33", "\\boxed{\\frac{1}{3}}", 0.0),  # two significant digits: too many values round to it
+    ("0.3", "\\boxed{\\frac{2}{7}}", 0.0),
+    ("12.0", "\\boxed{\\frac{241}{20}}", 0.0),  # a trailing 0: an exact value written with a decimal
+    ("12.5", "\\boxed{\\frac{249}{20}}", 0.0),  # 12.45: a tie is not a rounding
+]
+
 CASES = (ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS + STATEMENTS + TYPESETTING + NAMED + GOLDS + STEPS
-         + ONE_VALUE + STYLES)
+         + ONE_VALUE + STYLES + ROUNDED_GOLDS)
 
 
 @pytest.mark.parametrize("gold,completion,expected", CASES)
