@@ -7,6 +7,7 @@ every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers)
 states a conclusion ("Therefore, the area of the triangle is 7/2."); else a bold final line; else the whole
 completion when it is a single short line that is only an answer.
 
+An ``<answer>...</answer>`` block (the R1 format) holds the final answer: the search runs inside the last one.
 Reasoning inside ``<think>...</think>`` (or ``<|begin_of_thought|>...<|end_of_thought|>``) never counts; an
 unclosed ``<think>``, or one reopened after the last ``</think>``, means no answer yet. Chat-template tokens end
 the completion: anything after ``<|im_end|>``, ``<|eot_id|>``, ``<|im_start|>`` ... is another turn. Several
@@ -101,7 +102,7 @@ _ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$
     r"(?:it'?s[ \t]+|it[ \t]+is[ \t]+|the[ \t]+answer[ \t]+is[ \t]+)?(?:\$|\\boxed|\\\(|\*\*)?[ \t]*-?\d",
     re.IGNORECASE,
 )
-_TURN = re.compile(r"<\|[A-Za-z0-9_\-]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|</s>")
+_TURN = re.compile(r"<\|[A-Za-z0-9_\-]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|</s>|<(?:start|end)_of_turn>")
 _THOUGHT = {"<|begin_of_thought|>": "<think>", "<|end_of_thought|>": "</think>", "<|begin_of_solution|>": "",
             "<|end_of_solution|>": ""}
 _MATH_WORDS = {"sqrt", "frac", "dfrac", "pi", "infty", "text", "boxed", "cdot", "times", "left", "right", "none",
@@ -203,6 +204,24 @@ def _this_turn(text: str) -> str:
             return text[: m.start()]
         last = m.end()
     return text[last:]
+
+
+def _answer_tag(text: str) -> str | None:
+    """The content of the last ``<answer>...</answer>`` block (the rest of the text when it is not closed); None
+    when the block before it says something else, or a value follows the block (hedges across blocks)."""
+    low = text.lower()
+    last = low.rfind("<answer>")
+    close = low.find("</answer>", last)
+    inner = text[last + 8 : close if close >= 0 else len(text)]
+    if close >= 0 and re.search(r"\d|\\boxed|\\fbox", text[close + 9 : close + 2000]):
+        return None  # "<answer>7</answer> or maybe 8": another value after the block
+    prev = low.rfind("<answer>", 0, last)
+    if prev >= 0:
+        prev_close = low.find("</answer>", prev, last)
+        before = text[prev + 8 : prev_close if prev_close >= 0 else last]
+        if re.sub(r"\s+", "", before) != re.sub(r"\s+", "", inner):
+            return None
+    return inner.strip()
 
 
 def _strip_think(text: str) -> str | None:
@@ -390,6 +409,10 @@ def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
     text = _strip_think(_this_turn(completion[-MAX_COMPLETION_CHARS:]))
     if text is None:
         return Extraction(None, "none", reason="reasoning never closed (unterminated <think>)")
+    if "<answer>" in text.lower():
+        text = _answer_tag(text)
+        if text is None:
+            return Extraction(None, "none", reason="several different <answer> blocks, or a value after the last")
     boxed = _final_box(text)
     if boxed is not None:
         if _hedged_after(text, boxed[1]):

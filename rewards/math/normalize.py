@@ -125,6 +125,7 @@ def clean(s: str) -> str:
     s = _ELLIPSIS.sub(_ellipsis, s)
     s = _BASE.sub(_base, s)
     s = _ATTACHED_UNIT.sub("", s)
+    s = re.sub(r"^(\d+)\s*(?:st|nd|rd|th)$", r"\1", s.strip())  # an ordinal, 8th
     s = re.sub(r"\s*(?:degrees?|percent)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
     s = _strip_trailing_units(s)
     s = re.sub(r"^[A-Za-z](?:\^\{?-1\}?|')?\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) =, f^{-1}(x) =

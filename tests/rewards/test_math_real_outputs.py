@@ -2,10 +2,10 @@
 pass found misjudged, each positive next to its hard negatives.
 
 Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
-mode. Regression check: 69 of these 150 cases failed on the reward before these rules (assignments matched as
+mode. Regression check: 75 of these 169 cases failed on the reward before these rules (assignments matched as
 sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, five sentence shapes,
 approximations, numbered statements, invisible commands, named quantities, option golds, boxed steps,
-one-value concluding sentences, style commands, rounded decimal golds).
+one-value concluding sentences, style commands, rounded decimal golds, <answer> blocks, ordinals).
 """
 
 from __future__ import annotations
@@ -211,8 +211,33 @@ ROUNDED_GOLDS = [  # a decimal gold of 3+ significant digits is matched by the e
     ("12.5", "\\boxed{\\frac{249}{20}}", 0.0),  # 12.45: a tie is not a rounding
 ]
 
+ANSWER_TAGS = [  # the R1 format: the answer is inside the last <answer> block; other chat templates end the turn
+    ("7", "<think>calc</think><answer>7</answer>", 1.0),
+    ("7", "<think>calc</think>\n<answer>\n7\n</answer>", 1.0),
+    ("7", "<think>calc</think><answer>The answer is 7.</answer>", 1.0),
+    ("7", "<think>calc</think><answer>\\boxed{7}</answer>", 1.0),
+    ("7", "<think>calc</think><answer>8</answer>", 0.0),
+    ("7", "<answer>7</answer><answer>8</answer>", 0.0),  # two different blocks: a hedge
+    ("8", "<answer>7</answer><answer>8</answer>", 0.0),
+    ("7", "<answer>7</answer> or maybe 8", 0.0),  # a value after the block
+    ("8", "<answer>7</answer>\n\\boxed{8}", 0.0),
+    ("7", "<answer></answer>", 0.0),
+    ("7", "<think><answer>7</answer></think><answer>8</answer>", 0.0),  # the block in the reasoning does not count
+    ("3", "<start_of_turn>model\nIt is $\\boxed{3}$.<end_of_turn>\n<start_of_turn>user\n\\boxed{1}", 1.0),
+    ("1", "<start_of_turn>model\nIt is $\\boxed{3}$.<end_of_turn>\n<start_of_turn>user\n\\boxed{1}", 0.0),
+]
+
+WORDS = [  # an ordinal suffix is dropped; a number word is not a number (as "The answer is five." is not 5)
+    ("8", "\\boxed{\\text{eight}}", 0.0),
+    ("8", "\\boxed{8\\text{th}}", 1.0),
+    ("8", "\\boxed{\\text{nine}}", 0.0),
+    ("8", "\\boxed{\\text{eight or nine}}", 0.0),
+    ("8", "\\boxed{8th or 9th}", 0.0),
+    ("1", "\\boxed{\\text{no one}}", 0.0),
+]
+
 CASES = (ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS + STATEMENTS + TYPESETTING + NAMED + GOLDS + STEPS
-         + ONE_VALUE + STYLES + ROUNDED_GOLDS)
+         + ONE_VALUE + STYLES + ROUNDED_GOLDS + ANSWER_TAGS + WORDS)
 
 
 @pytest.mark.parametrize("gold,completion,expected", CASES)
