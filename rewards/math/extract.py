@@ -94,7 +94,11 @@ _IS_SOLUTION = re.compile(  # "$x = 2$ is the only solution": the value is befor
     r"(?:solution|answer|value|root|result)$",
     re.IGNORECASE,
 )
-_HEDGE_AFTER = re.compile(r"^[\s.,;:!*()\[\]}$]{0,12}(?:or|maybe|perhaps|possibly)\b", re.IGNORECASE)
+_HEDGE_AFTER = re.compile(  # "or equivalently", "or in other words" restate the answer, they do not hedge it
+    r"^[\s.,;:!*()\[\]}$]{0,12}(?:or(?![ \t]+(?:equivalently|in[ \t]+other[ \t]+words|simply|written[ \t]+as)\b)|"
+    r"maybe|perhaps|possibly)\b",
+    re.IGNORECASE,
+)
 _REMARK_HEDGE = re.compile(r"\b(?:or|maybe|perhaps|possibly|might|could|not|unless|otherwise)\b", re.IGNORECASE)
 _ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$": a hedge word right before a value
     r"\b(?:or[ \t]+(?:maybe|perhaps|possibly|is[ \t]+it)|maybe|perhaps|possibly|"
@@ -392,12 +396,14 @@ def _hedged_after(text: str, end: int) -> bool:
     return bool(_ALTERNATIVE.search(after))
 
 
-def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
+def extract_answer(completion: str, *, strict: bool = True, hedges: bool = True) -> Extraction:
     r"""Find the final answer a completion commits to.
 
     Args:
         completion: the model's text.
         strict: when False, fall back to the last ``= value`` or number if nothing is anchored.
+        hedges: when False (a gold written as a solution, trusted), an alternative after the answer is not a hedge
+            ("$m = \\boxed{-1}$ or $m = 3$ (rejected)").
 
     >>> extract_answer("so $x=2$, hence \\boxed{\\frac{1}{2}}").answer
     '\\frac{1}{2}'
@@ -415,14 +421,14 @@ def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
             return Extraction(None, "none", reason="several different <answer> blocks, or a value after the last")
     boxed = _final_box(text)
     if boxed is not None:
-        if _hedged_after(text, boxed[1]):
+        if hedges and _hedged_after(text, boxed[1]):
             return Extraction(None, "none", reason="the boxed answer is followed by an alternative")
         return boxed[0]
     if _BOX.search(text):
         return Extraction(None, "none", reason="empty \\boxed{}")
     anchored = _anchored(text)
     if anchored:
-        if _hedged_after(text, anchored[1]):
+        if hedges and _hedged_after(text, anchored[1]):
             return Extraction(None, "none", reason="the stated answer is followed by an alternative")
         return Extraction(anchored[0], "anchor")
     found = _conclusion(text)

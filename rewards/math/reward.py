@@ -135,7 +135,7 @@ def _gold_text(gold: Any) -> tuple[str, bool]:
     text = str(gold).strip()
     worked = "\\boxed" in text or "\\fbox" in text or "####" in text
     if worked or _GOLD_ANCHOR.search(text):
-        found = extract_answer(text[-_GOLD_TAIL:])
+        found = extract_answer(text[-_GOLD_TAIL:], hedges=False)
         if found.answer and (worked or found.source in ("anchor", "sentence")):
             return found.answer, found.hedged
     return text, False

@@ -2,7 +2,7 @@
 pass found misjudged, each positive next to its hard negatives.
 
 Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
-mode. Regression check: 75 of these 169 cases failed on the reward before these rules (assignments matched as
+mode. Regression check: 77 of these 173 cases failed on the reward before these rules (assignments matched as
 sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, five sentence shapes,
 approximations, numbered statements, invisible commands, named quantities, option golds, boxed steps,
 one-value concluding sentences, style commands, rounded decimal golds, <answer> blocks, ordinals).
@@ -78,6 +78,8 @@ SENTENCES = [  # final sentences real models write without a box
     ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ square centimeters.", 1.0),
     ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ less than the square.", 0.0),  # not a unit
     ("8\\pi", "The radius is 2, so\nThe area is $8\\pi$ or more.", 0.0),
+    ("4", "The answer is $\\boxed{4}$, or equivalently $\\frac{8}{2}$.", 1.0),  # a restatement, not a hedge
+    ("4", "The answer is $\\boxed{4}$, or $\\frac{10}{2}$.", 0.0),
 ]
 
 APPROXIMATIONS = [  # "A \approx d" states A when d is A rounded or truncated to its digits, else nothing
@@ -137,6 +139,8 @@ GOLDS = [  # NuminaMath "C: value" golds, AMC "(B) value" golds, a one-line gold
     ("\\textbf{(B) } 12", "\\boxed{\\textbf{(C) } 12}", 0.0),  # the letter decides when one is given
     ("The answer is 4.", "\\boxed{4}", 1.0),
     ("The answer is 4.", "\\boxed{5}", 0.0),
+    ("We find $m=\\boxed{-1}$ or $m = 3$ (rejected).", "\\boxed{-1}", 1.0),  # a gold's own words never hedge it
+    ("We find $m=\\boxed{-1}$ or $m = 3$ (rejected).", "\\boxed{3}", 0.0),
 ]
 
 STEPS = [  # boxed intermediate results in separate sentences: a single-valued gold takes the last box
