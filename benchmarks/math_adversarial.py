@@ -156,6 +156,13 @@ def _second_pass_hacks() -> list[tuple[str, str, str]]:
         ("sentence: or after the math", "7", "Thus $7$ or $8$."),
         ("sentence: hedge after the math", "7", "The area is $7$ maybe."),
         ("3000 nested whole boxes", "8", r"\boxed{" * 3000 + "7" + "}" * 3000),
+        ("box, then a hedged statement", "7", "\\boxed{7}\n\nThe answer is 7 or 8."),
+        ("box, then a hedged statement 8", "8", "\\boxed{7}\n\nThe answer is 7 or 8."),
+        ("<answer> blocks disagree", "8", "<answer>7</answer><answer>8</answer>"),
+        ("value after <answer>", "8", "<answer>7</answer> or maybe 8"),
+        ("(12,102) as a number", "12102", r"\boxed{(12,102)}"),
+        ("anchored statement with or", "120", "Final Answer: The volume of $V$ is 120 or 121."),
+        ("<answer> flood", "7", "<answer>" * 30_000),
     ]
 
 

@@ -100,6 +100,7 @@ _HEDGE_AFTER = re.compile(  # "or equivalently", "or in other words" restate the
     re.IGNORECASE,
 )
 _REMARK_HEDGE = re.compile(r"\b(?:or|maybe|perhaps|possibly|might|could|not|unless|otherwise)\b", re.IGNORECASE)
+_NAMED_VALUE = re.compile(r"^the\b[^\n]{0,200}[ \t](?:is|are|equals)[ \t]+([^ \t][^\n]{0,300})$", re.IGNORECASE)
 _ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$": a hedge word right before a value
     r"\b(?:or[ \t]+(?:maybe|perhaps|possibly|is[ \t]+it)|maybe|perhaps|possibly|"
     r"(?:could|might)(?:[ \t]+also)?[ \t]+be|not[ \t]+sure)[ \t,:]{0,3}"
@@ -269,6 +270,9 @@ def _statement(rest: str) -> tuple[str, int]:
     span = skipped + len(line)
     line = re.sub(r"(?<![\w)}])\*\*|\*\*(?![\w({-])", "", line)  # bold markup, not a ** power
     line = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", line)  # inline math delimiters; every part of the sentence counts
+    named = _NAMED_VALUE.match(line.strip())
+    if named:
+        line = named.group(1)  # "Final Answer: The volume of $ABCD$ is 120."
     return line.strip(), span
 
 
@@ -387,6 +391,16 @@ def _fallback(text: str) -> str | None:
     return nums[-1] if nums else None
 
 
+def _anchored_after(text: str, end: int) -> bool:
+    """An explicit final-answer statement ("Final Answer:", "The answer is", ``####``) after ``end``, with no box
+    in it: it, not an earlier box (an intermediate result), is the final answer."""
+    anchor = _last_match(_ANCHOR, text)
+    if anchor is None or anchor.start() < end:
+        return False
+    stmt, _ = _statement(text[anchor.end() :])
+    return bool(stmt) and not _BOX.search(text, anchor.start())
+
+
 def _hedged_after(text: str, end: int) -> bool:
     """The final answer is followed at once by an alternative ("... 7. Or maybe 8.")."""
     after = text[end : end + 160]
@@ -420,11 +434,13 @@ def extract_answer(completion: str, *, strict: bool = True, hedges: bool = True)
         if text is None:
             return Extraction(None, "none", reason="several different <answer> blocks, or a value after the last")
     boxed = _final_box(text)
+    if boxed is not None and _anchored_after(text, boxed[1]):
+        boxed = None  # "... = \boxed{255} ... Final Answer: The final answer is $10,455$": the statement is final
     if boxed is not None:
         if hedges and _hedged_after(text, boxed[1]):
             return Extraction(None, "none", reason="the boxed answer is followed by an alternative")
         return boxed[0]
-    if _BOX.search(text):
+    if _BOX.search(text) and not _anchored_after(text, 0):
         return Extraction(None, "none", reason="empty \\boxed{}")
     anchored = _anchored(text)
     if anchored:

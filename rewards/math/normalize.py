@@ -67,7 +67,7 @@ _TEXT_CMD = re.compile(
 )
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.])")
-_BRACE_COMMA_THOUSANDS = re.compile(r"(?<=\d)\{,\}(?=\d{3}(?!\d))")
+_BRACE_COMMA_THOUSANDS = re.compile(r"(?<=\d)\s?(?:\{\s?,\s?\}|,\\!)\s?(?=\d{3}(?!\d))")  # 12{,}345, 32,\! 349
 _BRACE_COMMA_DECIMAL = re.compile(r"(?<=\d)\{,\}(?=\d)")
 _REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
 _ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d{2,40})\s*(?:\.\.\.|\\ldots|\\dots|\\cdots|…)")
@@ -97,6 +97,7 @@ def clean(s: str) -> str:
     s = re.sub(r"(?<=[\w)}])\*\*(?=[\w({-])", "^", s)
     s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
     s = re.sub(r"\\(?:left|right)\s*\.", "", s)  # the invisible delimiter of \left. 5 \right|
+    s = _BRACE_COMMA_THOUSANDS.sub("", s)  # before \! is dropped: 11,\! 111,\! 100 has spaces after the commas
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
     s = _unbox(s)
@@ -111,7 +112,6 @@ def clean(s: str) -> str:
     s = re.sub(r"\\\{\s*\\\}", r"\\emptyset ", s)
     s = re.sub(r"^\\\{\s*[a-z]\s*(?:\\mid|\||:)\s*(.*)\\\}$", r"\1", s.strip())  # {x | 2 < x < 5}
     s = re.sub(r"^\s*(?:\\approx|\\sim|=)\s*", "", s)
-    s = _BRACE_COMMA_THOUSANDS.sub("", s)  # 12{,}345
     s = _BRACE_COMMA_DECIMAL.sub(".", s)  # 2{,}74: a decimal comma (the group after it is not 3 digits)
     s = s.replace("{,}", ",").replace(r"\cdot10", r"\cdot 10")
     s = _text_commands(s)
@@ -119,14 +119,14 @@ def clean(s: str) -> str:
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
     s = re.sub(r"(?<=\d)j\b", "i", s)  # python's complex unit: 14-1j
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
-    s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
+    s = _THOUSANDS.sub(_thousands, s)
     s = _SPACE_THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(" ", ""), s)  # 1 000 000
     s = _REPEATING.sub(_repeating, s)
     s = _ELLIPSIS.sub(_ellipsis, s)
     s = _BASE.sub(_base, s)
     s = _ATTACHED_UNIT.sub("", s)
     s = re.sub(r"^(\d+)\s*(?:st|nd|rd|th)$", r"\1", s.strip())  # an ordinal, 8th
-    s = re.sub(r"\s*(?:degrees?|percent)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
+    s = re.sub(r"\s*(?:degrees?|percent|pct)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
     s = _strip_trailing_units(s)
     s = re.sub(r"^[A-Za-z](?:\^\{?-1\}?|')?\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) =, f^{-1}(x) =
     s = s.strip().rstrip(".").strip()
@@ -164,6 +164,14 @@ def _unbox(s: str) -> str:
             return s
         s = inner
     return s
+
+
+def _thousands(m: re.Match[str]) -> str:
+    """``12,345`` -> ``12345``, except a pair alone in brackets: ``(12,102)`` is an interval or a point."""
+    s, a, b = m.string, m.start(), m.end()
+    if m.group(2).count(",") == 1 and s[:a].rstrip()[-1:] in ("(", "[") and s[b:].lstrip()[:1] in (")", "]"):
+        return m.group(0)
+    return m.group(1) + m.group(2).replace(",", "")
 
 
 def _text_commands(s: str) -> str:

@@ -2,10 +2,11 @@
 pass found misjudged, each positive next to its hard negatives.
 
 Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
-mode. Regression check: 77 of these 173 cases failed on the reward before these rules (assignments matched as
+mode. Regression check: 90 of these 190 cases failed on the reward before these rules (assignments matched as
 sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, five sentence shapes,
 approximations, numbered statements, invisible commands, named quantities, option golds, boxed steps,
-one-value concluding sentences, style commands, rounded decimal golds, <answer> blocks, ordinals).
+one-value concluding sentences, style commands, rounded decimal golds, <answer> blocks, ordinals, separators
+with spaces, final statements after boxes).
 """
 
 from __future__ import annotations
@@ -240,8 +241,30 @@ WORDS = [  # an ordinal suffix is dropped; a number word is not a number (as "Th
     ("1", "\\boxed{\\text{no one}}", 0.0),
 ]
 
+MINERVA = [  # typeset separators as real outputs write them; a final statement after intermediate boxes
+    ("11111111100", "The count is $\\boxed{11,\\! 111,\\! 111,\\! 100}$.", 1.0),
+    ("32349", "So $\\boxed{32,\\! 349}$.", 1.0),
+    ("14916", "Final Answer: The final answer is $14 {, }916$. I hope it is correct.", 1.0),
+    ("32349", "So $\\boxed{32,\\! 348}$.", 0.0),
+    ("(2, 12) \\cup (12, 102)", "Thus $x \\in \\boxed{(2,12) \\cup (12,102)}$", 1.0),  # (12,102) is not 12102
+    ("(12, 102)", "\\boxed{(12,102)}", 1.0),
+    ("12102", "\\boxed{(12,102)}", 0.0),
+    ("12102", "\\boxed{12,102}", 1.0),
+    ("28\\%", "\\boxed{28 pct}", 1.0),
+    ("10455", "$0.05 \\cdot 10,200 \\cdot \\frac{1}{2} = \\boxed{255}$ So she has $10,455. "
+              "Final Answer: The final answer is $10,455$. I hope it is correct.", 1.0),
+    ("255", "$0.05 \\cdot 10,200 \\cdot \\frac{1}{2} = \\boxed{255}$ So she has $10,455. "
+            "Final Answer: The final answer is $10,455$. I hope it is correct.", 0.0),
+    ("8", "\\boxed{7}\n\nFinal Answer: 8", 1.0),  # the last statement is final
+    ("7", "\\boxed{7}\n\nFinal Answer: 8", 0.0),
+    ("120", "Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", 1.0),
+    ("34", "Final Answer: The largest $n$ is 34.", 1.0),
+    ("34", "Final Answer: The largest $n$ is 35.", 0.0),
+    ("120", "Final Answer: The volume of $ABCDEFGH$ is 120 or 121.", 0.0),
+]
+
 CASES = (ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS + STATEMENTS + TYPESETTING + NAMED + GOLDS + STEPS
-         + ONE_VALUE + STYLES + ROUNDED_GOLDS + ANSWER_TAGS + WORDS)
+         + ONE_VALUE + STYLES + ROUNDED_GOLDS + ANSWER_TAGS + WORDS + MINERVA)
 
 
 @pytest.mark.parametrize("gold,completion,expected", CASES)
