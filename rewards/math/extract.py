@@ -55,7 +55,9 @@ _REVISION = re.compile(
 )
 _STEP_HEDGE = re.compile(  # a word between two boxes that offers the second as an alternative to the first
     r"\b(?:or|alternatively|alternative|maybe|perhaps|possibly|could|might|either|also|another|other|otherwise|"
-    r"if|unless|else|but|however|part|case)\b|(?<![\w$^])\((?:[a-z]|i{1,3}|iv|\d{1,2})\)",
+    r"if|unless|else|but|however|part|parts|case|cases|subcase|option|options|possibility|possibilities|candidate|"
+    r"candidates|scenario|choice|answers|solutions|roots|one|second|both|each|respectively|together|and)\b|"
+    r"(?<![\w$^])\((?:[a-z]|i{1,3}|iv|\d{1,2})\)",
     re.IGNORECASE,
 )
 _CHOICE = re.compile(
@@ -395,10 +397,12 @@ def _anchored_after(text: str, end: int) -> bool:
     """An explicit final-answer statement ("Final Answer:", "The answer is", ``####``) after ``end``, with no box
     in it: it, not an earlier box (an intermediate result), is the final answer."""
     anchor = _last_match(_ANCHOR, text)
-    if anchor is None or anchor.start() < end:
-        return False
+    if anchor is None or anchor.start() < end or re.search(r"would|will|must|should", anchor.group(0), re.I):
+        return False  # "if the die were biased the answer would be different" is no statement of the answer
     stmt, _ = _statement(text[anchor.end() :])
-    return bool(stmt) and not _BOX.search(text, anchor.start())
+    if not re.search(r"\d|\\[A-Za-z]|^\(?[A-J]\)?$", stmt):
+        return False
+    return not _BOX.search(text, anchor.start())
 
 
 def _hedged_after(text: str, end: int) -> bool:

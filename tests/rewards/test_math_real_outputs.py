@@ -2,7 +2,7 @@
 pass found misjudged, each positive next to its hard negatives.
 
 Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
-mode. Regression check: 90 of these 190 cases failed on the reward before these rules (assignments matched as
+mode. Regression check: 90 of these 195 cases failed on the reward before these rules (assignments matched as
 sets, angle labels, nested boxes, ``\tan^{-1}``, ``°C``, ``k \in \mathbb{Z}``, five sentence shapes,
 approximations, numbered statements, invisible commands, named quantities, option golds, boxed steps,
 one-value concluding sentences, style commands, rounded decimal golds, <answer> blocks, ordinals, separators
@@ -155,6 +155,9 @@ STEPS = [  # boxed intermediate results in separate sentences: a single-valued g
     ("5", "We get \\boxed{3}. Alternatively, it could be \\boxed{5}.", 0.0),
     ("5", "We get \\boxed{3}. But if the order matters, \\boxed{5}.", 0.0),
     ("5", "In case (i) the count is \\boxed{3}. In case (ii) it is \\boxed{5}.", 0.0),
+    ("5", "Option 1: \\boxed{3}. Option 2: \\boxed{5}.", 0.0),
+    ("5", "One candidate is \\boxed{3}. Another is \\boxed{5}.", 0.0),
+    ("5", "The roots are \\boxed{3}. And \\boxed{5}.", 0.0),
 ]
 
 ONE_VALUE = [  # a concluding final sentence with exactly one value (rewards.math.sentences)
@@ -257,6 +260,8 @@ MINERVA = [  # typeset separators as real outputs write them; a final statement 
             "Final Answer: The final answer is $10,455$. I hope it is correct.", 0.0),
     ("8", "\\boxed{7}\n\nFinal Answer: 8", 1.0),  # the last statement is final
     ("7", "\\boxed{7}\n\nFinal Answer: 8", 0.0),
+    ("7", "So it is $\\boxed{7}$.\n\nNote: if the die were biased the answer would be different.", 1.0),
+    ("7", "So it is $\\boxed{7}$.\n\nIn general the answer is not unique.", 1.0),
     ("120", "Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", 1.0),
     ("34", "Final Answer: The largest $n$ is 34.", 1.0),
     ("34", "Final Answer: The largest $n$ is 35.", 0.0),
