@@ -396,8 +396,10 @@ def _fallback(text: str) -> str | None:
 def _anchored_after(text: str, end: int) -> bool:
     """An explicit final-answer statement ("Final Answer:", "The answer is", ``####``) after ``end``, with no box
     in it: it, not an earlier box (an intermediate result), is the final answer."""
-    anchor = _last_match(_ANCHOR, text)
-    if anchor is None or anchor.start() < end or re.search(r"would|will|must|should", anchor.group(0), re.I):
+    anchor = None
+    for anchor in _ANCHOR.finditer(text, end):  # only the text after the box: usually a few characters
+        pass
+    if anchor is None or re.search(r"would|will|must|should", anchor.group(0), re.I):
         return False  # "if the die were biased the answer would be different" is no statement of the answer
     stmt, _ = _statement(text[anchor.end() :])
     if not re.search(r"\d|\\[A-Za-z]|^\(?[A-J]\)?$", stmt):

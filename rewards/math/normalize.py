@@ -96,15 +96,15 @@ def clean(s: str) -> str:
     s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)
     s = re.sub(r"(?<=[\w)}])\*\*(?=[\w({-])", "^", s)
     s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
-    s = re.sub(r"\\(?:left|right)\s*\.", "", s)  # the invisible delimiter of \left. 5 \right|
+    if "." in s:
+        s = re.sub(r"\\(?:left|right)\s*\.", "", s)  # the invisible delimiter of \left. 5 \right|
     s = _BRACE_COMMA_THOUSANDS.sub("", s)  # before \! is dropped: 11,\! 111,\! 100 has spaces after the commas
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
-    s = _unbox(s)
-    s = _STYLE.sub("", s)  # \bf 5, \large 5, \underline{5}, \left. 5 \right., 5^{}
-    s = _INVISIBLE.sub("", s)  # \phantom{1}10 renders as 10; \color{red}{10} as 10
-    s = re.sub(r"\\langle", "(", s).replace("\\rangle", ")")  # the vector <1, -2, 3>
-    s = _ANGLE.sub(r"\1", s)  # m\angle ABC = 90°: the angle's name is a label
+    if "\\" in s:
+        s = _typesetting(s)
+    elif "^" in s:
+        s = _STYLE.sub("", s)  # 5^{}
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
     s = re.sub(r"\{\s*\}\s*(?=°)|(?<=°)\s*(?:\\(?:mathrm|text)\{\s*[CF]\s*\}|[CF](?![A-Za-z]))", "", s)  # 30{}°, 25°C
     s = re.sub(r"\\%|\\percent", "%", s)
@@ -115,7 +115,8 @@ def clean(s: str) -> str:
     s = _BRACE_COMMA_DECIMAL.sub(".", s)  # 2{,}74: a decimal comma (the group after it is not 3 digits)
     s = s.replace("{,}", ",").replace(r"\cdot10", r"\cdot 10")
     s = _text_commands(s)
-    s = _INTEGER_PARAMETER.sub("", s)  # 2k\pi + \frac{\pi}{6}, k \in \mathbb{Z}
+    if "mathbb" in s:
+        s = _INTEGER_PARAMETER.sub("", s)  # 2k\pi + \frac{\pi}{6}, k \in \mathbb{Z}
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
     s = re.sub(r"(?<=\d)j\b", "i", s)  # python's complex unit: 14-1j
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
@@ -125,12 +126,13 @@ def clean(s: str) -> str:
     s = _ELLIPSIS.sub(_ellipsis, s)
     s = _BASE.sub(_base, s)
     s = _ATTACHED_UNIT.sub("", s)
-    s = re.sub(r"^(\d+)\s*(?:st|nd|rd|th)$", r"\1", s.strip())  # an ordinal, 8th
+    if s.rstrip()[-2:] in ("st", "nd", "rd", "th"):
+        s = re.sub(r"^(\d+)\s*(?:st|nd|rd|th)$", r"\1", s.strip())  # an ordinal, 8th
     s = re.sub(r"\s*(?:degrees?|percent|pct)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
     s = _strip_trailing_units(s)
     s = re.sub(r"^[A-Za-z](?:\^\{?-1\}?|')?\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) =, f^{-1}(x) =
     s = s.strip().rstrip(".").strip()
-    if text_key(s) in _ALL_REALS:
+    if "real" in s and text_key(s) in _ALL_REALS:
         s = r"(-\infty, \infty)"
     return s
 
@@ -146,6 +148,17 @@ _STYLE = re.compile(
 )
 _INVISIBLE = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]{0,200}\}|(?:text)?color\s*\{[a-zA-Z]{1,20}\})")
 _WHOLE_BOX = re.compile(r"^\s*\\(?:boxed|fbox)\s*\{")
+
+
+def _typesetting(s: str) -> str:
+    """Commands that change how an answer looks, not what it is (see :func:`clean`)."""
+    s = _unbox(s)
+    s = _STYLE.sub("", s)  # \bf 5, \large 5, \underline{5}, 5^{}
+    s = _INVISIBLE.sub("", s)  # \phantom{1}10 renders as 10; \color{red}{10} as 10
+    if "angle" in s:
+        s = s.replace("\\langle", "(").replace("\\rangle", ")")  # the vector <1, -2, 3>
+        s = _ANGLE.sub(r"\1", s)  # m\angle ABC = 90°: the angle's name is a label
+    return s
 
 
 def _unbox(s: str) -> str:
