@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from harness.types import Score
 

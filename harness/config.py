@@ -53,9 +53,12 @@ class RunConfig(BaseModel):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     eval: EvalSection = Field(default_factory=EvalSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
-    plugins: list[str] = Field(default_factory=list, description="modules or .py files that register rewards with "
-                               "@reward, imported before the rewards load (in scoring workers too); a relative "
-                               "file path is relative to the config file and saved absolute")
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="modules or .py files that register rewards with "
+        "@reward, imported before the rewards load (in scoring workers too); a relative "
+        "file path is relative to the config file and saved absolute",
+    )
 
     @field_validator("rewards", mode="before")
     @classmethod

@@ -38,8 +38,9 @@ import os
 import threading
 import typing
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Protocol
+from typing import Any, Literal, Protocol
 
 from harness.errors import DuplicateRewardError, RewardParameterError, UnknownRewardError
 from harness.types import RewardSpec, Sample, Score
@@ -174,7 +175,11 @@ def _describe_params(factory: Callable[..., Any]) -> tuple[ParamInfo, ...]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         ann = p.annotation
-        ann_s = "Any" if ann is inspect.Parameter.empty else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+        ann_s = (
+            "Any"
+            if ann is inspect.Parameter.empty
+            else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+        )
         type_ = hints.get(p.name)
         out.append(ParamInfo(p.name, p.default, str(ann_s), None if type_ in (None, Any) else type_))
     return tuple(out)
@@ -257,7 +262,8 @@ class Registry:
             old = self.entries.get(entry.name)
             if old is not None:
                 same = old.factory is entry.factory or (
-                    old.module == entry.module and getattr(old.factory, "__qualname__", None) == getattr(entry.factory, "__qualname__", None)
+                    old.module == entry.module
+                    and getattr(old.factory, "__qualname__", None) == getattr(entry.factory, "__qualname__", None)
                 )
                 if not same:
                     raise DuplicateRewardError(
@@ -309,7 +315,9 @@ class Registry:
         except DuplicateRewardError:  # raised by @reward while the plugin module imports: a clash, not a broken plugin
             raise
         except Exception as e:  # a broken plugin package must not take the others down
-            warnings.warn(f"reward plugin {label} failed to import and is skipped: {type(e).__name__}: {e}", stacklevel=2)
+            warnings.warn(
+                f"reward plugin {label} failed to import and is skipped: {type(e).__name__}: {e}", stacklevel=2
+            )
             log.warning("reward plugin %s failed to import: %s", label, e)
             return
         finally:
@@ -319,7 +327,9 @@ class Registry:
         registered = getattr(obj, "__reward_name__", None)
         if registered is not None:
             if registered != ep.name:
-                warnings.warn(f"entry point {ep.name!r} points at reward {registered!r}; using {registered!r}", stacklevel=2)
+                warnings.warn(
+                    f"entry point {ep.name!r} points at reward {registered!r}; using {registered!r}", stacklevel=2
+                )
             entry = self.entries.get(registered)
             if entry is not None and entry.factory is obj:  # this factory's own entry point, not a sibling's
                 self.entries[registered] = dataclasses.replace(entry, origin=label)
@@ -406,7 +416,9 @@ class RewardFn:
         try:
             out = self._fn(sample, completion)
         except Exception as e:
-            return Score.unscored("error", f"reward {self.name!r} raised {type(e).__name__}: {e}", exception=type(e).__name__)
+            return Score.unscored(
+                "error", f"reward {self.name!r} raised {type(e).__name__}: {e}", exception=type(e).__name__
+            )
         return as_score(out, self.name)
 
     def __repr__(self) -> str:

@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence, TextIO
+from typing import Any, TextIO
 
 from harness.errors import DataError
 from harness.scoring import BatchResult, ScoringSession
@@ -78,7 +79,10 @@ def parse_row(line: str, lineno: int) -> tuple[Sample, str] | tuple[str, str]:
     if prompt is None:
         row["prompt"] = ""
     elif not isinstance(prompt, (str, list)):
-        return rid_s, f"line {lineno}: field 'prompt' must be a string or a list of chat messages, got {type(prompt).__name__}"
+        return (
+            rid_s,
+            f"line {lineno}: field 'prompt' must be a string or a list of chat messages, got {type(prompt).__name__}",
+        )
     try:
         return Sample.model_validate(row), completion
     except ValueError as e:
@@ -188,7 +192,9 @@ def _flush(session: ScoringSession, pending: Any, chunk: list, f: TextIO, report
     return new
 
 
-def _write(session: ScoringSession, chunk: list, res: BatchResult | None, f: TextIO, report: ScoreFileReport, bar: Any) -> None:
+def _write(
+    session: ScoringSession, chunk: list, res: BatchResult | None, f: TextIO, report: ScoreFileReport, bar: Any
+) -> None:
     j = 0
     for lineno, rid, sample, payload in chunk:
         if sample is None:

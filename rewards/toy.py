@@ -6,7 +6,7 @@ it by name; kept apart from :mod:`trainer.toy` so that registering it never impo
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from harness.registry import reward
 from harness.types import Sample, Score

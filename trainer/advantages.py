@@ -81,7 +81,11 @@ def std_from_moments(moments: tuple[float, float, float]) -> float:
 
 
 def group_advantages(
-    rewards: torch.Tensor, group_size: int, *, scale: Scale = "group", eps: float = 1e-4,
+    rewards: torch.Tensor,
+    group_size: int,
+    *,
+    scale: Scale = "group",
+    eps: float = 1e-4,
     global_moments: tuple[float, float, float] | None = None,
 ) -> GroupAdvantages:
     """Group-relative advantages with unscored (NaN) rewards excluded.

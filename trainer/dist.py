@@ -17,16 +17,27 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from trainer.advantages import GroupAdvantages, Scale, batch_moments, group_advantages
 
-__all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "sync_gradients", "broadcast_parameters", "barrier",
-           "all_gather_object", "free_port", "launcher_env", "group_advantages_over_ranks"]
+__all__ = [
+    "DistInfo",
+    "init_distributed",
+    "all_reduce_sum",
+    "sync_gradients",
+    "broadcast_parameters",
+    "barrier",
+    "all_gather_object",
+    "free_port",
+    "launcher_env",
+    "group_advantages_over_ranks",
+]
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +124,7 @@ def sync_gradients(params: Iterable[torch.nn.Parameter], info: DistInfo) -> None
     offset = 0
     for p in params:
         n = p.numel()
-        p.grad.copy_(flat[offset: offset + n].view_as(p.grad))
+        p.grad.copy_(flat[offset : offset + n].view_as(p.grad))
         offset += n
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,13 +34,26 @@ from trainer import dcp
 from trainer import fsdp as sharding
 from trainer.advantages import group_advantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
-from trainer.dist import (DistInfo, all_gather_object, barrier, broadcast_parameters, group_advantages_over_ranks,
-                          init_distributed)
+from trainer.dist import (
+    DistInfo,
+    all_gather_object,
+    barrier,
+    broadcast_parameters,
+    group_advantages_over_ranks,
+    init_distributed,
+)
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import SamplingConfig
-from trainer.setup import (PromptStream, load_policy, load_reference, load_train_samples, make_optimizer, use_bf16,
-                           validate)
+from trainer.setup import (
+    PromptStream,
+    load_policy,
+    load_reference,
+    load_train_samples,
+    make_optimizer,
+    use_bf16,
+    validate,
+)
 from trainer.update import UpdateInputs, policy_update
 
 __all__ = ["TrainResult", "train"]
@@ -97,15 +111,22 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator, bf16: bool, seed: int,
-                  world_size: int) -> Any:
+def _make_rollout(
+    t: Any, model: Any, tok: Any, generator: torch.Generator, bf16: bool, seed: int, world_size: int
+) -> Any:
     if t.backend == "vllm":
         from trainer.rollout.vllm import VLLMRollout
 
         per_call = -(-t.prompts_per_step // world_size // t.rollout_chunks) * t.num_generations
-        return VLLMRollout(model, tok, max_prompt_length=t.max_prompt_length,
-                           max_completion_length=t.max_completion_length, settings=t.vllm, seed=seed,
-                           max_num_seqs=per_call)
+        return VLLMRollout(
+            model,
+            tok,
+            max_prompt_length=t.max_prompt_length,
+            max_completion_length=t.max_completion_length,
+            settings=t.vllm,
+            seed=seed,
+            max_num_seqs=per_call,
+        )
     from trainer.rollout.hf import HFRollout
 
     return HFRollout(model, tok, max_prompt_length=t.max_prompt_length, generator=generator, bf16=bf16)
@@ -154,32 +175,60 @@ def _reward_metrics(res: BatchResult, config: RunConfig, g: int) -> dict[str, An
 def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], BatchResult]:
     t, t0 = c.t, time.perf_counter()
     col = collect(
-        c.stream.take, c.rollout, c.session,
-        lambda s: render_prompt(s.prompt, c.tokenizer, chat_template=c.config.data.chat_template,
-                                system_prompt=c.config.data.system_prompt),
-        num_prompts=t.prompts_per_step // c.info.world_size, group_size=t.num_generations, sampling=c.sampling,
-        pad_id=c.rollout.pad_id, dynamic_sampling=bool(t.dynamic_sampling), max_rounds=t.max_resample_rounds,
+        c.stream.take,
+        c.rollout,
+        c.session,
+        lambda s: render_prompt(
+            s.prompt, c.tokenizer, chat_template=c.config.data.chat_template, system_prompt=c.config.data.system_prompt
+        ),
+        num_prompts=t.prompts_per_step // c.info.world_size,
+        group_size=t.num_generations,
+        sampling=c.sampling,
+        pad_id=c.rollout.pad_id,
+        dynamic_sampling=bool(t.dynamic_sampling),
+        max_rounds=t.max_resample_rounds,
         chunks=t.rollout_chunks,
     )
     t1 = time.perf_counter()
     c.rollout.release_memory()  # vLLM: sleep during the update
     upd = policy_update(
-        c.model, c.optimizer, c.scheduler, col.batch, _inputs_fn(col, t), c.loss_cfg, temperature=t.temperature,
-        mu=t.mu, micro_batch_size=t.micro_batch_size, micro_batch_tokens=t.micro_batch_tokens,
-        max_grad_norm=t.max_grad_norm, ref_model=c.ref, dist=c.info, bf16=c.bf16, is_cap=t.vllm.is_cap,
+        c.model,
+        c.optimizer,
+        c.scheduler,
+        col.batch,
+        _inputs_fn(col, t),
+        c.loss_cfg,
+        temperature=t.temperature,
+        mu=t.mu,
+        micro_batch_size=t.micro_batch_size,
+        micro_batch_tokens=t.micro_batch_tokens,
+        max_grad_norm=t.max_grad_norm,
+        ref_model=c.ref,
+        dist=c.info,
+        bf16=c.bf16,
+        is_cap=t.vllm.is_cap,
     )
     c.rollout.sync_weights()  # vLLM: wake up, load the new weights
     step_s = time.perf_counter() - t0
     lengths = col.batch.completion_lengths.float()
     tokens = float(col.batch.prompt_mask.sum() + col.batch.completion_mask.sum())
     rewards = _all_ranks_result(col, c.info)
-    m = {"step": step, **_reward_metrics(rewards, c.config, t.num_generations), **upd, **col.stats,
-         "completions/mean_length": float(lengths.mean()), "completions/max_length": float(lengths.max()),
-         "completions/clipped_ratio": float(col.batch.truncated.float().mean()),
-         "timing/update_s": time.perf_counter() - t1, "timing/step_s": step_s, "tokens_per_s": tokens / step_s}
+    m = {
+        "step": step,
+        **_reward_metrics(rewards, c.config, t.num_generations),
+        **upd,
+        **col.stats,
+        "completions/mean_length": float(lengths.mean()),
+        "completions/max_length": float(lengths.max()),
+        "completions/clipped_ratio": float(col.batch.truncated.float().mean()),
+        "timing/update_s": time.perf_counter() - t1,
+        "timing/step_s": step_s,
+        "tokens_per_s": tokens / step_s,
+    }
     # the part of this step spent on rewards that nothing else overlapped (blocking submits and waits)
-    m["timing/reward_critical_s"] = sum(m.get(k, 0.0) for k in (
-        "timing/score_submit_s", "timing/score_wait_s", "timing/score_wait_s_sampling"))
+    m["timing/reward_critical_s"] = sum(
+        m.get(k, 0.0) for k in ("timing/score_submit_s", "timing/score_wait_s", "timing/score_wait_s_sampling")
+    )
     return m, rewards
 
 
@@ -220,8 +269,23 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
     loss_cfg = LossConfig(t.loss, float(t.epsilon), float(t.epsilon_high), t.cispo_cap, t.beta, t.max_completion_length)
     bf16 = use_bf16(config, t, info.device)
     rollout = _make_rollout(t, model, tok, generator, bf16, config.run.seed, info.world_size)
-    ctx = _Ctx(config, t, info, model, tok, ref, optimizer, scheduler, stream, rollout,
-               session, loss_cfg, SamplingConfig(t.max_completion_length, t.temperature, t.top_p), bf16, generator)
+    ctx = _Ctx(
+        config,
+        t,
+        info,
+        model,
+        tok,
+        ref,
+        optimizer,
+        scheduler,
+        stream,
+        rollout,
+        session,
+        loss_cfg,
+        SamplingConfig(t.max_completion_length, t.temperature, t.top_p),
+        bf16,
+        generator,
+    )
     return ctx, run_dir, start
 
 
@@ -229,8 +293,9 @@ def _load_optimizer(optimizer: torch.optim.Optimizer, state: dict[str, Any], ckp
     if info.parallel == "fsdp":
         from harness.errors import ConfigError
 
-        raise ConfigError(f"{ckpt}: written by a parallel: ddp run (no sharded/ folder); resume it with "
-                          "trainer.parallel: ddp")
+        raise ConfigError(
+            f"{ckpt}: written by a parallel: ddp run (no sharded/ folder); resume it with trainer.parallel: ddp"
+        )
     optimizer.load_state_dict(state["optimizer"])
 
 
@@ -238,14 +303,31 @@ def _save(c: _Ctx, run_dir: Path, step: int, tel: RunTelemetry | None) -> Path |
     states = all_gather_object({"rng": ckpt_io.rng_state(c.rollout_generator), "data": c.stream.state()}, c.info)
     if c.info.parallel == "fsdp":  # every rank writes its shards
         return dcp.save_sharded_checkpoint(
-            run_dir, step, info=c.info, model=c.model, tokenizer=c.tokenizer, optimizer=c.optimizer,
-            scheduler=c.scheduler, rank_states=states, config=c.config,
-            telemetry_ctx=tel.checkpoint_context(step) if tel is not None else {})
+            run_dir,
+            step,
+            info=c.info,
+            model=c.model,
+            tokenizer=c.tokenizer,
+            optimizer=c.optimizer,
+            scheduler=c.scheduler,
+            rank_states=states,
+            config=c.config,
+            telemetry_ctx=tel.checkpoint_context(step) if tel is not None else {},
+        )
     path = None
     if c.info.is_main:
         ctx = tel.checkpoint_context(step) if tel is not None else {}
-        path = ckpt_io.save_checkpoint(run_dir, step, model=c.model, tokenizer=c.tokenizer, optimizer=c.optimizer,
-                                       scheduler=c.scheduler, rank_states=states, config=c.config, telemetry_ctx=ctx)
+        path = ckpt_io.save_checkpoint(
+            run_dir,
+            step,
+            model=c.model,
+            tokenizer=c.tokenizer,
+            optimizer=c.optimizer,
+            scheduler=c.scheduler,
+            rank_states=states,
+            config=c.config,
+            telemetry_ctx=ctx,
+        )
     barrier(c.info)
     return path
 
@@ -285,8 +367,9 @@ def train(
             from harness.errors import ConfigError
 
             raise ConfigError("run.id: --resume needs the id of the run to continue")
-        config = config.model_copy(update={"run": config.run.model_copy(
-            update={"id": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")})})
+        config = config.model_copy(
+            update={"run": config.run.model_copy(update={"id": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")})}
+        )
     c, run_dir, start = _setup(config, resume)
     if c.info.parallel == "fsdp":
         c.rollout = sharding.GatheredRollout(c.rollout, c.model)  # whole weights while sampling
@@ -298,7 +381,9 @@ def train(
         if resume:  # the steps after the checkpoint run again: keep their traces once, as metrics.jsonl does
             drop_steps_after(run_dir / TRACES_FILE, start)
         tel = RunTelemetry.start(run_dir, str(config.run.id), config.telemetry)
-    writer = MetricsWriter(run_dir / "metrics.jsonl", resume_from_step=start if resume else None) if c.info.is_main else None
+    writer = (
+        MetricsWriter(run_dir / "metrics.jsonl", resume_from_step=start if resume else None) if c.info.is_main else None
+    )
     monitors = Monitors(c.t.monitors, [s.name for s in config.rewards])
     bar = None
     if progress and c.info.is_main:
@@ -317,8 +402,12 @@ def train(
                 result.last_checkpoint = _save(c, run_dir, step, tel) or result.last_checkpoint
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(reward=_fmt(m["reward/total/mean"]), kl=_fmt(m["kl"]),
-                                len=_fmt(m["completions/mean_length"]), s=_fmt(m["timing/step_s"]))
+                bar.set_postfix(
+                    reward=_fmt(m["reward/total/mean"]),
+                    kl=_fmt(m["kl"]),
+                    len=_fmt(m["completions/mean_length"]),
+                    s=_fmt(m["timing/step_s"]),
+                )
             if on_step is not None:
                 on_step(step, m)
     finally:

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -44,8 +45,9 @@ class UpdateInputs:
     loss_mask: torch.Tensor  # (B, T)
 
 
-def micro_batches(prompt_mask: torch.Tensor, completion_mask: torch.Tensor, size: int | None = None,
-                  tokens: int | None = None) -> list[slice]:
+def micro_batches(
+    prompt_mask: torch.Tensor, completion_mask: torch.Tensor, size: int | None = None, tokens: int | None = None
+) -> list[slice]:
     """Consecutive row slices covering the batch, each of at most ``size`` rows and at most ``tokens`` padded
     tokens (rows x (longest prompt + longest completion) of the slice, the shape its forward pass has).
 
@@ -95,8 +97,16 @@ def completion_logprobs(
     else:
         attn = torch.cat([prompt_mask, torch.ones_like(completion_ids)], dim=1).to(device)
         pos = position_ids_from_mask(attn)
-    return sequence_logprobs(model, ids, attn, pos, completion_ids.to(device), temperature=temperature, chunk=chunk,
-                             with_entropy=with_entropy)
+    return sequence_logprobs(
+        model,
+        ids,
+        attn,
+        pos,
+        completion_ids.to(device),
+        temperature=temperature,
+        chunk=chunk,
+        with_entropy=with_entropy,
+    )
 
 
 def autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextManager:
@@ -146,8 +156,14 @@ def policy_update(
     inputs = get_inputs()
     wait_s = time.perf_counter() - t0
     n_seq, n_tok = all_reduce_sum([float(len(batch)), float(inputs.loss_mask.sum())], dist)
-    stats: dict[str, float] = {"loss": 0.0, "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0, "kl": 0.0,
-                               "entropy": 0.0, "grad_norm": 0.0}
+    stats: dict[str, float] = {
+        "loss": 0.0,
+        "clip_ratio/low_mean": 0.0,
+        "clip_ratio/high_mean": 0.0,
+        "kl": 0.0,
+        "entropy": 0.0,
+        "grad_norm": 0.0,
+    }
     sampler_logp = batch.sampler_logp if is_cap is not None else None
     weights: list[torch.Tensor | None] = [None] * len(slices)
     is_stats: list[tuple[TISStats, float]] = []
@@ -160,12 +176,19 @@ def policy_update(
             mask = inputs.loss_mask[s, :t_len].to(device)
             old_k = old[k] if old is not None else logp.detach()
             if sampler_logp is not None and is_cap is not None and it == 0:
-                weights[k], st = tis_weights(old_k, sampler_logp[s, :t_len].to(device), mask, is_cap,
-                                             sequence=loss_cfg.loss_type == "gspo")
+                weights[k], st = tis_weights(
+                    old_k, sampler_logp[s, :t_len].to(device), mask, is_cap, sequence=loss_cfg.loss_type == "gspo"
+                )
                 is_stats.append((st, float(mask.sum())))
             out = policy_loss(
-                logp, old_k, inputs.advantages[s].to(device), mask, loss_cfg,
-                ref_logp=ref[k] if ref is not None else None, num_sequences=int(n_seq), num_tokens=int(n_tok),
+                logp,
+                old_k,
+                inputs.advantages[s].to(device),
+                mask,
+                loss_cfg,
+                ref_logp=ref[k] if ref is not None else None,
+                num_sequences=int(n_seq),
+                num_tokens=int(n_tok),
                 is_weight=weights[k],
             )
             out.loss.backward()
@@ -184,13 +207,16 @@ def policy_update(
 def _is_metrics(parts: list[tuple[TISStats, float]]) -> dict[str, float]:
     """Token-weighted mean, max and capped fraction of the importance ratios over the micro-batches."""
     w = sum(n for _, n in parts) or 1.0
-    return {"is_ratio/mean": sum(st.mean * n for st, n in parts) / w,
-            "is_ratio/max": max(st.max for st, _ in parts),
-            "is_ratio/capped_frac": sum(st.capped_frac * n for st, n in parts) / w}
+    return {
+        "is_ratio/mean": sum(st.mean * n for st, n in parts) / w,
+        "is_ratio/max": max(st.max for st, _ in parts),
+        "is_ratio/capped_frac": sum(st.capped_frac * n for st, n in parts) / w,
+    }
 
 
-def _accumulate(stats: dict[str, float], out: LossOutput, ent: torch.Tensor | None, cmask: torch.Tensor,
-                n_tok: float) -> float:
+def _accumulate(
+    stats: dict[str, float], out: LossOutput, ent: torch.Tensor | None, cmask: torch.Tensor, n_tok: float
+) -> float:
     """Add one micro-batch's statistics (token-weighted); returns the tokens its entropy covered."""
     w = out.tokens / max(n_tok, 1.0)
     stats["loss"] += float(out.loss.detach())
@@ -204,8 +230,9 @@ def _accumulate(stats: dict[str, float], out: LossOutput, ent: torch.Tensor | No
     return float(cm.sum())
 
 
-def _optimizer_step(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, dist: DistInfo,
-                    max_grad_norm: float | None) -> float:
+def _optimizer_step(
+    model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, dist: DistInfo, max_grad_norm: float | None
+) -> float:
     """Sum gradients over ranks, clip, step; returns the gradient norm before clipping (0 when not clipped)."""
     params = [p for p in model.parameters() if p.requires_grad]
     sync_gradients(params, dist)

@@ -13,8 +13,9 @@ strings other than the tokenizer's end-of-sequence tokens.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evals.backends.base import Generation, PromptRequest, SamplingParams
 from evals.errors import BackendError
@@ -87,8 +88,9 @@ class HFBackend:
 
     def render(self, request: PromptRequest) -> str:
         """The prompt text given to the model (chat template applied when enabled and available)."""
-        return render_prompt(request.prompt, self.tokenizer, chat_template=self.chat_template,
-                             system_prompt=self.system_prompt)
+        return render_prompt(
+            request.prompt, self.tokenizer, chat_template=self.chat_template, system_prompt=self.system_prompt
+        )
 
     def generate(self, requests: Sequence[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:
         """``k`` completions per request, ``batch_size`` requests per generate call."""
@@ -104,8 +106,12 @@ class HFBackend:
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         sample = params.temperature > 0
         per_prompt = k if sample else 1  # greedy: one decode per prompt, repeated k times
-        gen_kw: dict[str, Any] = {"do_sample": sample, "max_new_tokens": params.max_new_tokens,
-                                  "num_return_sequences": per_prompt, "pad_token_id": self.tokenizer.pad_token_id}
+        gen_kw: dict[str, Any] = {
+            "do_sample": sample,
+            "max_new_tokens": params.max_new_tokens,
+            "num_return_sequences": per_prompt,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
         if sample:
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         else:

@@ -28,9 +28,10 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable
+from typing import Any
 
 from harness.errors import ScoringError
 from harness.registry import BUILTIN_MODULES, default_registry
@@ -236,7 +237,7 @@ class WorkerPool:
             try:
                 plugins = default_registry().plugins
                 if len(plugins) > w.nplugins:  # added (--plugin, plugins:) after this worker started
-                    w.conn.send(("plugins", plugins[w.nplugins:]))
+                    w.conn.send(("plugins", plugins[w.nplugins :]))
                     w.nplugins = len(plugins)
                 w.conn.send(("tasks", [t.wire() for t in chunk]))
             except (OSError, ValueError) as e:
@@ -296,9 +297,15 @@ class WorkerPool:
                 limit = self.build_limit(head.key, head.timeout) if w.building else head.timeout
                 left = limit - (now - w.head_since)
                 if left <= 0 and w.building:
-                    self._replace(w, f"reward {head.name!r} took more than {limit:g} s to build; worker killed", "timeout")
+                    self._replace(
+                        w, f"reward {head.name!r} took more than {limit:g} s to build; worker killed", "timeout"
+                    )
                 elif left <= 0:
-                    self._replace(w, f"reward {head.name!r} ran past its {head.timeout:g} s wall-clock limit; worker killed", "timeout")
+                    self._replace(
+                        w,
+                        f"reward {head.name!r} ran past its {head.timeout:g} s wall-clock limit; worker killed",
+                        "timeout",
+                    )
                 else:
                     wait_s = min(wait_s, left)
         return max(wait_s, 0.001)

@@ -19,7 +19,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -206,7 +207,9 @@ class ScoringSession:
     def submit(self, samples: Sequence[Sample | Mapping[str, Any]], completions: Sequence[str]) -> PendingBatch:
         """Start scoring; one sample per completion (repeat a sample for each of its G completions)."""
         if len(samples) != len(completions):
-            raise ScoringError(f"got {len(samples)} samples but {len(completions)} completions; pass one sample per completion")
+            raise ScoringError(
+                f"got {len(samples)} samples but {len(completions)} completions; pass one sample per completion"
+            )
         pending = PendingBatch(self, len(completions))
         if self.progress and len(completions):
             from tqdm.auto import tqdm

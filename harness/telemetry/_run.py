@@ -125,8 +125,9 @@ class EvalSpan:
             if heldout is not None:
                 attrs["harness.reward.gap"] = train_mean - float(heldout)
         attrs.update(flat_metrics("harness.metric.", metrics or {}))
-        link = link_to(train, {"harness.link.kind": "train_reward", "harness.reward.name": name,
-                                "harness.train.step": self.step})
+        link = link_to(
+            train, {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
+        )
         attrs["harness.link.linked"] = link is not None
         with self._tel._tracer.start_as_current_span(
             f"eval.reward/{name}", attributes=attrs, links=[link] if link else None
@@ -140,8 +141,15 @@ class RunTelemetry:
     Create with :meth:`start`; call :meth:`shutdown` at the end (or use it as a context manager).
     """
 
-    def __init__(self, run_dir: Path, run_id: str, section: TelemetrySection, provider: TracerProvider | None,
-                 file_store: TraceWriter | None, exporter: OtlpShipper | OtlpSender | None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        run_id: str,
+        section: TelemetrySection,
+        provider: TracerProvider | None,
+        file_store: TraceWriter | None,
+        exporter: OtlpShipper | OtlpSender | None,
+    ) -> None:
         self.run_dir = run_dir
         self.run_id = run_id
         self.config = section
@@ -154,9 +162,15 @@ class RunTelemetry:
         self._closed = False
 
     @classmethod
-    def start(cls, run_dir: str | Path, run_id: str, config: TelemetrySection | None = None, *,
-              environ: Mapping[str, str] | None = None,
-              extra_processors: Sequence[SpanProcessor] = ()) -> RunTelemetry:
+    def start(
+        cls,
+        run_dir: str | Path,
+        run_id: str,
+        config: TelemetrySection | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        extra_processors: Sequence[SpanProcessor] = (),
+    ) -> RunTelemetry:
         """Set up tracing for a run.
 
         Args:
@@ -181,16 +195,22 @@ class RunTelemetry:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         service = env.get("OTEL_SERVICE_NAME") or section.service_name
-        resource = Resource.create({
-            "service.name": service,
-            "harness.run.id": run_id,
-            "openinference.project.name": section.project_name or service,
-        })
+        resource = Resource.create(
+            {
+                "service.name": service,
+                "harness.run.id": run_id,
+                "openinference.project.name": section.project_name or service,
+            }
+        )
         provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
         sender: OtlpShipper | OtlpSender | None = None
         if otlp is not None:
-            knobs = dict(max_queue_spans=section.max_queue_size, max_batch_spans=section.max_export_batch_size,
-                         schedule_delay_s=section.schedule_delay_s, retry_after_s=section.retry_after_s)
+            knobs = dict(
+                max_queue_spans=section.max_queue_size,
+                max_batch_spans=section.max_export_batch_size,
+                schedule_delay_s=section.schedule_delay_s,
+                retry_after_s=section.retry_after_s,
+            )
             try:
                 try:
                     sender = OtlpShipper(otlp, **knobs)
@@ -270,8 +290,7 @@ class RunTelemetry:
         names = sorted({n for s in window for n in self._steps[s]["rewards"]})
         rewards: dict[str, dict[str, Any]] = {}
         for name in names:
-            means = [self._steps[s]["rewards"][name].get("mean") for s in window
-                     if name in self._steps[s]["rewards"]]
+            means = [self._steps[s]["rewards"][name].get("mean") for s in window if name in self._steps[s]["rewards"]]
             means = [m for m in means if m is not None]
             ids = rec.get("rewards", {}).get(name, {})
             rewards[name] = {
@@ -306,16 +325,22 @@ class RunTelemetry:
             checkpoint_ctx: what :meth:`checkpoint_context` returned for it (read from the checkpoint directory);
                 None: looked up in this process when the step was trained here, else the span is not linked.
         """
-        ctx = checkpoint_ctx if checkpoint_ctx is not None else (
-            self.checkpoint_context(step) if int(step) in self._steps or int(step) in self._checkpoints else None)
+        ctx = (
+            checkpoint_ctx
+            if checkpoint_ctx is not None
+            else (self.checkpoint_context(step) if int(step) in self._steps or int(step) in self._checkpoints else None)
+        )
         if ctx and ctx.get("run_id") not in (None, self.run_id):
-            logger.warning("checkpoint context is from run %s, not %s; evaluating anyway", ctx.get("run_id"), self.run_id)
+            logger.warning(
+                "checkpoint context is from run %s, not %s; evaluating anyway", ctx.get("run_id"), self.run_id
+            )
         attrs = self._common(step, "CHAIN")
         attrs["harness.checkpoint.step"] = int(step)
         link = link_to(ctx, {"harness.link.kind": "train_step", "harness.train.step": int(step)})
         attrs["harness.link.linked"] = link is not None
-        with self._tracer.start_as_current_span("eval.checkpoint", context=Context(), attributes=attrs,
-                                                links=[link] if link else None) as span:
+        with self._tracer.start_as_current_span(
+            "eval.checkpoint", context=Context(), attributes=attrs, links=[link] if link else None
+        ) as span:
             yield EvalSpan(self, step, span, ctx)
 
     def flush(self, timeout_s: float = 30.0) -> bool:

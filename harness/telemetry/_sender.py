@@ -61,8 +61,11 @@ class Transport:
             import grpc
 
             target = settings.endpoint.split("://", 1)[-1].rstrip("/")
-            self._channel = (grpc.secure_channel(target, grpc.ssl_channel_credentials())
-                             if settings.endpoint.startswith("https://") else grpc.insecure_channel(target))
+            self._channel = (
+                grpc.secure_channel(target, grpc.ssl_channel_credentials())
+                if settings.endpoint.startswith("https://")
+                else grpc.insecure_channel(target)
+            )
             self._grpc = self._channel.unary_unary(_GRPC_METHOD)  # no serializers: bytes in, bytes out
             self._metadata = [(k.lower(), v) for k, v in settings.headers.items()]
         else:
@@ -134,8 +137,15 @@ class OtlpSender:
         queue_full: spans dropped because the outbox was full.
     """
 
-    def __init__(self, settings: OtlpSettings, *, max_queue_spans: int = 2048, max_batch_spans: int = 512,
-                 schedule_delay_s: float = 1.0, retry_after_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        settings: OtlpSettings,
+        *,
+        max_queue_spans: int = 2048,
+        max_batch_spans: int = 512,
+        schedule_delay_s: float = 1.0,
+        retry_after_s: float = 30.0,
+    ) -> None:
         self.settings = settings
         self.destination = f"{settings.endpoint} ({settings.protocol})"
         self._transport = Transport(settings)
@@ -231,7 +241,10 @@ class OtlpSender:
                 logger.warning(
                     "OTLP export to %s failed (%s); spans still go to the file store, export is retried every "
                     "%.0f s; replay later with `harness traces push RUN_DIR --endpoint URL`",
-                    self.destination, e, self._retry_after)
+                    self.destination,
+                    e,
+                    self._retry_after,
+                )
             return
         self.sent += n
 
@@ -263,5 +276,10 @@ class OtlpSender:
         self._thread.join(timeout=self.settings.timeout_s + 5)
         self._transport.close()
         if self.dropped or self.queue_full:
-            logger.info("OTLP export to %s: %d spans sent, %d not delivered, %d dropped by the full queue",
-                        self.destination, self.sent, self.dropped, self.queue_full)
+            logger.info(
+                "OTLP export to %s: %d spans sent, %d not delivered, %d dropped by the full queue",
+                self.destination,
+                self.sent,
+                self.dropped,
+                self.queue_full,
+            )

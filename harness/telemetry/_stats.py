@@ -122,7 +122,9 @@ class RewardStats:
         )
 
     @classmethod
-    def from_batch(cls, result: Any, name: str, group_size: int | None = None, *, weight: float | None = None) -> RewardStats:
+    def from_batch(
+        cls, result: Any, name: str, group_size: int | None = None, *, weight: float | None = None
+    ) -> RewardStats:
         """Summarise reward ``name`` of a :class:`harness.scoring.BatchResult`.
 
         Args:

@@ -38,7 +38,8 @@ module does not import verl.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from harness.scoring import ScoringSession, WorkerPool, default_pool
 from harness.types import RewardSpec, Score

@@ -10,8 +10,9 @@ This module holds the contract and the shared helpers (left padding); it does no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import torch
 
@@ -68,8 +69,12 @@ class RolloutBatch:
         """The rows in ``index`` (a 1-D long tensor), in that order."""
         idx = index.tolist()
         return RolloutBatch(
-            self.prompt_ids[index], self.prompt_mask[index], self.completion_ids[index],
-            self.completion_mask[index], self.truncated[index], [self.texts[i] for i in idx],
+            self.prompt_ids[index],
+            self.prompt_mask[index],
+            self.completion_ids[index],
+            self.completion_mask[index],
+            self.truncated[index],
+            [self.texts[i] for i in idx],
             self.sampler_logp[index] if self.sampler_logp is not None else None,
         )
 
@@ -85,7 +90,7 @@ class RolloutBatch:
             lp = torch.zeros(c_ids.shape, dtype=torch.float32)
             rows = [r for b in batches for r in _rows(b.sampler_logp, b.completion_mask)]  # type: ignore[arg-type]
             for i, r in enumerate(rows):
-                lp[i, :len(r)] = r
+                lp[i, : len(r)] = r
         texts = [t for b in batches for t in b.texts]
         return RolloutBatch(p_ids, p_mask, c_ids, c_mask, torch.cat([b.truncated for b in batches]), texts, lp)
 
