@@ -69,7 +69,7 @@ def build_results(
         }
     total_mean, total_se, total_n = mean_and_stderr(r.get("total") for r in ordered)
     groups: dict[str, list[Score]] = {}
-    for r, s in zip(ordered, _scores(ordered, success_reward)):
+    for r, s in zip(ordered, _scores(ordered, success_reward), strict=True):
         groups.setdefault(str(r["prompt_id"]), []).append(s)
     pm = prompt_metrics(groups, k=k, threshold=threshold)
     finish = [r.get("finish_reason") for r in ordered]
@@ -142,7 +142,7 @@ def format_table(results: Mapping[str, Any]) -> str:
     total = results.get("total", {})
     rows.append(("total", "", _fmt(total.get("mean"), total.get("stderr")), str(total.get("scored", "")), ""))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     succ = results.get("success", {})
     k = int(results.get("k") or results.get("avg@k", {}).get("k") or 1)
     lines.append("")

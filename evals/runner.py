@@ -232,7 +232,9 @@ def _generate_and_score(
             seeds = [prompt_seed(params.seed, s.id) for s in chunk]
             t0 = time.perf_counter()
             try:
-                gens = backend.generate([PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds)], k, params)
+                gens = backend.generate(
+                    [PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds, strict=True)], k, params
+                )
             except BaseException:
                 if pending is not None:  # keep the batch already generated: a resume then starts after it
                     collect(pending)

@@ -91,7 +91,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     report = score_file(args.input, args.output, specs, workers=args.workers, timeout=args.timeout, resume=args.resume)
     print(format_summary(report), file=sys.stderr)
     if report.bad_rows:
-        for lineno, reason in report.bad_rows[:10]:
+        for _lineno, reason in report.bad_rows[:10]:
             print(f"{args.input}: {reason}", file=sys.stderr)
         if args.strict:
             print(f"harness score: {len(report.bad_rows)} bad rows (--strict)", file=sys.stderr)

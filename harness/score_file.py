@@ -198,7 +198,7 @@ def _write(
     j = 0
     for lineno, rid, sample, payload in chunk:
         if sample is None:
-            scores, total, lat = _bad_scores(session.specs, payload, lineno), None, 0.0
+            scores, total = _bad_scores(session.specs, payload, lineno), None
             report.bad_rows.append((lineno, payload))
             lats = {s.name: 0.0 for s in session.specs}
         else:

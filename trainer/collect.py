@@ -1,11 +1,12 @@
 """Rollout collection: prompts -> G completions each -> the one scoring path, with DAPO dynamic sampling.
 
 Without dynamic sampling the batch is generated in ``chunks`` parts; each part's scoring is *submitted* (not
-awaited) as soon as it is generated, so the reward workers run while the next part is generated and while the
-update does its first forward pass. All parts are sampled by the same weights, so the step stays on-policy. With dynamic sampling (DAPO 2503.14476, section 3.2)
-groups whose scored rewards are all equal are dropped and more prompts are sampled, at most
-``max_resample_rounds`` times; when the batch still is not full a warning says so and the step trains on the
-groups it has. Reward statistics are taken over the first round, an unbiased sample of the current policy.
+awaited) as soon as it is generated, so the reward workers run while the next part is generated and while the update
+does its first forward pass. All parts are sampled by the same weights, so the step stays on-policy. With dynamic
+sampling (DAPO 2503.14476, section 3.2) groups whose scored rewards are all equal are dropped and more prompts are
+sampled, at most ``max_resample_rounds`` times; when the batch still is not full a warning says so and the step
+trains on the groups it has. Reward statistics are taken over the first round, an unbiased sample of the current
+policy.
 
 This module does not compute advantages or losses.
 """

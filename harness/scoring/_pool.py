@@ -134,7 +134,7 @@ class WorkerPool:
 
     # -- public -----------------------------------------------------------------------------------------
     def submit(self, tasks: list[Task]) -> None:
-        """Queue ``tasks``; each one's ``done(task, score_dict | None, seconds, (kind, reason) | None)`` is called once."""
+        """Queue ``tasks``; each one's ``done(task, score_dict | None, seconds, (kind, reason) | None)`` runs once."""
         if self._closed:
             raise ScoringError("the scoring pool is closed")
         with self._lock:

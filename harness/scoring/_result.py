@@ -25,7 +25,8 @@ def weighted_total(scores: Mapping[str, Score], specs: Sequence[RewardSpec]) -> 
     >>> specs = [RewardSpec(name="a", weight=1.0), RewardSpec(name="b", weight=0.5), RewardSpec(name="c", weight=0)]
     >>> weighted_total({"a": Score(value=1.0), "b": Score(value=None, status="error"), "c": Score(value=9.0)}, specs)
     1.0
-    >>> weighted_total({"a": Score(value=None, status="timeout"), "b": Score(value=None, status="error")}, specs) is None
+    >>> unscored = {"a": Score(value=None, status="timeout"), "b": Score(value=None, status="error")}
+    >>> weighted_total(unscored, specs) is None
     True
     """
     total, any_scored = 0.0, False

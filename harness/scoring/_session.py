@@ -216,7 +216,7 @@ class ScoringSession:
 
             pending._progress = tqdm(total=len(completions) * len(self.specs), desc="scoring", unit="call", leave=False)
         tasks: list[Task] = []
-        for i, (raw, completion) in enumerate(zip(samples, completions)):
+        for i, (raw, completion) in enumerate(zip(samples, completions, strict=True)):
             sample = _to_sample(raw, i)
             bad = sample if isinstance(sample, str) else None
             if bad is None and not isinstance(completion, str):

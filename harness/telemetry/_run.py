@@ -274,8 +274,8 @@ class RunTelemetry:
         Holds the ids of the ``train.step`` span of ``step`` (or of the latest traced step before it) and of its
         reward spans, and per reward the mean training reward over the steps since the previous checkpoint.
         Call it for checkpoints in step order (a repeated call returns the same context): the per-step records it
-        has averaged are then dropped, so a long run keeps only the steps since its last checkpoint in memory. After a resume, the first window starts
-        at the first step traced by this process (``since_step`` is None).
+        has averaged are then dropped, so a long run keeps only the steps since its last checkpoint in memory. After
+        a resume, the first window starts at the first step traced by this process (``since_step`` is None).
         """
         step = int(step)
         if self._file_store is not None:  # the spans a checkpoint points to are on disk before it is saved

@@ -2,11 +2,12 @@
 
 :class:`OtlpSender` is handed each finished trace as an OTLP/JSON request, which it encodes to the protobuf wire
 form (:mod:`harness.telemetry._otlp_pb`), or as serialized bytes. It runs in the export process (see
-:mod:`harness.telemetry._shipper`), and in the training process only when no export process could start. It queues it (at most ``max_queue_spans`` spans; beyond that traces are dropped and counted) and its
-thread sends a batch every ``schedule_delay_s``, or as soon as ``max_batch_spans`` spans wait. A batch is the
-queued bodies joined: concatenated requests are one request. When a send fails, one warning is logged for the
-whole run and batches are dropped without a network call for ``retry_after_s``; then one send is tried again.
-Nothing here ever blocks the caller of :meth:`OtlpSender.offer` or raises into it.
+:mod:`harness.telemetry._shipper`), and in the training process only when no export process could start. It queues
+it (at most ``max_queue_spans`` spans; beyond that traces are dropped and counted) and its thread sends a batch
+every ``schedule_delay_s``, or as soon as ``max_batch_spans`` spans wait. A batch is the queued bodies joined:
+concatenated requests are one request. When a send fails, one warning is logged for the whole run and batches are
+dropped without a network call for ``retry_after_s``; then one send is tried again. Nothing here ever blocks the
+caller of :meth:`OtlpSender.offer` or raises into it.
 
 :class:`Transport` is the wire: http/protobuf over one kept-alive connection, or grpc with the request passed as
 bytes. This module does not decide what is traced.

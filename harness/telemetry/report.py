@@ -8,7 +8,8 @@ backends that drop span links; where links survive, the report also says whether
 
 The alarm (see :class:`harness.cfg.telemetry.AlarmSection`): over the last ``window`` checkpoints, training
 reward rose by at least ``train_rise`` while the held-out score rose by less than ``heldout_min_rise``, unless
-the held-out score is saturated and at or above the training reward. This module does not query backends and does not print; the CLI does.
+the held-out score is saturated and at or above the training reward. This module does not query backends and
+does not print; the CLI does.
 """
 
 from __future__ import annotations
@@ -178,7 +179,9 @@ def build_report(
             reward_rows.append(CheckpointRow(step, name, train_mean, heldout, gap, len(window), link))
             prev = step
         for row, msg in zip(
-            reward_rows, divergence_alarms([r.train_mean for r in reward_rows], [r.heldout for r in reward_rows], cfg)
+            reward_rows,
+            divergence_alarms([r.train_mean for r in reward_rows], [r.heldout for r in reward_rows], cfg),
+            strict=True,
         ):
             row.alarm = msg
         rows.extend(reward_rows)
@@ -207,7 +210,7 @@ def format_table(report: Report) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     lines = [f"run {report.run_id}" + (f" ({report.source})" if report.source else "")]
     for k, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines.extend(f"ALARM {r.reward} @ step {r.step}: {r.alarm}" for r in report.alarms)
@@ -256,7 +259,7 @@ def plot_report(report: Report, path: str | Path) -> Path:
 
     names = sorted(set(report.train_curve) | {r.reward for r in report.rows}) or ["(none)"]
     fig, axes = plt.subplots(len(names), 1, figsize=(8, 2.8 * len(names)), squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
+    for ax, name in zip(axes[:, 0], names, strict=True):
         curve = report.train_curve.get(name, [])
         if curve:
             ax.plot(
@@ -271,9 +274,9 @@ def plot_report(report: Report, path: str | Path) -> Path:
         tr = [(r.step, r.train_mean) for r in rows if r.train_mean is not None]
         ho = [(r.step, r.heldout) for r in rows if r.heldout is not None]
         if tr:
-            ax.plot(*zip(*tr), "o-", color="tab:blue", label="training (since previous checkpoint)")
+            ax.plot(*zip(*tr, strict=True), "o-", color="tab:blue", label="training (since previous checkpoint)")
         if ho:
-            ax.plot(*zip(*ho), "s-", color="tab:orange", label="held-out")
+            ax.plot(*zip(*ho, strict=True), "s-", color="tab:orange", label="held-out")
         for r in rows:
             if r.alarm:
                 ax.axvline(r.step, color="tab:red", ls="--", lw=1)

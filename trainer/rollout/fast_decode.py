@@ -86,7 +86,7 @@ def _fuse(linears: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
     return w, torch.cat(
         [
             b if b is not None else torch.zeros(lin.weight.shape[0], dtype=w.dtype, device=w.device)
-            for b, lin in zip(biases, linears)
+            for b, lin in zip(biases, linears, strict=True)
         ]
     )
 

@@ -243,7 +243,7 @@ class VLLMRollout:
         )
         outs = self.llm.generate([{"prompt_token_ids": x} for x in ids], sampling_params=params, use_tqdm=False)
         rows, truncated, prompt_rows, logps = [], [], [], []
-        for p_ids, out in zip(ids, outs):
+        for p_ids, out in zip(ids, outs, strict=True):
             for c in out.outputs:
                 rows.append(list(c.token_ids))
                 truncated.append(c.finish_reason == "length")
@@ -264,4 +264,4 @@ def _sampled_logprobs(c: Any) -> list[float]:
     """The log-prob of each sampled token from a ``CompletionOutput`` (``logprobs[i]`` maps token id -> Logprob)."""
     if c.logprobs is None:
         raise RuntimeError("vllm returned no logprobs although SamplingParams(logprobs=0) asked for them")
-    return [float(pos[tok].logprob) for pos, tok in zip(c.logprobs, c.token_ids)]
+    return [float(pos[tok].logprob) for pos, tok in zip(c.logprobs, c.token_ids, strict=True)]
