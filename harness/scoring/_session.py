@@ -28,14 +28,13 @@ from harness.errors import ScoringError
 from harness.registry import RewardEntry, get_entry
 from harness.scoring._pool import Task, WorkerPool, default_pool
 from harness.scoring._result import BatchResult
-from harness.types import RewardSpec, Sample, Score
+from harness.types import DATA_FAULT_STATUSES, UNCACHED_STATUSES, RewardSpec, Sample, Score
 
 __all__ = ["ScoringSession", "PendingBatch", "score_batch", "DEFAULT_TIMEOUT_S"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
-_UNCACHED = frozenset({"timeout", "error", "sandbox_error", "bad_input"})
 
 
 def _params_key(params: Mapping[str, Any]) -> str:
@@ -58,7 +57,7 @@ class _Cache:
             return s
 
     def put(self, key: str, score: Score) -> None:
-        if self.size <= 0 or score.status in _UNCACHED:
+        if self.size <= 0 or score.status in UNCACHED_STATUSES:
             return
         with self._lock:
             self._d[key] = score
@@ -143,7 +142,7 @@ class PendingBatch:
             self._progress = None
         res = BatchResult(specs=list(self.specs), scores=self._scores, latency_s=self._lat, cached=self.cached)  # type: ignore[arg-type]
         for name, counts in res.failures().items():
-            if set(counts) - {"gold_unparseable", "bad_input"}:
+            if set(counts) - DATA_FAULT_STATUSES:
                 detail = ", ".join(f"{n} {st}" for st, n in counts.most_common())
                 log.warning("reward %r left %d/%d samples unscored (%s)", name, sum(counts.values()), len(res), detail)
         return res
