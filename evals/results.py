@@ -72,8 +72,8 @@ def build_results(
     for r, s in zip(ordered, _scores(ordered, success_reward), strict=True):
         groups.setdefault(str(r["prompt_id"]), []).append(s)
     pm = prompt_metrics(groups, k=k, threshold=threshold)
-    finish = [r.get("finish_reason") for r in ordered]
-    tokens = [r.get("tokens") for r in ordered if isinstance(r.get("tokens"), int)]
+    finish: list[str | None] = [r.get("finish_reason") for r in ordered]
+    tokens: list[int] = [t for r in ordered if isinstance(t := r.get("tokens"), int)]
     truncated = sum(f == "length" for f in finish) / len(finish) if finish else 0.0
     return {
         "rewards": rewards,

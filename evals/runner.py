@@ -330,6 +330,7 @@ def _plan(
     held = load_samples(source, fmap, strict=cfg.strict, limit=cfg.limit)
     if not held.samples:
         raise EvalError(f"{source}: no usable prompts ({len(held.errors)} bad rows)")
+    assert cfg.max_new_tokens is not None, "resolve_settings fills max_new_tokens"
     return _Plan(
         source=source,
         held=held,

@@ -73,7 +73,7 @@ Isolation = Literal["process", "inline"]
 class ScoreFn(Protocol):
     """What a reward factory returns."""
 
-    def __call__(self, sample: Sample, completion: str) -> Score | float | None: ...
+    def __call__(self, sample: Sample, completion: str, /) -> Score | float | None: ...
 
 
 @dataclass(frozen=True)

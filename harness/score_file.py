@@ -159,6 +159,7 @@ def score_file(
         pending = None
         for lineno, line in _read_rows(src):
             parsed = parse_row(line, lineno)
+            entry: tuple[int, str, Sample | None, str]
             if isinstance(parsed[0], Sample):
                 sample, completion = parsed
                 rid = sample.id
@@ -170,7 +171,7 @@ def score_file(
                 report.skipped += 1
                 bar.update(1)
                 continue
-            chunk.append(entry)  # type: ignore[arg-type]
+            chunk.append(entry)
             if len(chunk) >= _CHUNK:
                 pending = _flush(session, pending, chunk, f, report, bar)
                 chunk = []

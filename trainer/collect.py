@@ -148,7 +148,8 @@ def collect(
         t2 = time.perf_counter()
         b, s = _generate(rollout, take(n_more), render, group_size, sampling)
         gen_s += time.perf_counter() - t2
-        batches.append(b), sample_lists.append(s)
+        batches.append(b)
+        sample_lists.append(s)
         generated += n_more
     if len(kept) < num_prompts:
         log.warning(
@@ -162,7 +163,7 @@ def collect(
     n_kept = min(len(kept), num_prompts)  # groups with reward variance that the step uses
     kept = kept[:num_prompts] if kept else [(0, gi) for gi in range(num_prompts)]
     rows = [(r, gi * group_size + j) for r, gi in kept for j in range(group_size)]
-    per_round = [[] for _ in batches]
+    per_round: list[list[int]] = [[] for _ in batches]
     for r, i in rows:
         per_round[r].append(i)
     parts = [batches[r].select(torch.tensor(ix, dtype=torch.long)) for r, ix in enumerate(per_round) if ix]

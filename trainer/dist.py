@@ -115,16 +115,19 @@ def sync_gradients(params: Iterable[torch.nn.Parameter], info: DistInfo) -> None
     """Sum every trainable parameter's gradient over ranks, in one flat all-reduce (FSDP: already reduced)."""
     if not info.enabled or info.parallel == "fsdp":
         return
-    params = [p for p in params if p.requires_grad]
+    grads: list[torch.Tensor] = []
     for p in params:
+        if not p.requires_grad:
+            continue
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
+        grads.append(p.grad)
+    flat = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(flat, op=dist.ReduceOp.SUM)
     offset = 0
-    for p in params:
-        n = p.numel()
-        p.grad.copy_(flat[offset : offset + n].view_as(p.grad))
+    for g in grads:
+        n = g.numel()
+        g.copy_(flat[offset : offset + n].view_as(g))
         offset += n
 
 

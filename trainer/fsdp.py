@@ -25,7 +25,7 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -171,7 +171,11 @@ def full_state_dict(model: Any) -> dict[str, torch.Tensor]:
 
     if not _fsdp_modules(model):
         return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}  # a snapshot
-    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    # a model's state dict holds tensors only (the declared type also covers nested optimizer-style values)
+    full = cast(
+        "dict[str, torch.Tensor]",
+        get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)),
+    )
     # on one rank (CPU) a "gathered" tensor can be the live shard itself: copy those, so this is a snapshot
     live = {_local(p).untyped_storage().data_ptr() for p in model.parameters()}
     return {k: v.clone() if v.untyped_storage().data_ptr() in live else v for k, v in full.items()}

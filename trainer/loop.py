@@ -231,6 +231,7 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
         ref_model=ctx.reference,
         bf16=ctx.bf16,
     )
+    assert trainer.scale_rewards is not None and trainer.mask_truncated is not None  # resolved() filled them
     # 3. Wait for the scores; group-relative advantages of the weighted totals (over every rank's batch).
     waited = time.perf_counter()
     scores = collected.result()
@@ -310,10 +311,11 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
         ckpt_io.set_rng_state(mine["rng"], generator)
         start = int(state["step"])
         log.info("resuming %s from step %d", ckpt, start)
+    assert trainer.epsilon is not None and trainer.epsilon_high is not None  # resolved() filled them
     loss_cfg = LossConfig(
         loss_type=trainer.loss,
-        epsilon_low=float(trainer.epsilon),
-        epsilon_high=float(trainer.epsilon_high),
+        epsilon_low=trainer.epsilon,
+        epsilon_high=trainer.epsilon_high,
         cispo_cap=trainer.cispo_cap,
         beta=trainer.beta,
         max_completion_length=trainer.max_completion_length,

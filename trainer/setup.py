@@ -178,7 +178,7 @@ def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Pa
         tok = AutoTokenizer.from_pretrained(m.tokenizer or name if source is None else name, **kw)
         model = AutoModelForCausalLM.from_pretrained(name, dtype=weight_dtype(m.dtype), **kw)
         if "gguf_file" in kw:
-            _detach_gguf_quantizer(model, m.gguf_file)
+            _detach_gguf_quantizer(model, kw["gguf_file"])
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     check_lengths(t, getattr(model.config, "max_position_embeddings", None))
@@ -280,7 +280,7 @@ class PromptStream:
 
     def take(self, n: int) -> list[Sample]:
         """The next ``n`` prompts of this rank."""
-        out = []
+        out: list[Sample] = []
         while len(out) < n:
             if self.cursor >= len(self._order):
                 self.epoch, self.cursor = self.epoch + 1, 0

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.backends.base import Generation, PromptRequest, SamplingParams
+from evals.backends.base import FinishReason, Generation, PromptRequest, SamplingParams
 from evals.errors import BackendError
 from harness.data import render_prompt
 
@@ -71,7 +71,8 @@ class HFBackend:
             self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch_dtype, **kw)
         except (OSError, ValueError) as e:
             raise BackendError(f"hf backend: cannot load model/tokenizer from {self.model_path}: {e}") from None
-        self.model.to(device).eval()
+        # transformers types PreTrainedModel.to through a decorator whose signature drops ``self``
+        self.model.to(device).eval()  # type: ignore[arg-type]
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -129,11 +130,15 @@ class HFBackend:
         pad = self.tokenizer.pad_token_id
         for n, tok in enumerate(row):
             if tok in self._eos:
-                return Generation(self.tokenizer.decode(row[:n], skip_special_tokens=True), "stop", n + 1)
+                return Generation(self._decode(row[:n]), "stop", n + 1)
         while row and row[-1] == pad and pad not in self._eos:
             row = row[:-1]
-        reason = "length" if len(row) >= limit else "stop"
-        return Generation(self.tokenizer.decode(row, skip_special_tokens=True), reason, len(row))
+        reason: FinishReason = "length" if len(row) >= limit else "stop"
+        return Generation(self._decode(row), reason, len(row))
+
+    def _decode(self, ids: list[int]) -> str:
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return text if isinstance(text, str) else "".join(text)  # one sequence of ids decodes to one string
 
     def describe(self) -> dict[str, Any]:
         """Model path, device, dtype, batch size and chat settings."""

@@ -20,7 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -109,7 +109,7 @@ class PendingBatch:
     def __init__(self, session: ScoringSession, n: int) -> None:
         self.specs = session.specs
         self._n_left = n * len(self.specs)
-        self._scores = {s.name: [None] * n for s in self.specs}
+        self._scores: dict[str, list[Score | None]] = {s.name: [None] * n for s in self.specs}
         self._lat = {s.name: [0.0] * n for s in self.specs}
         self.cached = {s.name: 0 for s in self.specs}
         self._lock = threading.Lock()
@@ -140,7 +140,8 @@ class PendingBatch:
         if self._progress is not None:
             self._progress.close()
             self._progress = None
-        res = BatchResult(specs=list(self.specs), scores=self._scores, latency_s=self._lat, cached=self.cached)  # type: ignore[arg-type]
+        scores = cast("dict[str, list[Score]]", self._scores)  # done: every slot holds a Score
+        res = BatchResult(specs=list(self.specs), scores=scores, latency_s=self._lat, cached=self.cached)
         for name, counts in res.failures().items():
             if set(counts) - DATA_FAULT_STATUSES:
                 detail = ", ".join(f"{n} {st}" for st, n in counts.most_common())
@@ -217,14 +218,12 @@ class ScoringSession:
         tasks: list[Task] = []
         for i, (raw, completion) in enumerate(zip(samples, completions, strict=True)):
             sample = _to_sample(raw, i)
-            bad = sample if isinstance(sample, str) else None
-            if bad is None and not isinstance(completion, str):
-                bad = f"sample {i}: completion must be a string, got {type(completion).__name__}"
-            if bad is not None:
+            if isinstance(sample, str) or not isinstance(completion, str):
+                bad = sample if isinstance(sample, str) else _not_a_string(i, completion)
                 for spec in self.specs:
                     pending._set(spec.name, i, Score.unscored("bad_input", bad), 0.0)
                 continue
-            sdict = sample.model_dump()  # type: ignore[union-attr]
+            sdict = sample.model_dump()
             for spec in self.specs:
                 tasks.extend(self._task(pending, spec, i, sdict, completion))
         if tasks:
@@ -243,7 +242,7 @@ class ScoringSession:
         def done(task: Task, score: dict | None, seconds: float, failure: tuple[str, str] | None) -> None:
             if score is None:
                 kind, reason = failure or ("crash", "unknown failure")
-                result = Score.unscored("timeout" if kind == "timeout" else "error", reason)  # type: ignore[arg-type]
+                result = Score.unscored("timeout" if kind == "timeout" else "error", reason)
             else:
                 result = Score.model_construct(**score)
                 if key:
@@ -313,3 +312,7 @@ def score_batch(
     """
     with ScoringSession(specs, timeout=timeout, workers=workers, cache=cache, progress=progress) as session:
         return session.score(samples, completions)
+
+
+def _not_a_string(i: int, completion: object) -> str:
+    return f"sample {i}: completion must be a string, got {type(completion).__name__}"

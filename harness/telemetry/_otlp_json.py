@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanContext
 
 __all__ = [
     "spans_to_otlp_json",
@@ -94,8 +95,14 @@ def _flags(ctx: Any) -> int:
     return 0x100 | (0x200 if ctx is not None and ctx.is_remote else 0)
 
 
-def _span_json(sp: ReadableSpan) -> dict[str, Any]:
+def _context(sp: ReadableSpan) -> SpanContext:
     ctx = sp.get_span_context()
+    assert ctx is not None, f"span {sp.name!r} has no span context"  # every span the SDK finishes has one
+    return ctx
+
+
+def _span_json(sp: ReadableSpan) -> dict[str, Any]:
+    ctx = _context(sp)
     out: dict[str, Any] = {
         "traceId": format(ctx.trace_id, "032x"),
         "spanId": format(ctx.span_id, "016x"),
@@ -231,7 +238,7 @@ def _jkvs(attrs: Any) -> str:
 
 
 def _span_text(sp: ReadableSpan) -> str:
-    ctx = sp.get_span_context()
+    ctx = _context(sp)
     status = sp.status
     out = [
         '{"traceId":"',

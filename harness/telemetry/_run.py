@@ -205,18 +205,23 @@ class RunTelemetry:
         provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
         sender: OtlpShipper | OtlpSender | None = None
         if otlp is not None:
-            knobs = dict(
-                max_queue_spans=section.max_queue_size,
-                max_batch_spans=section.max_export_batch_size,
-                schedule_delay_s=section.schedule_delay_s,
-                retry_after_s=section.retry_after_s,
-            )
+            settings = otlp
+
+            def make(kind: type[OtlpShipper] | type[OtlpSender]) -> OtlpShipper | OtlpSender:
+                return kind(
+                    settings,
+                    max_queue_spans=section.max_queue_size,
+                    max_batch_spans=section.max_export_batch_size,
+                    schedule_delay_s=section.schedule_delay_s,
+                    retry_after_s=section.retry_after_s,
+                )
+
             try:
                 try:
-                    sender = OtlpShipper(otlp, **knobs)
+                    sender = make(OtlpShipper)
                 except OSError as e:  # no second process to be had: export from a thread of this one
                     logger.info("OTLP export process not started (%s); exporting in-process", e)
-                    sender = OtlpSender(otlp, **knobs)
+                    sender = make(OtlpSender)
             except ValueError as e:
                 raise ConfigError(f"telemetry.otlp_endpoint: {e}") from None
             logger.info("tracing run %s to %s and %s", run_id, otlp.endpoint, run_dir / TRACES_FILE)

@@ -72,7 +72,7 @@ class Transport:
         else:
             url = check_endpoint(settings)
             self._https = url.scheme == "https"
-            self._host, self._port = url.hostname, url.port
+            self._host, self._port = url.hostname or "", url.port  # check_endpoint refused a URL without a host
             self._path = (url.path or "/") + (f"?{url.query}" if url.query else "")
             self._headers = {"Content-Type": "application/x-protobuf", **settings.headers}
 
@@ -196,7 +196,8 @@ class OtlpSender:
                 self.offer_request(doc)
 
     def _take(self) -> list[tuple[bytes, int]]:
-        batch, n = [], 0
+        batch: list[tuple[bytes, int]] = []
+        n = 0
         while self._queue and (not batch or n + self._queue[0][1] <= self._max_batch):
             item = self._queue.pop(0)
             batch.append(item)

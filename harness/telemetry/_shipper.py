@@ -114,7 +114,9 @@ class OtlpShipper:
             close_fds=True,
             start_new_session=True,
         )
-        self._fd = self._proc.stdin.fileno()
+        assert self._proc.stdin is not None and self._proc.stdout is not None  # both are pipes
+        self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
+        self._fd = self._stdin.fileno()
         os.set_blocking(self._fd, False)
         try:  # room for about a second of a small model's traces before the buffer here is used
             fcntl.fcntl(self._fd, _F_SETPIPE_SZ, 1 << 20)
@@ -182,7 +184,7 @@ class OtlpShipper:
         return not self._buf
 
     def _read(self) -> None:
-        for msg in _objects(self._proc.stdout):
+        for msg in _objects(self._stdout):
             if "warning" in msg:
                 logger.warning("%s", msg["warning"])
             with self._cv:
@@ -226,7 +228,7 @@ class OtlpShipper:
                 self._chunks.clear()
                 self._buf.clear()
         try:
-            self._proc.stdin.close()
+            self._stdin.close()
         except OSError:
             pass
         try:

@@ -84,7 +84,7 @@ def _pick_run(spans: list[dict[str, Any]], run_id: str | None) -> tuple[str | No
         if rid is not None:
             last[rid] = max(last.get(rid, 0), s["end_ns"])
     if len(last) > 1:
-        chosen = max(last, key=last.get)
+        chosen = max(last, key=lambda rid: last[rid])
         logger.warning(
             "spans of %d runs found (%s); reporting the latest, %s (choose with --run-id)",
             len(last),

@@ -100,11 +100,11 @@ def _rows(ids: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
 
 
 def _pad(rows: Sequence[torch.Tensor | list[int]], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    rows = [torch.as_tensor(r, dtype=torch.long) for r in rows]
-    width = max((len(r) for r in rows), default=0)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
+    tensors = [torch.as_tensor(r, dtype=torch.long) for r in rows]
+    width = max((len(r) for r in tensors), default=0)
+    ids = torch.full((len(tensors), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(tensors), width), dtype=torch.long)
+    for i, r in enumerate(tensors):
         if len(r):
             cols = slice(width - len(r), width) if left else slice(0, len(r))
             ids[i, cols] = r
@@ -135,4 +135,9 @@ class Rollout(Protocol):
 
     def sync_weights(self) -> None:
         """Make the next :meth:`generate` use the policy's current weights (a no-op when they are shared)."""
+        ...
+
+    @property
+    def pad_id(self) -> int:
+        """The token id that pads prompts (left) and completions (right) in the batches it returns."""
         ...
