@@ -180,7 +180,7 @@ def prompt_metrics(
         n = len(scored)
         if n == 0:
             continue
-        ok = [float(s.value) >= threshold for s in scored]  # type: ignore[arg-type]
+        ok = [v >= threshold for v in scored_values(s.value for s in scored)]
         c = sum(ok)
         avg.append(c / n)
         for j in _ks(min(k, n)):

@@ -419,8 +419,8 @@ def evaluate(
     output = EvalOutput(Path(output_dir) if output_dir else info.default_output, plan.identity(cfg, model_id), cfg.k)
     finished = output.open(resume=resume)
     todo = [s for s in plan.held.samples if s.id not in finished]
-    owned = backend is None or isinstance(backend, str)  # a Backend object passed in stays the caller's to close
-    be: Backend | None = None if owned else backend  # type: ignore[assignment]
+    be: Backend | None = None if backend is None or isinstance(backend, str) else backend
+    owned = be is None  # a Backend object passed in stays the caller's to close
     timing: dict[str, float] = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
     t0 = time.perf_counter()
     try:

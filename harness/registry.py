@@ -218,7 +218,7 @@ def reward(
             description=(inspect.getdoc(factory) or "").split("\n")[0],
         )
         _STATE.register(entry)
-        factory.__reward_name__ = name  # type: ignore[attr-defined]
+        factory.__reward_name__ = name  # type: ignore[attr-defined]  # functions take attributes; mypy can't tell
         return factory
 
     return deco

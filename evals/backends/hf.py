@@ -71,8 +71,7 @@ class HFBackend:
             self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch_dtype, **kw)
         except (OSError, ValueError) as e:
             raise BackendError(f"hf backend: cannot load model/tokenizer from {self.model_path}: {e}") from None
-        # transformers types PreTrainedModel.to through a decorator whose signature drops ``self``
-        self.model.to(device).eval()  # type: ignore[arg-type]
+        self.model.to(device).eval()  # type: ignore[arg-type]  # transformers' typed .to() wrapper drops `self`
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -154,4 +153,4 @@ class HFBackend:
 
     def close(self) -> None:
         """Drop the model (frees GPU memory when there is one)."""
-        self.model = None  # type: ignore[assignment]
+        self.model = None  # type: ignore[assignment]  # dropped to free memory; nothing uses it after close()

@@ -205,7 +205,7 @@ class TrainerSection(BaseModel):
         if self.warmup_steps > self.max_steps:
             raise ValueError(f"warmup_steps={self.warmup_steps} exceeds max_steps={self.max_steps}")
         eps = self.resolved_value("epsilon")
-        if float(eps) >= 1.0:  # type: ignore[arg-type]
+        if isinstance(eps, (int, float)) and eps >= 1.0:
             raise ValueError(f"epsilon={eps} must be below 1 (the ratio is clipped at 1 - epsilon)")
         return self
 

@@ -86,9 +86,10 @@ class RolloutBatch:
         p_ids, p_mask = left_pad([r for b in batches for r in _rows(b.prompt_ids, b.prompt_mask)], pad_id)
         c_ids, c_mask = right_pad([r for b in batches for r in _rows(b.completion_ids, b.completion_mask)], pad_id)
         lp = None
-        if all(b.sampler_logp is not None for b in batches):
+        sampler_logps = [b.sampler_logp for b in batches if b.sampler_logp is not None]
+        if len(sampler_logps) == len(batches):
             lp = torch.zeros(c_ids.shape, dtype=torch.float32)
-            rows = [r for b in batches for r in _rows(b.sampler_logp, b.completion_mask)]  # type: ignore[arg-type]
+            rows = [r for b, logp in zip(batches, sampler_logps, strict=True) for r in _rows(logp, b.completion_mask)]
             for i, r in enumerate(rows):
                 lp[i, : len(r)] = r
         texts = [t for b in batches for t in b.texts]
