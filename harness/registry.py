@@ -22,13 +22,16 @@ that shadows the built-in package is a :class:`RegistryError` naming the file to
 
 Loading is all-or-nothing: a load that fails leaves no half-filled registry behind; every later lookup raises the
 same error until :meth:`Registry.reset`. The process-wide :class:`Registry` is ``default_registry()``; the
-module-level functions use it.
+module-level functions use it, and :func:`use_registry` puts another one in its place for a ``with`` block (tests,
+embedding). A registry built after the built-in modules were imported still gets the built-ins: ``@reward`` keeps
+what each module declared, and :meth:`Registry.load` adopts the declarations of the built-in modules.
 
 This module does not run rewards with time limits or isolation; :mod:`harness.scoring` does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.metadata as md
@@ -38,7 +41,7 @@ import os
 import threading
 import typing
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -58,6 +61,7 @@ __all__ = [
     "ParamInfo",
     "Registry",
     "default_registry",
+    "use_registry",
 ]
 
 log = logging.getLogger(__name__)
@@ -218,6 +222,7 @@ def reward(
             description=(inspect.getdoc(factory) or "").split("\n")[0],
         )
         _STATE.register(entry)
+        _DECLARED.setdefault(entry.module, []).append(entry)
         factory.__reward_name__ = name  # type: ignore[attr-defined]  # functions take attributes; mypy can't tell
         return factory
 
@@ -302,10 +307,20 @@ class Registry:
             except ModuleNotFoundError as e:
                 if e.name != mod:  # a built-in that is present but broken is a bug worth showing
                     raise
+                continue
+            self._adopt(mod)
         if os.environ.get(AUTOLOAD_ENV, "").strip() not in ("", "0", "false", "False"):
             return
         for ep in md.entry_points(group=ENTRY_POINT_GROUP):
             self._load_entry_point(ep)
+
+    def _adopt(self, module: str) -> None:
+        """Register what ``module`` and its submodules declared with ``@reward`` when they were first imported
+        (possibly while another registry was the process-wide one)."""
+        for declared_in, entries in list(_DECLARED.items()):
+            if declared_in == module or declared_in.startswith(module + "."):
+                for entry in entries:
+                    self.register(entry)
 
     def _load_entry_point(self, ep: md.EntryPoint) -> None:
         label = _dist_label(ep)
@@ -366,12 +381,29 @@ class Registry:
             self.plugins.clear()
 
 
+#: Every entry ``@reward`` made, by the module that defines the factory (see :meth:`Registry._adopt`).
+_DECLARED: dict[str, list[RewardEntry]] = {}
 _STATE = Registry()
 
 
 def default_registry() -> Registry:
     """The process-wide registry that ``@reward``, :func:`get_reward` and the scoring path use."""
     return _STATE
+
+
+@contextlib.contextmanager
+def use_registry(registry: Registry) -> Iterator[Registry]:
+    """Make ``registry`` the process-wide one inside the ``with`` block; the previous one is back afterwards.
+
+    ``@reward`` registers into it and lookups read it, so a test can start from a registry that has loaded
+    nothing without touching the real one (``with use_registry(Registry()) as reg: ...``).
+    """
+    global _STATE
+    previous, _STATE = _STATE, registry
+    try:
+        yield registry
+    finally:
+        _STATE = previous
 
 
 def _ensure_loaded() -> None:
