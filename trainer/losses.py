@@ -28,7 +28,7 @@ KL: the k3 estimator exp(ref - logp) - (ref - logp) - 1 per token, added as ``be
 (to the sequence loss for gspo). The normalizers are passed in (``num_sequences``, ``num_tokens``) so that a
 step split into micro-batches, or over ranks whose gradients are summed, gives the full-batch loss exactly.
 
-This module does not compute log-probs from a model; see trainer.logprobs.
+This module does not compute log-probs from a model; :mod:`trainer.logprobs` does.
 """
 
 from __future__ import annotations
