@@ -202,6 +202,7 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
     Returns the step's metrics and the reward scores of every rank's batch (for the ``reward/<name>`` spans).
     """
     trainer, data, started = ctx.trainer, ctx.config.data, time.perf_counter()
+    assert trainer.scale_rewards is not None and trainer.mask_truncated is not None  # resolved() filled them
     # 1. Sample G completions per prompt; their scoring is submitted, not awaited.
     collected = collect(
         ctx.stream.take,
@@ -231,7 +232,6 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
         ref_model=ctx.reference,
         bf16=ctx.bf16,
     )
-    assert trainer.scale_rewards is not None and trainer.mask_truncated is not None  # resolved() filled them
     # 3. Wait for the scores; group-relative advantages of the weighted totals (over every rank's batch).
     waited = time.perf_counter()
     scores = collected.result()
@@ -249,29 +249,36 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
         is_cap=trainer.vllm.is_cap,
     )
     ctx.rollout.sync_weights()  # vLLM: wake up, load the new weights
-    step_s = time.perf_counter() - started
+    timing = {
+        "timing/score_wait_s": score_wait_s,
+        "timing/update_s": time.perf_counter() - generated,
+        "timing/step_s": time.perf_counter() - started,
+    }
     # 5. Metrics over every rank's first-round scores.
     rewards = _all_ranks_result(collected, ctx.dist)
+    return _step_metrics(step, ctx.config, collected, rewards, {**update_stats, **timing}), rewards
+
+
+def _step_metrics(
+    step: int, config: RunConfig, collected: Collected, rewards: BatchResult, update_stats: dict[str, float]
+) -> dict[str, Any]:
     lengths = collected.batch.completion_lengths.float()
     tokens = float(collected.batch.prompt_mask.sum() + collected.batch.completion_mask.sum())
     metrics = {
         "step": step,
-        **_reward_metrics(rewards, ctx.config, trainer.num_generations),
+        **_reward_metrics(rewards, config, config.trainer.num_generations),
         **update_stats,
         **collected.stats,
         "completions/mean_length": float(lengths.mean()),
         "completions/max_length": float(lengths.max()),
         "completions/clipped_ratio": float(collected.batch.truncated.float().mean()),
-        "timing/score_wait_s": score_wait_s,
-        "timing/update_s": time.perf_counter() - generated,
-        "timing/step_s": step_s,
-        "tokens_per_s": tokens / step_s,
+        "tokens_per_s": tokens / update_stats["timing/step_s"],
     }
     # the part of this step spent on rewards that nothing else overlapped (blocking submits and waits)
     metrics["timing/reward_critical_s"] = sum(
         metrics.get(k, 0.0) for k in ("timing/score_submit_s", "timing/score_wait_s", "timing/score_wait_s_sampling")
     )
-    return metrics, rewards
+    return metrics
 
 
 def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, int]:
