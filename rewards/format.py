@@ -27,7 +27,8 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from harness.errors import RewardParameterError
 from harness.registry import reward

@@ -18,9 +18,9 @@ import errno
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 __all__ = ["CgroupRoots", "JobCgroup", "detect_roots", "group_prefix", "remove_stale"]
 

@@ -16,9 +16,10 @@ import base64
 import json
 import os
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["ProtocolError", "Handle", "encode", "decode", "send", "recv", "MAX_FRAME", "MAX_DEPTH"]
 

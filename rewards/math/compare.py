@@ -34,9 +34,7 @@ from sympy.functions.elementary.trigonometric import TrigonometricFunction
 from rewards.math.exact import confirmed_zero, decimal_matches
 from rewards.math.labels import unassign
 from rewards.math.sets import as_intervals, intervals_equal
-from rewards.math.values import (
-    DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value,
-)
+from rewards.math.values import DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value
 
 __all__ = ["Options", "equivalent", "OutOfTime", "expand_values"]
 

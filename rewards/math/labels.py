@@ -15,7 +15,7 @@ Equality of the sides is the caller's (passed in). This module does not parse or
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import sympy as sp
 

@@ -15,7 +15,7 @@ LaTeX (see :mod:`rewards.math.normalize`) and does not compare.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import sympy as sp
 
@@ -23,7 +23,19 @@ from rewards.math.lexer import ParseError, Token, tokenize
 from rewards.math.structures import StructureMixin
 from rewards.math.tables import ATOM_CMDS, CONSTS, FRACS, FUNCS, GREEK, MUL_CMDS, RELOPS, TRIG
 from rewards.math.values import (
-    DEG, PCT, PM, Based, Expr, HugeValue, Ivl, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
+    DEG,
+    PCT,
+    PM,
+    Based,
+    Expr,
+    HugeValue,
+    Ivl,
+    Rel,
+    Seq,
+    Value,
+    safe_binomial,
+    safe_factorial,
+    safe_pow,
     safe_root,
 )
 

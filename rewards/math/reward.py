@@ -30,8 +30,9 @@ import functools
 import logging
 import re
 import time
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import sympy as sp
 

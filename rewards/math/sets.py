@@ -9,7 +9,7 @@ other side of the comparison is a set. Endpoint equality is the caller's (passed
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import sympy as sp
 import sympy.physics.units  # noqa: F401  # solveset imports it on its first call (0.3 s): paid at start-up, not by a pair

@@ -14,7 +14,6 @@ their result stays under :data:`MAX_BITS`; otherwise :class:`HugeValue` is raise
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 import sympy as sp
 
@@ -63,7 +62,7 @@ class Seq:
     """Several answers: ``kind`` is ``list`` (bare commas, "or"), ``tuple`` (parenthesized), or ``set``."""
 
     kind: str
-    items: tuple["Value", ...]
+    items: tuple[Value, ...]
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ class Huge:
     src: str
 
 
-Value = Union[Expr, Rel, Seq, Ivl, IvlUnion, Based, Text, Huge]
+Value = Expr | Rel | Seq | Ivl | IvlUnion | Based | Text | Huge
 
 
 def _int_bits(x: sp.Basic) -> int | None:
