@@ -85,7 +85,7 @@ def parse_tests(tests: Any) -> tuple[str, Any]:
         ins, outs = tests["inputs"], tests["outputs"]
         if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs):
             raise ValueError("tests: 'inputs' and 'outputs' must be lists of the same length")
-        return "stdio", [(_text(i, "inputs"), _text(o, "outputs")) for i, o in zip(ins, outs)]
+        return "stdio", [(_text(i, "inputs"), _text(o, "outputs")) for i, o in zip(ins, outs, strict=True)]
     if isinstance(tests, dict) and _case(tests) is not None:
         return parse_tests([tests])
     if isinstance(tests, list) and tests:

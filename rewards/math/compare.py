@@ -190,7 +190,7 @@ def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: 
         a_items = _ordered_items(ans)
         if a_items is None or len(a_items) != len(gold.items):
             return False, "tuple of a different length"
-        ok = all(equivalent(g, a, opt)[0] for g, a in zip(gold.items, a_items))
+        ok = all(equivalent(g, a, opt)[0] for g, a in zip(gold.items, a_items, strict=True))
         return ok, "tuples compared in order"
     if isinstance(ans, Seq) and ans.kind == "tuple" and len(gs) == 1:
         return equivalent(gs[0], ans, opt) if not isinstance(gs[0], Seq) else (False, "tuple against a list")
@@ -277,7 +277,7 @@ def _rel_equal(g: Value, a: Value, opt: Options) -> tuple[bool, str]:
         da = a.terms[0] - a.terms[1]  # type: ignore[operator]
         ok = _proportional(dg, da, opt)
         return ok, "equations with the same solution set" if ok else "equations with different solution sets"
-    ok = all(expr_equal(x, y, opt) for x, y in zip(g.terms, a.terms))  # type: ignore[arg-type]
+    ok = all(expr_equal(x, y, opt) for x, y in zip(g.terms, a.terms, strict=True))  # type: ignore[arg-type]
     return ok, "relations compared side by side"
 
 
@@ -346,7 +346,7 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
     if gm or am:
         if not (gm and am) or g.shape != a.shape:
             return False
-        return all(_plain_equal(x, y, opt) for x, y in zip(g, a))
+        return all(_plain_equal(x, y, opt) for x, y in zip(g, a, strict=True))
     if isinstance(g, sp.Rational) and isinstance(a, sp.Rational):
         if not opt.gold_inexact:
             return decimal_matches(g, None, a)  # 0.0833333333333333 = 1/12 (see rewards.math.exact)

@@ -472,7 +472,7 @@ def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
     """``x = 1, y = 2; x = 3, y = 4`` (groups split by ``;`` or "or", each assigning the same two or more
     variables) -> the list of tuples ``(1, 2), (3, 4)``, in the variables' alphabetical order; else None."""
     bounds = [0, *(s for s in starts if 0 < s < len(items)), len(items)]
-    groups = [items[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    groups = [items[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
     if len(groups) < 2:
         return None
     names: set[tuple[str, ...]] = set()
@@ -518,7 +518,7 @@ def _product(left: object, right: object) -> object:
     """``left * right``; a product of symbolic matrices that swells past a size cap is :class:`HugeValue`."""
     out = left * right  # type: ignore[operator]
     if isinstance(out, sp.MatrixBase) and out.free_symbols:
-        nodes = sum(1 for _ in zip(range(MAX_MATRIX_NODES + 1), sp.preorder_traversal(out)))
+        nodes = sum(1 for _ in zip(range(MAX_MATRIX_NODES + 1), sp.preorder_traversal(out), strict=False))
         if nodes > MAX_MATRIX_NODES:
             raise HugeValue("product of symbolic matrices too large")
     return out

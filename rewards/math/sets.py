@@ -89,7 +89,9 @@ def _solved(r: Rel) -> list[Ivl] | None:
         return None
     d = r.terms[0] - r.terms[1]  # type: ignore[operator]
     syms = d.free_symbols
-    if len(syms) != 1 or sum(1 for _ in zip(range(_MAX_NODES + 1), sp.preorder_traversal(d))) > _MAX_NODES:
+    if len(syms) != 1:
+        return None
+    if sum(1 for _ in zip(range(_MAX_NODES + 1), sp.preorder_traversal(d), strict=False)) > _MAX_NODES:
         return None
     x = next(iter(syms))
     absolutes = d.atoms(sp.Function)
@@ -160,7 +162,7 @@ def intervals_equal(gs: list[Ivl], as_: list[Ivl], same: Callable[[sp.Basic, sp.
         gs, as_ = sorted(gs, key=key), sorted(as_, key=key)
     except (TypeError, ValueError):
         pass
-    for g, a in zip(gs, as_):
+    for g, a in zip(gs, as_, strict=True):
         if not (same(g.lo, a.lo) and same(g.hi, a.hi)):
             return False
         if (g.lo.is_finite is not False and g.lo_closed != a.lo_closed) or (

@@ -226,7 +226,7 @@ def _show(v: Value | None) -> str | None:
     if isinstance(v, Rel):
         parts = [show(t) if not isinstance(t, sp.Basic) else _sstr(t) for t in v.terms]
         out = str(parts[0])
-        for op, p in zip(v.ops, parts[1:]):
+        for op, p in zip(v.ops, parts[1:], strict=True):
             out += f" {op} {p}"
         return _short(out)
     if isinstance(v, Seq):
