@@ -327,7 +327,7 @@ def seccomp_program() -> list[bytes]:
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
     prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
              _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]
-    for first, last, action in _actions():  # the syscall number is in the accumulator
+    for _first, last, action in _actions():  # the syscall number is in the accumulator
         prog += [_jump(_BPF_JGT_K, last, 1, 0), _stmt(_BPF_RET_K, action)]
     prog.append(errno(_ENOSYS))  # above the audited table: unknown
     return prog

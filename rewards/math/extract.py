@@ -228,10 +228,10 @@ def _last_match(rx: re.Pattern[str], text: str, tail: int = 4000) -> re.Match[st
     """The last match of ``rx``: searched in the tail first (any match there starts after every match before it),
     the whole text only when the tail has none."""
     last = None
-    for last in rx.finditer(text, max(0, len(text) - tail)):
+    for last in rx.finditer(text, max(0, len(text) - tail)):  # noqa: B007 (keeps the last match, read below)
         pass
     if last is None and len(text) > tail:
-        for last in rx.finditer(text):
+        for last in rx.finditer(text):  # noqa: B007 (keeps the last match, read below)
             pass
     return last
 
@@ -248,7 +248,7 @@ def _anchored(text: str) -> tuple[str, int] | None:
         found.append((choice.start(), choice.group(1), choice.end()))
     base = max(0, len(text) - 3000)
     trailing = None
-    for trailing in _IS_THE_ANSWER.finditer(text, base):
+    for trailing in _IS_THE_ANSWER.finditer(text, base):  # noqa: B007 (keeps the last match, read below)
         pass
     if trailing is not None:
         found.append((trailing.start(), _answer_before(text, trailing.start()), trailing.end()))
