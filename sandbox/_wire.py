@@ -61,7 +61,7 @@ def encode(v: Any, to_handle: Callable[[Any], list], depth: int = 0) -> Any:
     if isinstance(v, float):
         return ["F", float.hex(float.__float__(v))]
     if isinstance(v, complex):
-        c = complex.__complex__(v) if t is not complex else v
+        c = complex.__pos__(v) if t is not complex else v  # the base's value (complex.__complex__ is 3.11+)
         return ["C", float.hex(c.real), float.hex(c.imag)]
     if isinstance(v, str):
         return ["S", str.__str__(v)]
