@@ -52,7 +52,7 @@ def _finish(code: int) -> None:
     threading = sys.modules.get("threading")
     try:
         if threading is not None:
-            threading._shutdown()  # type: ignore[attr-defined]
+            threading._shutdown()
     except BaseException:
         pass
     try:
@@ -102,7 +102,8 @@ class _Capture(io.TextIOBase):
     (where the host's output cap applies)."""
 
     def __init__(self, real: Any) -> None:
-        self.real, self.parts, self.size = real, [], 0
+        self.parts: list[str] = []
+        self.real, self.size = real, 0
 
     encoding = "utf-8"
 
