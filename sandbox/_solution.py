@@ -241,7 +241,8 @@ def serve_functions(source: str, fd: int) -> None:
         _wire.send(fd, {"loaded": False, "kind": "syntax", "error": f"SyntaxError: {e.msg} (line {e.lineno})"})
         _finish(1)
     except SystemExit as e:
-        _wire.send(fd, {"loaded": False, "kind": "exit", "error": f"solution called exit({e.code!r}) before the tests ran"})
+        early = f"solution called exit({e.code!r}) before the tests ran"
+        _wire.send(fd, {"loaded": False, "kind": "exit", "error": early})
         _finish(1)
     except BaseException as e:
         _wire.send(fd, {"loaded": False, "kind": type(e).__name__, "error": f"{type(e).__name__}: {_safe_str(e)}"})

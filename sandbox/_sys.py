@@ -155,7 +155,8 @@ READ_ONLY = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 
 def landlock_abi() -> int:
     """The Landlock ABI version the kernel offers, 0 when Landlock is absent or disabled."""
-    ret = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    ret = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
     return int(ret) if ret > 0 else 0
 
 
@@ -223,7 +224,8 @@ class LandlockPlan:
                 if packed is None:
                     continue
                 try:
-                    _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, crfd, kind, packed[0], flags), f"landlock_add_rule {path}")
+                    _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, crfd, kind, packed[0], flags),
+                           f"landlock_add_rule {path}")
                 finally:
                     os.close(packed[1])
         except BaseException:
@@ -321,9 +323,11 @@ def seccomp_program() -> list[bytes]:
     ]
     # socket / socketpair: only AF_UNIX (args[0] low word at offset 16)
     for nr in (_SYS_SOCKET, _SYS_SOCKETPAIR):
-        prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow, errno(_EAFNOSUPPORT)]
+        prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow,
+                 errno(_EAFNOSUPPORT)]
     # clone: no namespace flags (args[0])
-    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JSET_K, _NS_FLAGS, 0, 1), errno(_EPERM), allow]
+    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JSET_K, _NS_FLAGS, 0, 1),
+             errno(_EPERM), allow]
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
     prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
              _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]
