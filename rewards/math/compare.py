@@ -168,7 +168,7 @@ def _expand(v: Value) -> list[Value]:
             items.extend(_expand(it))
         return items
     if isinstance(v, Rel) and v.ops == ("=",) and any(isinstance(t, sp.Basic) and t.has(PM) for t in v.terms):
-        signs = (Rel(tuple(t.subs(PM, s) for t in v.terms), v.ops) for s in (1, -1))  # type: ignore[union-attr]
+        signs = (Rel(tuple(t.subs(PM, s) if isinstance(t, sp.Basic) else t for t in v.terms), v.ops) for s in (1, -1))
         return [_unassign(r) for r in signs]
     v = _unassign(v)
     if isinstance(v, Expr) and not isinstance(v.e, sp.MatrixBase) and v.e.has(PM):
@@ -277,7 +277,7 @@ def _rel_equal(g: Value, a: Value, opt: Options) -> tuple[bool, str]:
         da = a.terms[0] - a.terms[1]  # type: ignore[operator]
         ok = _proportional(dg, da, opt)
         return ok, "equations with the same solution set" if ok else "equations with different solution sets"
-    ok = all(expr_equal(x, y, opt) for x, y in zip(g.terms, a.terms, strict=True))  # type: ignore[arg-type]
+    ok = all(expr_equal(x, y, opt) for x, y in zip(g.terms, a.terms, strict=True))
     return ok, "relations compared side by side"
 
 
@@ -469,11 +469,11 @@ def _evaluable(x: sp.Basic, point: dict | None) -> bool:
     return True
 
 
-def _close(x: object, y: object, opt: Options) -> bool:
+def _close(x: sp.Basic | None, y: sp.Basic | None, opt: Options) -> bool:
     if x is None or y is None:
         return False
-    diff = abs(x - y)  # type: ignore[operator]
-    scale = max(abs(x), abs(y))  # type: ignore[arg-type]
+    diff = abs(x - y)
+    scale = max(abs(x), abs(y))
     if scale < sp.Float("1e-45"):
         return True
     rel = diff / scale
