@@ -49,7 +49,7 @@ def _numeric(t: object) -> bool:
 
 
 def _value(t: object) -> Value:
-    return t if isinstance(t, Seq) else Expr(t)  # type: ignore[arg-type]
+    return t if isinstance(t, Seq) else Expr(t)
 
 
 def _by_name(label: object, value: object) -> object:

@@ -186,7 +186,7 @@ class _Parser(StructureMixin):
                 elif t.text == "-":
                     left = left - right  # type: ignore[operator]
                 else:
-                    left = left + (PM if t.text == "pm" else -PM) * right  # type: ignore[operator]
+                    left = left + (PM if t.text == "pm" else -PM) * right
             else:
                 return left
 
@@ -215,8 +215,9 @@ class _Parser(StructureMixin):
                 at = self.pos
                 right = self.parse_power()
                 self._need_scalar(left, right)
-                if int_literal and t.is_cmd(*FRACS) and self._only(at, _frac_token) and right.is_Rational:
-                    left = left - right if left.is_negative else left + right  # type: ignore[operator]
+                if int_literal and t.is_cmd(*FRACS) and self._only(at, _frac_token) and isinstance(right, sp.Rational):
+                    # (left is a sympy value, _need_scalar checked it, and sympy is untyped)
+                    left = left - right if left.is_negative else left + right  # type: ignore[attr-defined]
                 else:
                     left = _product(left, right)
                 int_literal = False
@@ -249,7 +250,7 @@ class _Parser(StructureMixin):
                 return -v  # type: ignore[operator]
             if t.text == "+":
                 return v
-            return (PM if t.text == "pm" else -PM) * v  # type: ignore[operator]
+            return (PM if t.text == "pm" else -PM) * v
         return self.parse_power()
 
     def parse_power(self) -> object:
@@ -261,7 +262,7 @@ class _Parser(StructureMixin):
             exp = self._group_or_unary()
             self.depth -= 1
             self._need_scalar(base, exp)
-            base = self._postfix(safe_pow(base, exp))  # type: ignore[arg-type]
+            base = self._postfix(safe_pow(base, exp))
         return base
 
     def _group_or_unary(self) -> object:
@@ -275,15 +276,15 @@ class _Parser(StructureMixin):
             if t.is_op("!") and not self.peek(1).is_op("="):
                 self.next()
                 self._need_scalar(v)
-                v = safe_factorial(v)  # type: ignore[arg-type]
+                v = safe_factorial(v)
             elif t.is_op("%"):
                 self.next()
                 self._need_scalar(v)
-                v = v * PCT  # type: ignore[operator]
+                v = v * PCT
             elif t.is_op("°"):
                 self.next()
                 self._need_scalar(v)
-                v = v * DEG  # type: ignore[operator]
+                v = v * DEG
             elif t.is_op("'"):
                 self.next()
             else:
@@ -405,7 +406,7 @@ class _Parser(StructureMixin):
             self.expect_op("]")
             arg = self._arg(single=True)
             self._need_scalar(n, arg)
-            return safe_root(arg, n)  # type: ignore[arg-type]
+            return safe_root(arg, n)
         arg = self._arg(single=name == "sqrt")
         if name == "log" and isinstance(arg, Seq) and arg.kind == "tuple" and len(arg.items) == 2 and base is None:
             arg, base = (x.e if isinstance(x, Expr) else x for x in arg.items)  # sympy's log(x, b)
@@ -415,18 +416,18 @@ class _Parser(StructureMixin):
         if name in TRIG and isinstance(arg, sp.Basic) and DEG in arg.free_symbols:
             arg = arg.subs(DEG, sp.pi / 180)
         if name == "exp":
-            out = safe_pow(sp.E, arg)  # type: ignore[arg-type]
+            out = safe_pow(sp.E, arg)
         elif name == "abs":
-            out = _abs(arg)  # type: ignore[arg-type]
+            out = _abs(arg)
         elif name == "sqrt":
-            out = safe_root(arg, sp.Integer(2))  # type: ignore[arg-type]
+            out = safe_root(arg, sp.Integer(2))
         elif name == "cbrt":  # the real cube root
             neg = bool(getattr(arg, "is_negative", False))
             out = safe_root(-arg if neg else arg, sp.Integer(3))  # type: ignore[operator]
             out = -out if neg else out
         else:
             out = sp.log(arg, base) if base is not None else FUNCS[name](arg)
-        return safe_pow(out, power) if power is not None else out  # type: ignore[arg-type]
+        return safe_pow(out, power) if power is not None else out
 
     def _command(self, name: str) -> object:
         if name in FRACS:
@@ -441,7 +442,7 @@ class _Parser(StructureMixin):
         if name in ("binom", "dbinom", "tbinom"):
             n, k = self._arg(single=True), self._arg(single=True)
             self._need_scalar(n, k)
-            return safe_binomial(n, k)  # type: ignore[arg-type]
+            return safe_binomial(n, k)
         if name in ("lfloor", "lceil"):
             inner = self.parse_add()
             closer = self.next()

@@ -73,7 +73,7 @@ def _rel_intervals(r: Rel) -> list[Ivl] | None:
             hi, hc = bound, op == "<="
         else:
             lo, lc = bound, op == ">="
-    return [Ivl(lo, hi, lc, hc)]  # type: ignore[arg-type]
+    return [Ivl(lo, hi, lc, hc)]
 
 
 _RELATIONS = {"<": sp.StrictLessThan, "<=": sp.LessThan, ">": sp.StrictGreaterThan, ">=": sp.GreaterThan}

@@ -53,7 +53,7 @@ class Expr:
 class Rel:
     """A relation chain ``terms[0] ops[0] terms[1] ...``; ops among ``= < > <= >= != in``."""
 
-    terms: tuple[object, ...]
+    terms: tuple[sp.Basic | Value, ...]  # sympy expressions, or parsed values such as tuples and intervals
     ops: tuple[str, ...]
 
 
