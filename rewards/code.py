@@ -95,7 +95,7 @@ def parse_tests(tests: Any) -> tuple[str, Any]:
             return "python", "\n".join(tests)
         cases = [_case(t) for t in tests]
         if all(c is not None for c in cases):
-            return "stdio", [(_text(i, "input"), _text(o, "output")) for i, o in cases]  # type: ignore[misc]
+            return "stdio", [(_text(c[0], "input"), _text(c[1], "output")) for c in cases if c is not None]
     raise ValueError(
         "tests must be Python test source, a list of assert strings, a list of {'input', 'output'} cases "
         f"or {{'inputs': [...], 'outputs': [...]}}; got {type(tests).__name__}"

@@ -47,7 +47,7 @@ class StructureMixin:
                 a, b = (x.e if isinstance(x, Expr) else x for x in it.items)
                 parts.append(Ivl(a, b, False, False))
             elif isinstance(it, Seq) and it.kind == "set" and all(isinstance(x, Expr) for x in it.items):
-                parts.extend(Ivl(x.e, x.e, True, True) for x in it.items)  # type: ignore[union-attr]
+                parts.extend(Ivl(x.e, x.e, True, True) for x in it.items if isinstance(x, Expr))
             else:
                 raise ParseError("\\cup joins something that is not an interval")
         return IvlUnion(tuple(parts))
