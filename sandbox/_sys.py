@@ -87,7 +87,9 @@ def setns(fd: int, nstype: int) -> None:
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
     """``mount(2)``."""
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else s.encode()
+
     ret = _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
     _check(ret, f"mount {source} on {target}")
 
@@ -309,7 +311,9 @@ def seccomp_program() -> list[bytes]:
     ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
     process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
     """
-    errno = lambda e: _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | e)  # noqa: E731
+    def errno(e: int) -> bytes:
+        return _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | e)
+
     allow = _stmt(_BPF_RET_K, _SECCOMP_RET_ALLOW)
     load_nr = _stmt(_BPF_LD_W_ABS, 0)
     prog = [

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -141,7 +142,7 @@ class Sandbox:
 
     def _ensure(self) -> None:
         if self._pid != os.getpid():  # forked: the parent's server is not ours
-            self.__init__(self.limits, self.slots)  # type: ignore[misc]
+            self.__init__(self.limits, self.slots)  # type: ignore[misc]  # a forked child starts over, fresh
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
                 log.warning("sandbox server exited (status %s); starting a new one", self._proc.returncode)
@@ -155,7 +156,7 @@ class Sandbox:
             assert self._report is not None
             return self._report
 
-    def _request(self, msg: dict[str, Any], fds: list[int] = (), gen: int = 0) -> dict[str, Any]:  # type: ignore[assignment]
+    def _request(self, msg: dict[str, Any], fds: Sequence[int] = (), gen: int = 0) -> dict[str, Any]:
         """Send ``msg`` and wait for the reply; ``gen``: only to that server (never start a new one for it).
 
         Raises:
