@@ -153,7 +153,9 @@ def _unassign(v: Value) -> Value:
 
 
 def _sides_equal(x: object, y: object) -> bool:
-    wrap = lambda t: t if isinstance(t, Seq) else Expr(t)  # noqa: E731
+    def wrap(t: object) -> Value:
+        return t if isinstance(t, Seq) else Expr(t)
+
     try:
         return equivalent(wrap(x), wrap(y), _EXACT)[0]
     except OutOfTime:
@@ -221,7 +223,7 @@ def _ordered_items(v: Value) -> list[Value] | None:
     if isinstance(v, Seq):
         items = list(v.items)
         if all(isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in items):
-            items = sorted(items, key=lambda r: str(r.terms[0]))  # type: ignore[union-attr]
+            items = sorted(items, key=lambda r: str(r.terms[0]))  # type: ignore[union-attr]  # Rels (checked above)
         return [_unassign(i) for i in items]
     if isinstance(v, Expr) and isinstance(v.e, sp.MatrixBase) and 1 in v.e.shape:
         return [Expr(x) for x in v.e]
@@ -242,7 +244,7 @@ def _solutions(v: Value) -> list[Value] | None:
     """Roots of a one-variable polynomial equation (degree <= 4 with small rational coefficients, else <= 2)."""
     if not (isinstance(v, Rel) and v.ops == ("=",) and all(isinstance(t, sp.Basic) for t in v.terms)):
         return None
-    d = v.terms[0] - v.terms[1]  # type: ignore[operator]
+    d = v.terms[0] - v.terms[1]  # type: ignore[operator]  # sympy sides (checked above)
     syms = d.free_symbols - MARKERS
     if len(syms) != 1 or d.free_symbols & MARKERS:
         return None
@@ -273,8 +275,8 @@ def _rel_equal(g: Value, a: Value, opt: Options) -> tuple[bool, str]:
     if g.ops != a.ops or len(g.terms) != 2 or not all(isinstance(t, sp.Basic) for t in g.terms + a.terms):
         return False, "different relations"
     if g.ops == ("=",):
-        dg = g.terms[0] - g.terms[1]  # type: ignore[operator]
-        da = a.terms[0] - a.terms[1]  # type: ignore[operator]
+        dg = g.terms[0] - g.terms[1]  # type: ignore[operator]  # sympy sides (checked above)
+        da = a.terms[0] - a.terms[1]  # type: ignore[operator]  # sympy sides (checked above)
         ok = _proportional(dg, da, opt)
         return ok, "equations with the same solution set" if ok else "equations with different solution sets"
     ok = all(expr_equal(x, y, opt) for x, y in zip(g.terms, a.terms, strict=True))

@@ -146,7 +146,9 @@ def _final_box(text: str) -> tuple[Extraction, int] | None:
     found = [f for f in found if f[2]]
     if not found:
         return None
-    key = lambda b: re.sub(r"\s+|\$", "", b)  # noqa: E731
+    def key(b: str) -> str:
+        return re.sub(r"\s+|\$", "", b)
+
     last_at, last_end, last = found[-1]
     end = last_end + 1
     earlier = [(at, b) for at, _, b in found if key(b) != key(last)]

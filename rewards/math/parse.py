@@ -124,7 +124,7 @@ class _Parser(StructureMixin):
 
     @staticmethod
     def _as_value(x: object) -> Value:
-        return Expr(x) if _is_sym(x) else x  # type: ignore[return-value]
+        return Expr(x) if _is_sym(x) else x  # type: ignore[return-value]  # what is not sympy is a parsed Value
 
     def parse_rel(self) -> Value:
         first = self.parse_ratio()
@@ -151,10 +151,10 @@ class _Parser(StructureMixin):
             return parts[0]
         self._need_scalar(*parts)
         if len(parts) == 2:
-            return parts[0] / parts[1]  # type: ignore[operator]
+            return parts[0] / parts[1]  # type: ignore[operator]  # sympy values (_need_scalar)
         if parts[0] == 0:
             raise ParseError("a ratio whose first part is 0")
-        return Seq("tuple", tuple(Expr(p / parts[0]) for p in parts))  # type: ignore[operator]
+        return Seq("tuple", tuple(Expr(p / parts[0]) for p in parts))  # type: ignore[operator]  # sympy (_need_scalar)
 
     def _relop(self) -> str | None:
         t = self.peek()
@@ -182,9 +182,9 @@ class _Parser(StructureMixin):
                 right = self.parse_mul()
                 self._need_scalar(left, right)
                 if t.text == "+":
-                    left = left + right  # type: ignore[operator]
+                    left = left + right  # type: ignore[operator]  # sympy values (_need_scalar)
                 elif t.text == "-":
-                    left = left - right  # type: ignore[operator]
+                    left = left - right  # type: ignore[operator]  # sympy values (_need_scalar)
                 else:
                     left = left + (PM if t.text == "pm" else -PM) * right
             else:
@@ -210,7 +210,7 @@ class _Parser(StructureMixin):
                 self.next()
                 right = self.parse_unary()
                 self._need_scalar(left, right)
-                left = left / right  # type: ignore[operator]
+                left = left / right  # type: ignore[operator]  # sympy values (_need_scalar)
             elif self._starts_atom(t):
                 at = self.pos
                 right = self.parse_power()
@@ -247,7 +247,7 @@ class _Parser(StructureMixin):
             self.depth -= 1
             self._need_scalar(v)
             if t.text == "-":
-                return -v  # type: ignore[operator]
+                return -v  # type: ignore[operator]  # sympy values (_need_scalar)
             if t.text == "+":
                 return v
             return (PM if t.text == "pm" else -PM) * v
@@ -423,7 +423,7 @@ class _Parser(StructureMixin):
             out = safe_root(arg, sp.Integer(2))
         elif name == "cbrt":  # the real cube root
             neg = bool(getattr(arg, "is_negative", False))
-            out = safe_root(-arg if neg else arg, sp.Integer(3))  # type: ignore[operator]
+            out = safe_root(-arg if neg else arg, sp.Integer(3))  # type: ignore[operator]  # sympy (_need_scalar)
             out = -out if neg else out
         else:
             out = sp.log(arg, base) if base is not None else FUNCS[name](arg)
@@ -434,7 +434,7 @@ class _Parser(StructureMixin):
             num = self._arg(single=True)
             den = self._arg(single=True)
             self._need_scalar(num, den)
-            return num / den  # type: ignore[operator]
+            return num / den  # type: ignore[operator]  # sympy values (_need_scalar)
         if name in FUNCS or name in ("pi", "infty", "infinity"):
             return self._name(name)
         if name in GREEK:
@@ -482,7 +482,7 @@ def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
         if len(g) < 2 or not all(isinstance(r, Rel) and r.ops == ("=",) and isinstance(r.terms[0], sp.Symbol)
                                  and isinstance(r.terms[1], sp.Basic) for r in g):
             return None
-        # each r is a Rel (checked above)
+        # each r is a Rel (checked above): hence the ignore
         pairs = sorted(((str(r.terms[0]), r.terms[1]) for r in g), key=lambda p: p[0])  # type: ignore[attr-defined]
         names.add(tuple(n for n, _ in pairs))
         tuples.append(Seq("tuple", tuple(Expr(v) for _, v in pairs)))
@@ -517,7 +517,7 @@ def _gaussian(x: sp.Basic) -> bool:
 
 def _product(left: object, right: object) -> object:
     """``left * right``; a product of symbolic matrices that swells past a size cap is :class:`HugeValue`."""
-    out = left * right  # type: ignore[operator]
+    out = left * right  # type: ignore[operator]  # sympy values: every caller ran _need_scalar
     if isinstance(out, sp.MatrixBase) and out.free_symbols:
         nodes = sum(1 for _ in zip(range(MAX_MATRIX_NODES + 1), sp.preorder_traversal(out), strict=False))
         if nodes > MAX_MATRIX_NODES:

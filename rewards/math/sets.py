@@ -87,7 +87,7 @@ def _solved(r: Rel) -> list[Ivl] | None:
     """
     if len(r.ops) != 1 or r.ops[0] not in _RELATIONS:
         return None
-    d = r.terms[0] - r.terms[1]  # type: ignore[operator]
+    d = r.terms[0] - r.terms[1]  # type: ignore[operator]  # sympy sides (as_intervals checked)
     syms = d.free_symbols
     if len(syms) != 1:
         return None
@@ -157,7 +157,9 @@ def intervals_equal(gs: list[Ivl], as_: list[Ivl], same: Callable[[sp.Basic, sp.
     """Equal unions of intervals: same count, endpoints equal by ``same``, same closedness at finite ends."""
     if len(gs) != len(as_):
         return False
-    key = lambda v: float(sp.N(v.lo)) if v.lo.is_number else 0.0  # noqa: E731
+    def key(v: Ivl) -> float:
+        return float(sp.N(v.lo)) if v.lo.is_number else 0.0
+
     try:
         gs, as_ = sorted(gs, key=key), sorted(as_, key=key)
     except (TypeError, ValueError):
