@@ -15,7 +15,7 @@ Equality of the sides is the caller's (passed in). This module does not parse or
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import sympy as sp
 
@@ -49,7 +49,7 @@ def _numeric(t: object) -> bool:
 
 
 def _value(t: object) -> Value:
-    return t if isinstance(t, Seq) else Expr(t)  # type: ignore[arg-type]
+    return t if isinstance(t, Seq) else Expr(t)
 
 
 def _by_name(label: object, value: object) -> object:

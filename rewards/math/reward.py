@@ -30,8 +30,9 @@ import functools
 import logging
 import re
 import time
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import sympy as sp
 
@@ -111,6 +112,7 @@ def verify(
     """Score one completion against one gold answer (gold first). See the module docstring for the statuses."""
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
     gold_s, several = _gold_text(gold)
+    g: Value | None  # None only when even the raw gold is unusable
     try:
         several_letters = _choice_letters(gold_s)  # a multi-select gold, "ABD"
         g = Text(several_letters, choice=True) if several_letters else _gold_choice(gold_s) or parse_answer(gold_s)
