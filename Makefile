@@ -16,8 +16,9 @@ TORCH_SPEC ?= $(if $(filter 1,$(GPU)),$(GPU_TORCH_SPEC),torch==2.13.0)
 TORCH_INDEX ?=
 EXTRAS ?= $(if $(filter 1,$(GPU)),$(GPU_EXTRAS),train,dev,bench)
 PYTEST_ARGS ?=
+LINT_PATHS := harness rewards sandbox trainer evals
 
-.PHONY: demo test setup setup-gpu backends clean bench
+.PHONY: demo test lint setup setup-gpu backends clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +59,14 @@ demo: setup
 backends: setup
 	@if [ -x tests/backends/setup_backends.sh ]; then tests/backends/setup_backends.sh; fi
 
-test: setup backends
+# The gates (config in pyproject.toml): ruff's lint and formatter check, then mypy; `make test` runs them first.
+lint: setup
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy $(LINT_PATHS)
+
+test: setup lint backends
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-* build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-* build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -72,8 +72,8 @@ def _rank(rank: int, world: int, port: int, mode: str, steps: int, out: str) -> 
     times = []
     for i in range(steps + 1):
         t0 = time.perf_counter()
-        policy_update(model, opt, sched, batch, lambda: UpdateInputs(adv, batch.completion_mask.float()),
-                      LossConfig("grpo", 0.2, 0.2, 5.0, 0.0, COMPLETION), temperature=1.0, max_grad_norm=1.0, dist=info)
+        policy_update(model, opt, sched, batch, UpdateInputs(adv, batch.completion_mask.float()),
+                      LossConfig("grpo", max_completion_length=COMPLETION), temperature=1.0, max_grad_norm=1.0, dist=info)
         if i:
             times.append(time.perf_counter() - t0)
     states = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0]

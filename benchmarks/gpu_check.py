@@ -132,7 +132,7 @@ def phase_engine(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     t1 = time.perf_counter()
-    stats = policy_update(model, opt, sched, batch, lambda: inputs, LossConfig("grpo"), temperature=1.0,
+    stats = policy_update(model, opt, sched, batch, inputs, LossConfig("grpo"), temperature=1.0,
                           micro_batch_tokens=a.micro_tokens, max_grad_norm=1.0, bf16=True)
     torch.cuda.synchronize()
     update_s = time.perf_counter() - t1

@@ -64,13 +64,13 @@ def main() -> int:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
     batch, adv = _batch(args.rows, 64, args.completion, args.vocab)
-    cfg = LossConfig("grpo", 0.2, 0.2, 5.0, 0.0, args.completion)
+    cfg = LossConfig("grpo", max_completion_length=args.completion)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     times, norms = [], []
     for _ in range(args.steps + 1):
         t0 = time.perf_counter()
-        st = policy_update(model, opt, sched, batch, lambda: UpdateInputs(adv, batch.completion_mask.float()), cfg,
+        st = policy_update(model, opt, sched, batch, UpdateInputs(adv, batch.completion_mask.float()), cfg,
                            temperature=1.0, mu=1, micro_batch_size=max(1, args.rows // 4), max_grad_norm=1.0,
                            dist=info, bf16=cuda)
         if cuda:

@@ -96,12 +96,12 @@ def interleaved(steps: int, warmup: int, out: Path, otlp: dict | None) -> tuple[
     from harness.cfg.telemetry import TelemetrySection
     from harness.config import load_config
     from harness.telemetry import RunTelemetry
-    from trainer.loop import _setup, _traced_step  # the step that trainer.train runs, minus its own telemetry
+    from trainer.loop import setup_training, train_step  # the step that trainer.train runs, minus its own telemetry
 
     cfg = load_config(ROOT / "examples" / "train_cpu.yaml", overrides={
         "run.output_dir": str(out), "run.id": "overhead", "trainer.max_steps": warmup + 3 * steps,
         "trainer.save_steps": 0, "telemetry": {"enabled": False}})
-    ctx, _, _ = _setup(cfg, False)
+    ctx, _, _ = setup_training(cfg, False)
     tels = {"off": None, "file": RunTelemetry.start(out / "file", "overhead-file", TelemetrySection(), environ={})}
     modes = ["off", "file"]
     if otlp is not None:
@@ -112,7 +112,7 @@ def interleaved(steps: int, warmup: int, out: Path, otlp: dict | None) -> tuple[
     try:
         for _ in range(warmup):
             step += 1
-            _traced_step(ctx, step, tels[modes[step % len(modes)]])
+            train_step(ctx, step, tels[modes[step % len(modes)]])
         exporter = tels["otlp"].exporter if otlp is not None else None
         thread = getattr(exporter, "_thread", None)  # an in-process sender (when no export process could start)
         proc = getattr(exporter, "_proc", None)  # the export process
@@ -125,7 +125,7 @@ def interleaved(steps: int, warmup: int, out: Path, otlp: dict | None) -> tuple[
                     continue
                 step += 1
                 t = time.perf_counter()
-                _traced_step(ctx, step, tels[modes[i]])
+                train_step(ctx, step, tels[modes[i]])
                 times[modes[i]].append(time.perf_counter() - t)
         extra = {m: (tels[m]._file_store.busy_s - busy0[m]) / steps for m in busy0}  # batch writes, amortized
         if thread is not None:

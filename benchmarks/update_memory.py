@@ -95,7 +95,7 @@ def run_phase(path: str, a: argparse.Namespace, out: Path) -> None:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM (peak RSS) to the current RSS
     base = _status_kib("VmRSS")
-    upd.policy_update(model, opt, sched, batch, lambda: inputs, LossConfig("grpo"), temperature=a.temperature,
+    upd.policy_update(model, opt, sched, batch, inputs, LossConfig("grpo"), temperature=a.temperature,
                       max_grad_norm=1.0)
     peak = _status_kib("VmHWM")
     out.write_text(json.dumps({"peak_bytes": (peak - base) * 1024, "base_bytes": base * 1024}))

@@ -75,7 +75,9 @@ def resolve_checkpoint(path: str | Path) -> CheckpointInfo:
     if not p.is_dir():
         raise EvalError(f"{p}: checkpoint directory not found")
     run_dir = p.parent.parent if p.parent.name == "checkpoints" else None
-    cfg_path = next((c for c in (p / "config.yaml", run_dir / "config.yaml" if run_dir else None) if c and c.is_file()), None)
+    cfg_path = next(
+        (c for c in (p / "config.yaml", run_dir / "config.yaml" if run_dir else None) if c and c.is_file()), None
+    )
     config = load_config(cfg_path) if cfg_path else None
     ctx = _read_json(p / "telemetry.json")
     m = _STEP.match(p.name)

@@ -22,8 +22,9 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint
 from evals.runner import EvalResult, evaluate, resolve_settings
@@ -38,11 +39,24 @@ log = logging.getLogger(__name__)
 
 # flag dest -> EvalSection field, for flags that override the eval settings when given
 _SETTING_FLAGS = {
-    "k": "k", "backend": "backend", "temperature": "temperature", "top_p": "top_p",
-    "max_new_tokens": "max_new_tokens", "seed": "seed", "batch_size": "batch_size",
-    "success_reward": "success_reward", "threshold": "success_threshold", "ngram": "ngram", "limit": "limit",
-    "score_timeout": "score_timeout", "workers": "workers", "device": "device", "base_url": "base_url",
-    "model": "model", "concurrency": "concurrency", "request_timeout": "request_timeout",
+    "k": "k",
+    "backend": "backend",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "max_new_tokens": "max_new_tokens",
+    "seed": "seed",
+    "batch_size": "batch_size",
+    "success_reward": "success_reward",
+    "threshold": "success_threshold",
+    "ngram": "ngram",
+    "limit": "limit",
+    "score_timeout": "score_timeout",
+    "workers": "workers",
+    "device": "device",
+    "base_url": "base_url",
+    "model": "model",
+    "concurrency": "concurrency",
+    "request_timeout": "request_timeout",
     "max_retries": "max_retries",
 }
 
@@ -54,13 +68,25 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--watch", action="store_true", help="with --checkpoints: keep scoring new checkpoints")
     p.add_argument("--watch-interval", type=float, default=30.0, help="seconds between looks for new checkpoints")
     p.add_argument("--watch-timeout", type=float, default=None, help="stop watching after this many idle seconds")
-    p.add_argument("--data", help="held-out set: .jsonl/.json/.parquet or hf:NAME[:CONFIG]:SPLIT (default: data.heldout)")
-    p.add_argument("--field", action="append", default=[], metavar="KEY=COLUMN",
-                   help="column mapping, KEY in id/prompt/answer/tests/messages (repeatable)")
+    p.add_argument(
+        "--data", help="held-out set: .jsonl/.json/.parquet or hf:NAME[:CONFIG]:SPLIT (default: data.heldout)"
+    )
+    p.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="KEY=COLUMN",
+        help="column mapping, KEY in id/prompt/answer/tests/messages (repeatable)",
+    )
     p.add_argument("--k", type=int, help="samples per prompt (default 8)")
     p.add_argument("--backend", choices=["hf", "vllm", "openai"], help="generation backend (default hf)")
-    p.add_argument("--reward", action="append", default=[], metavar="NAME[=WEIGHT]",
-                   help="add a reward or override a saved one (repeatable)")
+    p.add_argument(
+        "--reward",
+        action="append",
+        default=[],
+        metavar="NAME[=WEIGHT]",
+        help="add a reward or override a saved one (repeatable)",
+    )
     p.add_argument("--param", action="append", default=[], metavar="NAME.KEY=VALUE", help="a --reward parameter")
     p.add_argument("--only-rewards", action="store_true", help="use only the --reward rewards, not the saved ones")
     p.add_argument("--temperature", type=float)
@@ -140,16 +166,22 @@ def inherited_settings(args: argparse.Namespace, info: CheckpointInfo, settings:
         return []
     saved, default = info.config.eval, EvalSection()
     flagged = {field for dest, field in _SETTING_FLAGS.items() if getattr(args, dest, None) is not None}
-    got = [f"{name}={getattr(settings, name)!r}".replace("'", "") for name in EvalSection.model_fields
-           if name not in flagged and getattr(saved, name) != getattr(default, name)
-           and getattr(settings, name) == getattr(saved, name)]
+    got = [
+        f"{name}={getattr(settings, name)!r}".replace("'", "")
+        for name in EvalSection.model_fields
+        if name not in flagged
+        and getattr(saved, name) != getattr(default, name)
+        and getattr(settings, name) == getattr(saved, name)
+    ]
     if saved.max_new_tokens is None and "max_new_tokens" not in flagged:
         got.append(f"max_new_tokens={settings.max_new_tokens} (trainer.max_completion_length)")
     where = _saved_config_path(info) or "the run's config"
     lines = [f"settings inherited from {where}: {', '.join(got)} (a flag overrides any of them)"] if got else []
     if getattr(args, "data", None) is not None and args.limit is None and saved.limit is not None:
-        lines.append(f"the saved eval.limit={saved.limit} is not applied to --data {args.data} (it was set for the "
-                     f"run's own held-out set); pass --limit {saved.limit} to cut it")
+        lines.append(
+            f"the saved eval.limit={saved.limit} is not applied to --data {args.data} (it was set for the "
+            f"run's own held-out set); pass --limit {saved.limit} to cut it"
+        )
     return lines
 
 
@@ -165,8 +197,9 @@ def _fields(items: Sequence[str], info: CheckpointInfo) -> FieldMap | None:
     return FieldMap.model_validate(base)
 
 
-def _shared_vllm(engines: dict[str, Any] | None, args: argparse.Namespace, info: CheckpointInfo,
-                 settings: EvalSection, path: Path) -> Any:
+def _shared_vllm(
+    engines: dict[str, Any] | None, args: argparse.Namespace, info: CheckpointInfo, settings: EvalSection, path: Path
+) -> Any:
     """One vllm engine for every checkpoint of a run: built for the first, weights reloaded for the next."""
     if engines is None or settings.backend != "vllm":
         return None
@@ -186,8 +219,9 @@ def _shared_vllm(engines: dict[str, Any] | None, args: argparse.Namespace, info:
     return be
 
 
-def _eval_one(args: argparse.Namespace, path: Path, output: Path | None,
-              engines: dict[str, Any] | None = None) -> EvalResult:
+def _eval_one(
+    args: argparse.Namespace, path: Path, output: Path | None, engines: dict[str, Any] | None = None
+) -> EvalResult:
     from harness.cli import parse_reward_args
     from harness.plugins import add_plugins
 
@@ -198,26 +232,43 @@ def _eval_one(args: argparse.Namespace, path: Path, output: Path | None,
     extra = parse_reward_args(args.reward, args.param)
     saved = [] if args.only_rewards or info.config is None else list(info.config.rewards)
     specs = merge_specs(saved, extra) or None
-    print(f"harness eval: {path} (step {info.step}) backend={settings.backend} k={settings.k} "
-          f"temperature={settings.temperature:g} top_p={settings.top_p:g} max_new_tokens={settings.max_new_tokens} "
-          f"seed={settings.seed}; rewards: {', '.join(s.name for s in specs) if specs else '(none)'}",
-          file=sys.stderr)
+    print(
+        f"harness eval: {path} (step {info.step}) backend={settings.backend} k={settings.k} "
+        f"temperature={settings.temperature:g} top_p={settings.top_p:g} max_new_tokens={settings.max_new_tokens} "
+        f"seed={settings.seed}; rewards: {', '.join(s.name for s in specs) if specs else '(none)'}",
+        file=sys.stderr,
+    )
     for line in inherited_settings(args, info, settings):
         print(f"harness eval: {line}", file=sys.stderr)
     res = evaluate(
-        path, args.data, specs, settings=settings, output_dir=output, resume=not args.restart,
-        fields=_fields(args.field, info), chat_template=False if args.no_chat_template else None,
-        system_prompt=args.system_prompt, train_data=args.train_data, gguf_file=args.gguf_file,
-        telemetry=not args.no_telemetry, backend=_shared_vllm(engines, args, info, settings, path),
+        path,
+        args.data,
+        specs,
+        settings=settings,
+        output_dir=output,
+        resume=not args.restart,
+        fields=_fields(args.field, info),
+        chat_template=False if args.no_chat_template else None,
+        system_prompt=args.system_prompt,
+        train_data=args.train_data,
+        gguf_file=args.gguf_file,
+        telemetry=not args.no_telemetry,
+        backend=_shared_vllm(engines, args, info, settings, path),
         progress=not args.no_progress,
     )
     contamination = res.results.get("contamination", {})
     if contamination.get("checked") and (contamination.get("exact") or contamination.get("ngram")):
-        print(f"warning: {contamination['exact']} exact and {contamination['ngram']} {contamination['n']}-gram "
-              f"overlaps with the training prompts (see results.json)", file=sys.stderr)
+        print(
+            f"warning: {contamination['exact']} exact and {contamination['ngram']} {contamination['n']}-gram "
+            f"overlaps with the training prompts (see results.json)",
+            file=sys.stderr,
+        )
     if res.results["dataset"]["skipped_rows"]:
-        print(f"warning: {res.results['dataset']['skipped_rows']} bad data rows skipped, first: "
-              f"{res.results['dataset']['row_errors'][0]}", file=sys.stderr)
+        print(
+            f"warning: {res.results['dataset']['skipped_rows']} bad data rows skipped, first: "
+            f"{res.results['dataset']['row_errors'][0]}",
+            file=sys.stderr,
+        )
     print(res.table())
     print(f"results: {res.output_dir / 'results.json'}", file=sys.stderr)
     return res

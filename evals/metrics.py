@@ -28,8 +28,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from harness.stats import mean_std, score_summary, scored_values
 from harness.types import Score
 
 __all__ = [
@@ -75,15 +77,9 @@ def mean_and_stderr(values: Iterable[float | None]) -> tuple[float | None, float
     >>> mean_and_stderr([1.0, 0.0, None, 1.0, 0.0])
     (0.5, 0.28867513459481287, 4)
     """
-    xs = [float(v) for v in values if v is not None]
-    m = len(xs)
-    if m == 0:
-        return None, None, 0
-    mean = sum(xs) / m
-    if m < 2:
-        return mean, None, m
-    var = sum((x - mean) ** 2 for x in xs) / (m - 1)
-    return mean, math.sqrt(var / m), m
+    xs = scored_values(values)
+    mean, std = mean_std(xs)
+    return mean, (std / math.sqrt(len(xs)) if std is not None else None), len(xs)
 
 
 _BOXED = re.compile(r"\\boxed\s*\{(.*)\}", re.DOTALL)
@@ -136,25 +132,21 @@ def majority_vote(answers: Sequence[str | None]) -> tuple[str | None, int]:
 
 
 def reward_summary(scores: Sequence[Score]) -> dict[str, Any]:
-    """Mean, std, standard error over scored samples; counts per status; how many are unscored.
+    """Mean, sample std (n - 1), standard error over scored samples; counts per status; how many are unscored.
 
-    The standard error here treats samples as independent (it is for the per-reward mean over all completions);
-    per-prompt metrics use :func:`prompt_metrics`.
+    The statistics are :func:`harness.stats.score_summary`'s. The standard error here treats samples as
+    independent (it is for the per-reward mean over all completions); per-prompt metrics use :func:`prompt_metrics`.
     """
-    vals = [s.value for s in scores if s.value is not None]
-    mean, stderr, m = mean_and_stderr(vals)
-    std = None
-    if m >= 2 and mean is not None:
-        std = math.sqrt(sum((v - mean) ** 2 for v in vals) / m)
-    statuses = Counter(s.status for s in scores)
+    summary = score_summary([s.value for s in scores], [s.status for s in scores])
+    _, stderr, _ = mean_and_stderr(s.value for s in scores)
     return {
-        "mean": mean,
-        "std": std,
+        "mean": summary["mean"],
+        "std": summary["std"],
         "stderr": stderr,
-        "count": len(scores),
-        "scored": m,
-        "unscored": len(scores) - m,
-        "statuses": dict(sorted(statuses.items())),
+        "count": summary["count"],
+        "scored": summary["scored"],
+        "unscored": summary["count"] - summary["scored"],
+        "statuses": dict(sorted(summary["statuses"].items())),
     }
 
 
@@ -188,7 +180,7 @@ def prompt_metrics(
         n = len(scored)
         if n == 0:
             continue
-        ok = [float(s.value) >= threshold for s in scored]  # type: ignore[arg-type]
+        ok = [v >= threshold for v in scored_values(s.value for s in scored)]
         c = sum(ok)
         avg.append(c / n)
         for j in _ks(min(k, n)):

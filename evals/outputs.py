@@ -21,8 +21,9 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from evals.errors import ResumeError
 
@@ -145,8 +146,11 @@ class EvalOutput:
         by_prompt: dict[str, dict[int, dict[str, Any]]] = {}
         for r in records:
             by_prompt.setdefault(str(r["prompt_id"]), {})[int(r["sample_index"])] = r
-        done = {pid: [recs[i] for i in range(self.k)] for pid, recs in by_prompt.items()
-                if all(i in recs for i in range(self.k))}
+        done = {
+            pid: [recs[i] for i in range(self.k)]
+            for pid, recs in by_prompt.items()
+            if all(i in recs for i in range(self.k))
+        }
         partial = len(by_prompt) - len(done)
         if done or partial:
             log.info("%s: resuming: %d prompt(s) finished, %d partial (redone)", self.dir, len(done), partial)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import platform
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from evals.metrics import mean_and_stderr, prompt_metrics, reward_summary
 from harness.types import RewardSpec, Score
@@ -61,14 +62,18 @@ def build_results(
     ordered = sorted(records, key=lambda r: (str(r["prompt_id"]), int(r["sample_index"])))
     rewards: dict[str, Any] = {}
     for spec in specs:
-        rewards[spec.name] = {"weight": spec.weight, "params": dict(spec.params), **reward_summary(_scores(ordered, spec.name))}
+        rewards[spec.name] = {
+            "weight": spec.weight,
+            "params": dict(spec.params),
+            **reward_summary(_scores(ordered, spec.name)),
+        }
     total_mean, total_se, total_n = mean_and_stderr(r.get("total") for r in ordered)
     groups: dict[str, list[Score]] = {}
-    for r, s in zip(ordered, _scores(ordered, success_reward)):
+    for r, s in zip(ordered, _scores(ordered, success_reward), strict=True):
         groups.setdefault(str(r["prompt_id"]), []).append(s)
     pm = prompt_metrics(groups, k=k, threshold=threshold)
-    finish = [r.get("finish_reason") for r in ordered]
-    tokens = [r.get("tokens") for r in ordered if isinstance(r.get("tokens"), int)]
+    finish: list[str | None] = [r.get("finish_reason") for r in ordered]
+    tokens: list[int] = [t for r in ordered if isinstance(t := r.get("tokens"), int)]
     truncated = sum(f == "length" for f in finish) / len(finish) if finish else 0.0
     return {
         "rewards": rewards,
@@ -125,12 +130,19 @@ def format_table(results: Mapping[str, Any]) -> str:
     rows = [("reward", "weight", "mean ± stderr", "scored", "statuses")]
     for name, r in results.get("rewards", {}).items():
         statuses = ", ".join(f"{s}={n}" for s, n in r.get("statuses", {}).items())
-        rows.append((name, f"{r.get('weight', 1.0):g}", _fmt(r.get("mean"), r.get("stderr")),
-                     f"{r.get('scored')}/{r.get('count')}", statuses))
+        rows.append(
+            (
+                name,
+                f"{r.get('weight', 1.0):g}",
+                _fmt(r.get("mean"), r.get("stderr")),
+                f"{r.get('scored')}/{r.get('count')}",
+                statuses,
+            )
+        )
     total = results.get("total", {})
     rows.append(("total", "", _fmt(total.get("mean"), total.get("stderr")), str(total.get("scored", "")), ""))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     succ = results.get("success", {})
     k = int(results.get("k") or results.get("avg@k", {}).get("k") or 1)
     lines.append("")
@@ -142,6 +154,8 @@ def format_table(results: Mapping[str, Any]) -> str:
             parts.append(f"{label[:-1]}{j}={_fmt(v.get('value'), v.get('stderr'))}")
         lines.append("  ".join(parts))
     avg = results.get("avg@k", {})
-    lines.append(f"avg@{avg.get('k')}={_fmt(avg.get('value'), avg.get('stderr'))}   "
-                 f"truncated: {100 * (results.get('completions', {}).get('truncated_frac') or 0):.1f}%")
+    lines.append(
+        f"avg@{avg.get('k')}={_fmt(avg.get('value'), avg.get('stderr'))}   "
+        f"truncated: {100 * (results.get('completions', {}).get('truncated_frac') or 0):.1f}%"
+    )
     return "\n".join(lines)

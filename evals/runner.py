@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evals.backends import Backend, PromptRequest, SamplingParams, make_backend, prompt_seed
 from evals.checkpoint import CheckpointInfo, resolve_checkpoint
@@ -71,13 +72,21 @@ def resolve_specs(
 ) -> list[RewardSpec]:
     """The reward specs to use: ``specs`` when given, else those saved in the checkpoint's run config."""
     if specs:
-        out = [s if isinstance(s, RewardSpec) else RewardSpec(name=s) if isinstance(s, str) else RewardSpec.model_validate(dict(s))
-               for s in specs]
+        out = [
+            s
+            if isinstance(s, RewardSpec)
+            else RewardSpec(name=s)
+            if isinstance(s, str)
+            else RewardSpec.model_validate(dict(s))
+            for s in specs
+        ]
     elif info.config is not None and info.config.rewards:
         out = list(info.config.rewards)
     else:
-        raise EvalError(f"{info.path}: no rewards to score with: no config.yaml with rewards is saved with this "
-                        "checkpoint or its run; pass them (--reward NAME[=WEIGHT])")
+        raise EvalError(
+            f"{info.path}: no rewards to score with: no config.yaml with rewards is saved with this "
+            "checkpoint or its run; pass them (--reward NAME[=WEIGHT])"
+        )
     return out
 
 
@@ -97,7 +106,13 @@ def saved_data_path(info: CheckpointInfo, source: str | None) -> str | None:
     Runs save their data paths absolute; an older config may hold one relative to the directory ``harness train``
     ran in, which is the run directory less ``run.output_dir/<run id>`` (when ``output_dir`` is relative).
     """
-    if not source or source.startswith("hf:") or Path(source).is_absolute() or info.run_dir is None or info.config is None:
+    if (
+        not source
+        or source.startswith("hf:")
+        or Path(source).is_absolute()
+        or info.run_dir is None
+        or info.config is None
+    ):
         return source
     out = Path(info.config.run.output_dir)
     if out.is_absolute():
@@ -109,8 +124,9 @@ def saved_data_path(info: CheckpointInfo, source: str | None) -> str | None:
     return str(candidate) if candidate.exists() else source
 
 
-def _contamination(held: LoadResult, info: CheckpointInfo, train_data: str | None, fields: FieldMap,
-                   settings: EvalSection) -> dict[str, Any]:
+def _contamination(
+    held: LoadResult, info: CheckpointInfo, train_data: str | None, fields: FieldMap, settings: EvalSection
+) -> dict[str, Any]:
     source = train_data or saved_data_path(info, info.config.data.train if info.config else None)
     if not source:
         return {"checked": False, "reason": "no training data source (run config data.train) to compare with"}
@@ -140,19 +156,33 @@ def resolve_settings(info: CheckpointInfo, settings: EvalSection | None, k: int 
     return EvalSection.model_validate({**base.model_dump(), **update}) if update else base
 
 
-def _records(chunk: Sequence[Sample], gens: Sequence[Sequence[Any]], result: Any, specs: Sequence[RewardSpec],
-             seeds: Sequence[int], k: int) -> list[dict[str, Any]]:
+def _records(
+    chunk: Sequence[Sample],
+    gens: Sequence[Sequence[Any]],
+    result: Any,
+    specs: Sequence[RewardSpec],
+    seeds: Sequence[int],
+    k: int,
+) -> list[dict[str, Any]]:
     out = []
     for i, sample in enumerate(chunk):
         for j in range(k):
             row = result.row(i * k + j)
             g = gens[i][j]
-            out.append({
-                "prompt_id": sample.id, "sample_index": j, "seed": seeds[i], "prompt": sample.prompt,
-                "answer": sample.answer, "completion": g.text, "finish_reason": g.finish_reason, "tokens": g.tokens,
-                "scores": {n: s.model_dump(mode="json") for n, s in row.items()},
-                "total": weighted_total(row, specs),
-            })
+            out.append(
+                {
+                    "prompt_id": sample.id,
+                    "sample_index": j,
+                    "seed": seeds[i],
+                    "prompt": sample.prompt,
+                    "answer": sample.answer,
+                    "completion": g.text,
+                    "finish_reason": g.finish_reason,
+                    "tokens": g.tokens,
+                    "scores": {n: s.model_dump(mode="json") for n, s in row.items()},
+                    "total": weighted_total(row, specs),
+                }
+            )
     return out
 
 
@@ -166,8 +196,15 @@ def _chunk_size(settings: EvalSection) -> int:
     return settings.batch_size
 
 
-def _generate_and_score(backend: Backend, todo: Sequence[Sample], specs: Sequence[RewardSpec], settings: EvalSection,
-                        params: SamplingParams, output: EvalOutput, progress: bool) -> dict[str, float]:
+def _generate_and_score(
+    backend: Backend,
+    todo: Sequence[Sample],
+    specs: Sequence[RewardSpec],
+    settings: EvalSection,
+    params: SamplingParams,
+    output: EvalOutput,
+    progress: bool,
+) -> dict[str, float]:
     """Sample and score every prompt in ``todo``, appending records batch by batch; returns timings."""
     k, step = settings.k, _chunk_size(settings)
     timing = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
@@ -195,7 +232,9 @@ def _generate_and_score(backend: Backend, todo: Sequence[Sample], specs: Sequenc
             seeds = [prompt_seed(params.seed, s.id) for s in chunk]
             t0 = time.perf_counter()
             try:
-                gens = backend.generate([PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds)], k, params)
+                gens = backend.generate(
+                    [PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds, strict=True)], k, params
+                )
             except BaseException:
                 if pending is not None:  # keep the batch already generated: a resume then starts after it
                     collect(pending)
@@ -219,7 +258,9 @@ def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any]) -> bool:
         return False
     from harness.telemetry import RunTelemetry
 
-    tel = RunTelemetry.start(info.run_dir, info.run_id or info.run_dir.name, info.config.telemetry if info.config else None)
+    tel = RunTelemetry.start(
+        info.run_dir, info.run_id or info.run_dir.name, info.config.telemetry if info.config else None
+    )
     try:
         with tel.eval_checkpoint(info.step, info.telemetry_ctx) as ev:
             ev.set_metrics(flat_metrics(results))
@@ -246,21 +287,40 @@ class _Plan:
 
     def identity(self, cfg: EvalSection, model_id: Any) -> dict[str, Any]:
         """The settings that determine the samples (compared on resume)."""
-        return {"dataset_fingerprint": self.held.fingerprint, "k": cfg.k, "sampling": self.params.to_dict(),
-                "rewards": [s.model_dump() for s in self.specs], "backend": cfg.backend, "model": model_id,
-                "chat_template": self.chat_template, "system_prompt": self.system_prompt}
+        return {
+            "dataset_fingerprint": self.held.fingerprint,
+            "k": cfg.k,
+            "sampling": self.params.to_dict(),
+            "rewards": [s.model_dump() for s in self.specs],
+            "backend": cfg.backend,
+            "model": model_id,
+            "chat_template": self.chat_template,
+            "system_prompt": self.system_prompt,
+        }
 
     def dataset_record(self) -> dict[str, Any]:
         """The dataset part of results.json."""
-        return {"source": self.source, "fingerprint": self.held.fingerprint, "prompts": len(self.held.samples),
-                "skipped_rows": len(self.held.errors), "row_errors": [str(e) for e in self.held.errors[:20]],
-                "fields": self.fields.model_dump(), "chat_template": self.chat_template,
-                "system_prompt": self.system_prompt}
+        return {
+            "source": self.source,
+            "fingerprint": self.held.fingerprint,
+            "prompts": len(self.held.samples),
+            "skipped_rows": len(self.held.errors),
+            "row_errors": [str(e) for e in self.held.errors[:20]],
+            "fields": self.fields.model_dump(),
+            "chat_template": self.chat_template,
+            "system_prompt": self.system_prompt,
+        }
 
 
-def _plan(info: CheckpointInfo, cfg: EvalSection, data: str | Path | None,
-          specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None, fields: FieldMap | None,
-          chat_template: bool | None, system_prompt: str | None) -> _Plan:
+def _plan(
+    info: CheckpointInfo,
+    cfg: EvalSection,
+    data: str | Path | None,
+    specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None,
+    fields: FieldMap | None,
+    chat_template: bool | None,
+    system_prompt: str | None,
+) -> _Plan:
     reward_specs = resolve_specs(specs, info)
     data_cfg = info.config.data if info.config else None
     source = str(data) if data is not None else saved_data_path(info, data_cfg.heldout if data_cfg else None)
@@ -270,8 +330,13 @@ def _plan(info: CheckpointInfo, cfg: EvalSection, data: str | Path | None,
     held = load_samples(source, fmap, strict=cfg.strict, limit=cfg.limit)
     if not held.samples:
         raise EvalError(f"{source}: no usable prompts ({len(held.errors)} bad rows)")
+    assert cfg.max_new_tokens is not None, "resolve_settings fills max_new_tokens"
     return _Plan(
-        source=source, held=held, specs=reward_specs, success=_success_reward(reward_specs, cfg), fields=fmap,
+        source=source,
+        held=held,
+        specs=reward_specs,
+        success=_success_reward(reward_specs, cfg),
+        fields=fmap,
         chat_template=chat_template if chat_template is not None else (data_cfg.chat_template if data_cfg else True),
         system_prompt=system_prompt if system_prompt is not None else (data_cfg.system_prompt if data_cfg else None),
         params=SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed),
@@ -287,8 +352,11 @@ def _metrics(plan: _Plan, cfg: EvalSection, output: EvalOutput) -> dict[str, Any
     trunc = metrics["completions"]["truncated_frac"]
     metrics["truncation_warning"] = trunc > TRUNCATION_WARN_FRAC
     if metrics["truncation_warning"]:
-        log.warning("%.0f%% of completions hit max_new_tokens=%d: scores are likely cut short; raise the limit",
-                    100 * trunc, plan.params.max_new_tokens)
+        log.warning(
+            "%.0f%% of completions hit max_new_tokens=%d: scores are likely cut short; raise the limit",
+            100 * trunc,
+            plan.params.max_new_tokens,
+        )
     return metrics
 
 
@@ -339,37 +407,62 @@ def evaluate(
     cfg = resolve_settings(info, settings, k, backend)
     plan = _plan(info, cfg, data, specs, fields, chat_template, system_prompt)
     contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)
-    log.info("sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d", cfg.k, plan.params.temperature,
-             plan.params.top_p, plan.params.max_new_tokens, plan.params.seed)
+    log.info(
+        "sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d",
+        cfg.k,
+        plan.params.temperature,
+        plan.params.top_p,
+        plan.params.max_new_tokens,
+        plan.params.seed,
+    )
     model_id = (str(Path(checkpoint).resolve()), gguf_file) if cfg.backend != "openai" else (cfg.base_url, cfg.model)
     output = EvalOutput(Path(output_dir) if output_dir else info.default_output, plan.identity(cfg, model_id), cfg.k)
     finished = output.open(resume=resume)
     todo = [s for s in plan.held.samples if s.id not in finished]
-    owned = backend is None or isinstance(backend, str)  # a Backend object passed in stays the caller's to close
-    be: Backend | None = None if owned else backend  # type: ignore[assignment]
+    be: Backend | None = None if backend is None or isinstance(backend, str) else backend
+    owned = be is None  # a Backend object passed in stays the caller's to close
     timing: dict[str, float] = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
     t0 = time.perf_counter()
     try:
         if todo:
             if be is None:
-                be = make_backend(cfg.backend, info.path, cfg, chat_template=plan.chat_template,
-                                  system_prompt=plan.system_prompt, gguf_file=gguf_file)
+                be = make_backend(
+                    cfg.backend,
+                    info.path,
+                    cfg,
+                    chat_template=plan.chat_template,
+                    system_prompt=plan.system_prompt,
+                    gguf_file=gguf_file,
+                )
             timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress)
         describe = be.describe() if be is not None else {"backend": cfg.backend, "model": model_id}
     finally:
         if owned and be is not None:
             be.close()
-    timing = {"wall_s": time.perf_counter() - t0, **timing, "prompts_generated": len(todo),
-              "prompts_resumed": len(plan.held.samples) - len(todo)}
+    timing = {
+        "wall_s": time.perf_counter() - t0,
+        **timing,
+        "prompts_generated": len(todo),
+        "prompts_resumed": len(plan.held.samples) - len(todo),
+    }
     results = {
-        "checkpoint": str(info.path), "step": info.step, "run_id": info.run_id, "k": cfg.k,
+        "checkpoint": str(info.path),
+        "step": info.step,
+        "run_id": info.run_id,
+        "k": cfg.k,
         **_metrics(plan, cfg, output),
         "dataset": plan.dataset_record(),
         "sampling": plan.params.to_dict(),
-        "seeds": {"run_seed": plan.params.seed,
-                  "per_prompt": "sha256(run_seed, prompt id) -> 31 bits; openai adds the sample index"},
-        "backend": describe, "contamination": contamination, "timing": timing, "versions": package_versions(),
-        "started": started.isoformat(), "finished": datetime.now(timezone.utc).isoformat(),
+        "seeds": {
+            "run_seed": plan.params.seed,
+            "per_prompt": "sha256(run_seed, prompt id) -> 31 bits; openai adds the sample index",
+        },
+        "backend": describe,
+        "contamination": contamination,
+        "timing": timing,
+        "versions": package_versions(),
+        "started": started.isoformat(),
+        "finished": datetime.now(timezone.utc).isoformat(),
     }
     output.write_results(results)
     if telemetry:

@@ -1,7 +1,9 @@
 """grpo-harness: reward plugins, one scoring path, and the contracts the trainer and evaluator share.
 
 The public names are few: the data types (:class:`Sample`, :class:`Score`, :class:`RewardSpec`), the registry
-(:func:`reward`, :func:`get_reward`) and the scoring path (:func:`score_batch`, :class:`ScoringSession`).
+(:func:`reward`, :func:`get_reward`, :func:`list_rewards`), the scoring path (:func:`score_batch`,
+:class:`ScoringSession`, :class:`BatchResult`, :func:`weighted_total`; imported on first use) and the root of the
+error hierarchy (:class:`HarnessError`).
 """
 
 from harness.errors import HarnessError

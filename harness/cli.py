@@ -14,7 +14,8 @@ import importlib
 import inspect
 import logging
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -63,8 +64,13 @@ def parse_reward_args(rewards: list[str], params: list[str]) -> list[RewardSpec]
 
 def add_plugin_argument(p: argparse.ArgumentParser) -> None:
     """``--plugin MODULE_OR_FILE.py`` (repeatable): import a module or file that registers rewards with @reward."""
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE.py",
-                   help="import a module or .py file that registers rewards with @reward (repeatable)")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE.py",
+        help="import a module or .py file that registers rewards with @reward (repeatable)",
+    )
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
@@ -86,7 +92,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     report = score_file(args.input, args.output, specs, workers=args.workers, timeout=args.timeout, resume=args.resume)
     print(format_summary(report), file=sys.stderr)
     if report.bad_rows:
-        for lineno, reason in report.bad_rows[:10]:
+        for _lineno, reason in report.bad_rows[:10]:
             print(f"{args.input}: {reason}", file=sys.stderr)
         if args.strict:
             print(f"harness score: {len(report.bad_rows)} bad rows (--strict)", file=sys.stderr)
@@ -124,7 +130,9 @@ def _add_score_parser(sub: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full `harness` argument parser, with every installed subcommand."""
-    parser = argparse.ArgumentParser(prog="harness", description="grpo-harness: rewards, GRPO training, held-out evaluation")
+    parser = argparse.ArgumentParser(
+        prog="harness", description="grpo-harness: rewards, GRPO training, held-out evaluation"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_score_parser(sub)
@@ -145,8 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_standalone(
-    prog: str, description: str, configure: Callable[[argparse.ArgumentParser], None],
-    run: Callable[[argparse.Namespace], int], argv: list[str] | None = None,
+    prog: str,
+    description: str,
+    configure: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: list[str] | None = None,
 ) -> int:
     """Run one subcommand on its own (``python -m trainer.cli``, ``torchrun -m trainer.cli``), as `harness` would."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
@@ -164,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `harness` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

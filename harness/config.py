@@ -1,8 +1,9 @@
 """One pydantic model for a whole run, loaded from YAML or TOML, with errors that name the file and the field.
 
-A run config has the sections ``run``, ``model``, ``data``, ``rewards``, ``trainer``, ``eval`` and
-``telemetry``, and a list of reward ``plugins`` (modules or ``.py`` files, see :mod:`harness.plugins`). The section models live in :mod:`harness.cfg` (one module per owner); this module assembles them,
-loads files and turns pydantic's errors into a :class:`ConfigError` such as::
+A run config has the sections ``run``, ``model``, ``data``, ``rewards``, ``trainer``, ``eval`` and ``telemetry``,
+and a list of reward ``plugins`` (modules or ``.py`` files, see :mod:`harness.plugins`). The section models live in
+:mod:`harness.cfg` (one module per owner); this module assembles them, loads files and turns pydantic's errors into
+a :class:`ConfigError` such as::
 
     run.yaml: trainer.num_generations: Input should be greater than or equal to 2 (got 1)
 
@@ -53,9 +54,12 @@ class RunConfig(BaseModel):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     eval: EvalSection = Field(default_factory=EvalSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
-    plugins: list[str] = Field(default_factory=list, description="modules or .py files that register rewards with "
-                               "@reward, imported before the rewards load (in scoring workers too); a relative "
-                               "file path is relative to the config file and saved absolute")
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="modules or .py files that register rewards with "
+        "@reward, imported before the rewards load (in scoring workers too); a relative "
+        "file path is relative to the config file and saved absolute",
+    )
 
     @field_validator("rewards", mode="before")
     @classmethod

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from harness.types import Sample
 
@@ -153,8 +154,9 @@ def check_contamination(
             report.exact += 1
             report.exact_ids.append(s.id)
             if len(report.examples) < max_examples:
-                report.examples.append({"kind": "exact", "heldout_id": s.id, "train_id": hit,
-                                        "text": " ".join(toks)[:200]})
+                report.examples.append(
+                    {"kind": "exact", "heldout_id": s.id, "train_id": hit, "text": " ".join(toks)[:200]}
+                )
             continue
         for i in range(len(toks) - n + 1):
             gram = toks[i : i + n]
@@ -163,7 +165,8 @@ def check_contamination(
                 report.ngram += 1
                 report.ngram_ids.append(s.id)
                 if len(report.examples) < max_examples:
-                    report.examples.append({"kind": f"{n}-gram", "heldout_id": s.id, "train_id": hit,
-                                            "text": " ".join(gram)})
+                    report.examples.append(
+                        {"kind": f"{n}-gram", "heldout_id": s.id, "train_id": hit, "text": " ".join(gram)}
+                    )
                 break
     return report

@@ -26,9 +26,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from harness.cfg.common import FieldMap
 from harness.errors import DataError
@@ -134,8 +135,10 @@ def row_to_sample(row: Any, fields: FieldMap, default_id: str) -> Sample | tuple
     if prompt_col not in row or row[prompt_col] is None:
         key = "messages" if fields.messages else "prompt"
         have = ", ".join(repr(k) for k in list(row)[:20]) or "none"
-        return prompt_col, (f"missing prompt column {prompt_col!r}; the row has columns {have}; "
-                            f"map one with data.fields.{key}=COLUMN (harness eval: --field {key}=COLUMN)")
+        return prompt_col, (
+            f"missing prompt column {prompt_col!r}; the row has columns {have}; "
+            f"map one with data.fields.{key}=COLUMN (harness eval: --field {key}=COLUMN)"
+        )
     prompt = row[prompt_col]
     if isinstance(prompt, str):
         if fields.messages:
@@ -214,8 +217,9 @@ def _read_hf(source: str, hf_kwargs: Mapping[str, Any] | None) -> Iterable[tuple
     try:
         ds = datasets.load_dataset(name, config, split=split, **dict(hf_kwargs or {}))
     except Exception as e:  # datasets raises many types (FileNotFoundError, ValueError, ConnectionError, ...)
-        raise DataError(f"{source}: datasets.load_dataset({name!r}, {config!r}, split={split!r}) failed: "
-                        f"{type(e).__name__}: {e}") from None
+        raise DataError(
+            f"{source}: datasets.load_dataset({name!r}, {config!r}, split={split!r}) failed: {type(e).__name__}: {e}"
+        ) from None
     return ((i, r, None) for i, r in enumerate(ds, 1))
 
 
@@ -224,7 +228,9 @@ def _open_source(source: str, hf_kwargs: Mapping[str, Any] | None) -> tuple[Iter
         return _read_hf(source, hf_kwargs), "row"
     path = Path(source)
     if not path.is_file():
-        raise DataError(f"{source}: data file not found (expected a .jsonl/.json/.parquet file or hf:NAME[:CONFIG]:SPLIT)")
+        raise DataError(
+            f"{source}: data file not found (expected a .jsonl/.json/.parquet file or hf:NAME[:CONFIG]:SPLIT)"
+        )
     suffix = path.suffix.lower()
     if suffix in _PARQUET_SUFFIXES:
         return _read_parquet(path), "row"
@@ -232,8 +238,10 @@ def _open_source(source: str, hf_kwargs: Mapping[str, Any] | None) -> tuple[Iter
         return _read_json_file(path)
     if suffix in _JSONL_SUFFIXES:
         return _iter_jsonl(path), "line"
-    raise DataError(f"{source}: unknown data format {suffix or '(no suffix)'!r}; expected .jsonl, .json, .parquet "
-                    "or hf:NAME[:CONFIG]:SPLIT")
+    raise DataError(
+        f"{source}: unknown data format {suffix or '(no suffix)'!r}; expected .jsonl, .json, .parquet "
+        "or hf:NAME[:CONFIG]:SPLIT"
+    )
 
 
 def fingerprint_samples(samples: Iterable[Sample]) -> str:
@@ -294,7 +302,9 @@ def load_samples(
             if isinstance(out, tuple):
                 err = RowError(source, lineno, out[0], out[1], unit)
             elif out.id in seen:
-                err = RowError(source, lineno, fmap.id, f"duplicate id {out.id!r} (first at {unit} {seen[out.id]})", unit)
+                err = RowError(
+                    source, lineno, fmap.id, f"duplicate id {out.id!r} (first at {unit} {seen[out.id]})", unit
+                )
             else:
                 seen[out.id] = lineno
                 samples.append(out)

@@ -139,8 +139,9 @@ def check_builtin_package() -> None:
     if found is None or found == expected or not expected.is_dir():
         return
     what = "directory" if found.is_dir() else "file"
+    renamed = "my_rewards" if found.is_dir() else "my_rewards.py"
     raise RegistryError(
         f"the built-in rewards cannot load: `import rewards` finds the {what} {found}, which shadows grpo-harness's "
-        f"own rewards package ({expected}); rename {found} (for example to my_rewards{'' if found.is_dir() else '.py'}) "
+        f"own rewards package ({expected}); rename {found} (for example to {renamed}) "
         "and load it with --plugin or the run config's plugins:"
     )

@@ -22,13 +22,16 @@ that shadows the built-in package is a :class:`RegistryError` naming the file to
 
 Loading is all-or-nothing: a load that fails leaves no half-filled registry behind; every later lookup raises the
 same error until :meth:`Registry.reset`. The process-wide :class:`Registry` is ``default_registry()``; the
-module-level functions use it.
+module-level functions use it, and :func:`use_registry` puts another one in its place for a ``with`` block (tests,
+embedding). A registry built after the built-in modules were imported still gets the built-ins: ``@reward`` keeps
+what each module declared, and :meth:`Registry.load` adopts the declarations of the built-in modules.
 
 This module does not run rewards with time limits or isolation; :mod:`harness.scoring` does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.metadata as md
@@ -38,8 +41,9 @@ import os
 import threading
 import typing
 import warnings
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Protocol
+from typing import Any, Literal, Protocol
 
 from harness.errors import DuplicateRewardError, RewardParameterError, UnknownRewardError
 from harness.types import RewardSpec, Sample, Score
@@ -57,6 +61,7 @@ __all__ = [
     "ParamInfo",
     "Registry",
     "default_registry",
+    "use_registry",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,7 +79,7 @@ Isolation = Literal["process", "inline"]
 class ScoreFn(Protocol):
     """What a reward factory returns."""
 
-    def __call__(self, sample: Sample, completion: str) -> Score | float | None: ...
+    def __call__(self, sample: Sample, completion: str, /) -> Score | float | None: ...
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,11 @@ def _describe_params(factory: Callable[..., Any]) -> tuple[ParamInfo, ...]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         ann = p.annotation
-        ann_s = "Any" if ann is inspect.Parameter.empty else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+        ann_s = (
+            "Any"
+            if ann is inspect.Parameter.empty
+            else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+        )
         type_ = hints.get(p.name)
         out.append(ParamInfo(p.name, p.default, str(ann_s), None if type_ in (None, Any) else type_))
     return tuple(out)
@@ -215,7 +224,8 @@ def reward(
             description=(inspect.getdoc(factory) or "").split("\n")[0],
         )
         _STATE.register(entry)
-        factory.__reward_name__ = name  # type: ignore[attr-defined]
+        _DECLARED.setdefault(entry.module, []).append(entry)
+        factory.__reward_name__ = name  # type: ignore[attr-defined]  # functions take attributes; mypy can't tell
         return factory
 
     return deco
@@ -259,7 +269,8 @@ class Registry:
             old = self.entries.get(entry.name)
             if old is not None:
                 same = old.factory is entry.factory or (
-                    old.module == entry.module and getattr(old.factory, "__qualname__", None) == getattr(entry.factory, "__qualname__", None)
+                    old.module == entry.module
+                    and getattr(old.factory, "__qualname__", None) == getattr(entry.factory, "__qualname__", None)
                 )
                 if not same:
                     raise DuplicateRewardError(
@@ -298,10 +309,20 @@ class Registry:
             except ModuleNotFoundError as e:
                 if e.name != mod:  # a built-in that is present but broken is a bug worth showing
                     raise
+                continue
+            self._adopt(mod)
         if os.environ.get(AUTOLOAD_ENV, "").strip() not in ("", "0", "false", "False"):
             return
         for ep in md.entry_points(group=ENTRY_POINT_GROUP):
             self._load_entry_point(ep)
+
+    def _adopt(self, module: str) -> None:
+        """Register what ``module`` and its submodules declared with ``@reward`` when they were first imported
+        (possibly while another registry was the process-wide one)."""
+        for declared_in, entries in list(_DECLARED.items()):
+            if declared_in == module or declared_in.startswith(module + "."):
+                for entry in entries:
+                    self.register(entry)
 
     def _load_entry_point(self, ep: md.EntryPoint) -> None:
         label = _dist_label(ep)
@@ -311,7 +332,9 @@ class Registry:
         except DuplicateRewardError:  # raised by @reward while the plugin module imports: a clash, not a broken plugin
             raise
         except Exception as e:  # a broken plugin package must not take the others down
-            warnings.warn(f"reward plugin {label} failed to import and is skipped: {type(e).__name__}: {e}", stacklevel=2)
+            warnings.warn(
+                f"reward plugin {label} failed to import and is skipped: {type(e).__name__}: {e}", stacklevel=2
+            )
             log.warning("reward plugin %s failed to import: %s", label, e)
             return
         finally:
@@ -321,7 +344,9 @@ class Registry:
         registered = getattr(obj, "__reward_name__", None)
         if registered is not None:
             if registered != ep.name:
-                warnings.warn(f"entry point {ep.name!r} points at reward {registered!r}; using {registered!r}", stacklevel=2)
+                warnings.warn(
+                    f"entry point {ep.name!r} points at reward {registered!r}; using {registered!r}", stacklevel=2
+                )
             entry = self.entries.get(registered)
             if entry is not None and entry.factory is obj:  # this factory's own entry point, not a sibling's
                 self.entries[registered] = dataclasses.replace(entry, origin=label)
@@ -358,12 +383,29 @@ class Registry:
             self.plugins.clear()
 
 
+#: Every entry ``@reward`` made, by the module that defines the factory (see :meth:`Registry._adopt`).
+_DECLARED: dict[str, list[RewardEntry]] = {}
 _STATE = Registry()
 
 
 def default_registry() -> Registry:
     """The process-wide registry that ``@reward``, :func:`get_reward` and the scoring path use."""
     return _STATE
+
+
+@contextlib.contextmanager
+def use_registry(registry: Registry) -> Iterator[Registry]:
+    """Make ``registry`` the process-wide one inside the ``with`` block; the previous one is back afterwards.
+
+    ``@reward`` registers into it and lookups read it, so a test can start from a registry that has loaded
+    nothing without touching the real one (``with use_registry(Registry()) as reg: ...``).
+    """
+    global _STATE
+    previous, _STATE = _STATE, registry
+    try:
+        yield registry
+    finally:
+        _STATE = previous
 
 
 def _ensure_loaded() -> None:
@@ -408,7 +450,9 @@ class RewardFn:
         try:
             out = self._fn(sample, completion)
         except Exception as e:
-            return Score.unscored("error", f"reward {self.name!r} raised {type(e).__name__}: {e}", exception=type(e).__name__)
+            return Score.unscored(
+                "error", f"reward {self.name!r} raised {type(e).__name__}: {e}", exception=type(e).__name__
+            )
         return as_score(out, self.name)
 
     def __repr__(self) -> str:

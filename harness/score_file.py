@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence, TextIO
+from typing import Any, TextIO
 
 from harness.errors import DataError
 from harness.scoring import BatchResult, ScoringSession
@@ -78,7 +79,10 @@ def parse_row(line: str, lineno: int) -> tuple[Sample, str] | tuple[str, str]:
     if prompt is None:
         row["prompt"] = ""
     elif not isinstance(prompt, (str, list)):
-        return rid_s, f"line {lineno}: field 'prompt' must be a string or a list of chat messages, got {type(prompt).__name__}"
+        return (
+            rid_s,
+            f"line {lineno}: field 'prompt' must be a string or a list of chat messages, got {type(prompt).__name__}",
+        )
     try:
         return Sample.model_validate(row), completion
     except ValueError as e:
@@ -155,6 +159,7 @@ def score_file(
         pending = None
         for lineno, line in _read_rows(src):
             parsed = parse_row(line, lineno)
+            entry: tuple[int, str, Sample | None, str]
             if isinstance(parsed[0], Sample):
                 sample, completion = parsed
                 rid = sample.id
@@ -166,7 +171,7 @@ def score_file(
                 report.skipped += 1
                 bar.update(1)
                 continue
-            chunk.append(entry)  # type: ignore[arg-type]
+            chunk.append(entry)
             if len(chunk) >= _CHUNK:
                 pending = _flush(session, pending, chunk, f, report, bar)
                 chunk = []
@@ -188,11 +193,13 @@ def _flush(session: ScoringSession, pending: Any, chunk: list, f: TextIO, report
     return new
 
 
-def _write(session: ScoringSession, chunk: list, res: BatchResult | None, f: TextIO, report: ScoreFileReport, bar: Any) -> None:
+def _write(
+    session: ScoringSession, chunk: list, res: BatchResult | None, f: TextIO, report: ScoreFileReport, bar: Any
+) -> None:
     j = 0
     for lineno, rid, sample, payload in chunk:
         if sample is None:
-            scores, total, lat = _bad_scores(session.specs, payload, lineno), None, 0.0
+            scores, total = _bad_scores(session.specs, payload, lineno), None
             report.bad_rows.append((lineno, payload))
             lats = {s.name: 0.0 for s in session.specs}
         else:

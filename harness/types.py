@@ -14,7 +14,18 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["Sample", "Score", "RewardSpec", "Status", "STATUSES", "UNSCORED_STATUSES", "Completion"]
+__all__ = [
+    "Sample",
+    "Score",
+    "RewardSpec",
+    "Status",
+    "STATUSES",
+    "UNSCORED_STATUSES",
+    "VERDICT_STATUSES",
+    "DATA_FAULT_STATUSES",
+    "PROGRAM_FAILED_STATUSES",
+    "UNCACHED_STATUSES",
+]
 
 Status = Literal[
     "ok",  # the reward decided; value is the verdict
@@ -30,11 +41,18 @@ Status = Literal[
     "sandbox_error",  # the sandbox could not run the code: unscored
 ]
 STATUSES: tuple[str, ...] = get_args(Status)
-#: Statuses that always come with ``value=None``.
+# The sets of statuses that mean one thing; every package tests a status against these, never a literal set.
+#: Statuses that always come with ``value=None`` (:class:`Score` refuses a value with them).
 UNSCORED_STATUSES: frozenset[str] = frozenset({"gold_unparseable", "bad_input", "sandbox_error"})
-
-#: A completion is plain text, or a chat turn list whose last assistant message is the text scored.
-Completion = str
+#: The reward judged the completion (a verdict, 0 included); any other status is a problem worth counting.
+VERDICT_STATUSES: frozenset[str] = frozenset({"ok", "pass", "fail", "no_answer", "parse_error"})
+#: Unscored because of the data row (a broken gold answer or input), not because a plugin failed.
+DATA_FAULT_STATUSES: frozenset[str] = frozenset({"gold_unparseable", "bad_input"})
+#: Code rewards: the judged program ran and failed (wrong output, crash or did not load, time or memory limit).
+PROGRAM_FAILED_STATUSES: frozenset[str] = frozenset({"fail", "error", "timeout", "memory"})
+#: Never cached: outcomes of one attempt, not of the completion (another attempt may differ), and rows refused
+#: before any reward ran.
+UNCACHED_STATUSES: frozenset[str] = frozenset({"timeout", "error", "sandbox_error", "bad_input"})
 
 
 class Sample(BaseModel):

@@ -7,21 +7,23 @@ completion. The ``tests`` column (or HumanEval's ``test``) may be:
   function (called with the row's ``entry_point`` when the source defines ``check`` but never calls it, as
   HumanEval does), or ``unittest.TestCase`` classes; a list of assert strings (MBPP) is joined into source;
 * stdin/stdout cases: ``[{"input": ..., "output": ...}, ...]`` (or ``stdin``/``stdout`` keys, or one such
-  dict), or ``{"inputs": [...], "outputs": [...]}``; also as a JSON string. Every output line is compared after trimming trailing whitespace on each line and
-  trailing blank lines; missing or extra lines fail.
+  dict), or ``{"inputs": [...], "outputs": [...]}``; also as a JSON string. Every output line is compared after
+  trimming trailing whitespace on each line and trailing blank lines; missing or extra lines fail.
 
-Statuses: ``pass`` (1.0), ``fail`` (0.0, or with ``partial=true`` the passed fraction of the test cases known
-before the run: one per ``assert`` statement, unittest method or stdin/stdout case; a case never reached because
-the program exited, crashed or hung first counts as failed), ``error``
+Statuses: ``pass`` (1.0); a program that ran and failed gets one of
+:data:`harness.types.PROGRAM_FAILED_STATUSES`: ``fail`` (0.0, or with ``partial=true`` the passed fraction of the
+test cases known before the run: one per ``assert`` statement, unittest method or stdin/stdout case; a case never
+reached because the program exited, crashed or hung first counts as failed), ``error``
 (0.0: the program did not run to a verdict: a syntax error, a crash, a missing entry point; ``info["reason"]``
-says which), ``timeout`` and ``memory`` (0.0), ``sandbox_error`` (unscored: the sandbox could not run it, or its isolation is below
-``min_isolation`` and ``allow_weaker_isolation`` is off), ``bad_input``
-(unscored: the tests are missing, do not parse, or cannot judge anything: ``check(candidate)`` without an
-``entry_point``, no unittest method, no assert that ran). ``Score.info`` carries the isolation level, per-test results
-and the reason. Time limits are ``timeout`` seconds per test run, scaled by the machine's measured speed.
+says which), ``timeout`` and ``memory`` (0.0). Unscored: ``sandbox_error`` (the sandbox could not run it, or its
+isolation is below ``min_isolation`` and ``allow_weaker_isolation`` is off) and ``bad_input``
+(the tests are missing, do not parse, or cannot judge anything: ``check(candidate)`` without an
+``entry_point``, no unittest method, no assert that ran). ``Score.info`` carries the isolation level, per-test
+results and the reason. Time limits are ``timeout`` seconds per test run, scaled by the machine's measured speed.
 
 >>> from harness import get_reward
->>> score = get_reward("code")({"tests": "assert add(2, 3) == 5"}, "```python\\ndef add(a, b):\\n    return a + b\\n```")
+>>> program = "```python\\ndef add(a, b):\\n    return a + b\\n```"
+>>> score = get_reward("code")({"tests": "assert add(2, 3) == 5"}, program)
 >>> score.status, score.value, score.info["isolation"] in ("full", "strong", "basic")
 ('pass', 1.0, True)
 
@@ -32,7 +34,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harness.registry import reward
 from harness.types import Sample, Score
@@ -84,7 +87,7 @@ def parse_tests(tests: Any) -> tuple[str, Any]:
         ins, outs = tests["inputs"], tests["outputs"]
         if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs):
             raise ValueError("tests: 'inputs' and 'outputs' must be lists of the same length")
-        return "stdio", [(_text(i, "inputs"), _text(o, "outputs")) for i, o in zip(ins, outs)]
+        return "stdio", [(_text(i, "inputs"), _text(o, "outputs")) for i, o in zip(ins, outs, strict=True)]
     if isinstance(tests, dict) and _case(tests) is not None:
         return parse_tests([tests])
     if isinstance(tests, list) and tests:
@@ -92,7 +95,7 @@ def parse_tests(tests: Any) -> tuple[str, Any]:
             return "python", "\n".join(tests)
         cases = [_case(t) for t in tests]
         if all(c is not None for c in cases):
-            return "stdio", [(_text(i, "input"), _text(o, "output")) for i, o in cases]  # type: ignore[misc]
+            return "stdio", [(_text(c[0], "input"), _text(c[1], "output")) for c in cases if c is not None]
     raise ValueError(
         "tests must be Python test source, a list of assert strings, a list of {'input', 'output'} cases "
         f"or {{'inputs': [...], 'outputs': [...]}}; got {type(tests).__name__}"
@@ -247,7 +250,8 @@ def code_reward(
         raise ValueError(f"min_isolation must be one of {', '.join(LEVELS)}; got {min_isolation!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be positive; got {timeout!r}")
-    limits = Limits(timeout_s=float(timeout), memory_bytes=int(memory_mb) << 20, max_output_bytes=int(max_output_mb) << 20)
+    limits = Limits(timeout_s=float(timeout), memory_bytes=int(memory_mb) << 20,
+                    max_output_bytes=int(max_output_mb) << 20)
 
     def score(sample: Sample, completion: str) -> Score:
         extra = sample.model_extra or {}

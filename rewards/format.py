@@ -27,7 +27,8 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from harness.errors import RewardParameterError
 from harness.registry import reward
@@ -144,7 +145,9 @@ def parse_regex_flags(flags: str | Sequence[str] | int) -> int:
     >>> parse_regex_flags("MULTILINE|DOTALL") == re.MULTILINE | re.DOTALL
     True
     """
-    if isinstance(flags, int) and not isinstance(flags, bool):
+    if isinstance(flags, bool):  # an int to Python, but never meant as flags
+        raise RewardParameterError(f"format_regex: flags must be letters, names or an int, got {flags!r}")
+    if isinstance(flags, int):
         return flags
     if isinstance(flags, str):
         parts = [p for p in re.split(r"[|,\s]+", flags.strip()) if p]
@@ -273,7 +276,9 @@ def think_answer_format(
     """
     for label, tag in (("think_tag", think_tag), ("answer_tag", answer_tag)):
         if tag is not None and (not tag or "<" in tag or ">" in tag):
-            raise RewardParameterError(f"think_answer_format: {label} must be a bare tag name like 'think', got {tag!r}")
+            raise RewardParameterError(
+                f"think_answer_format: {label} must be a bare tag name like 'think', got {tag!r}"
+            )
 
     def score(sample: Sample, completion: str) -> Score:
         text = completion.strip()
@@ -286,7 +291,7 @@ def think_answer_format(
             return Score(value=1.0, answer=rest.strip()[:_ANSWER_LOG_CHARS])
         answer, status, why = _answer_part(rest, answer_tag)
         if answer is None:
-            return Score(value=0.0, status=status, info={"reason": why})  # type: ignore[arg-type]
+            return Score(value=0.0, status=status, info={"reason": why})
         return Score(value=1.0, answer=answer[:_ANSWER_LOG_CHARS])
 
     return score
@@ -348,7 +353,7 @@ def boxed_present(*, commands: tuple[str, ...] = ("boxed", "fbox")):
         content, status = last_boxed(completion, cmds)
         if content is None:
             reason = "no \\boxed{...} found" if status == "no_answer" else "the last \\boxed{ is never closed"
-            return Score(value=0.0, status=status, info={"reason": reason})  # type: ignore[arg-type]
+            return Score(value=0.0, status=status, info={"reason": reason})
         if is_placeholder(content):
             return Score(value=0.0, status="no_answer", info={"reason": "the last \\boxed{} is empty or a placeholder"})
         return Score(value=1.0, answer=content.strip()[:_ANSWER_LOG_CHARS])

@@ -6,9 +6,9 @@ it by name; kept apart from :mod:`trainer.toy` so that registering it never impo
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from harness.registry import reward
+from harness.registry import ScoreFn, reward
 from harness.types import Sample, Score
 
 __all__ = ["char_count", "char_count_slow"]
@@ -32,7 +32,7 @@ def char_count(*, char: str = "a", norm: float = 1.0) -> Callable[[Sample, str],
 
 
 @reward("char_count_slow", isolation="process", reads=(), cacheable=False)
-def char_count_slow(*, char: str = "a", norm: float = 1.0, delay_s: float = 0.01) -> Callable[[Sample, str], Score]:
+def char_count_slow(*, char: str = "a", norm: float = 1.0, delay_s: float = 0.01) -> ScoreFn:
     """``char_count`` run in a scoring worker process after sleeping ``delay_s`` (stands in for a costly verifier).
 
     Used to measure how much reward time the trainer hides behind its own work.
@@ -41,7 +41,7 @@ def char_count_slow(*, char: str = "a", norm: float = 1.0, delay_s: float = 0.01
 
     inner = char_count(char=char, norm=norm)
 
-    def score(sample: Sample, completion: str) -> Score:
+    def score(sample: Sample, completion: str) -> Score | float | None:
         time.sleep(delay_s)
         return inner(sample, completion)
 

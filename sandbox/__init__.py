@@ -1,7 +1,8 @@
 """Isolated execution of untrusted code: a warm server forks one sandboxed process per execution.
 
 Each execution gets its own groups (memory, pids, kill-all), rlimits, an unprivileged uid, no-new-privs,
-Landlock, a seccomp allowlist, private mounts, IPC and network namespaces and no network, a scrubbed environment and only its own pipes.
+Landlock, a seccomp allowlist, private mounts, IPC and network namespaces and no network, a scrubbed environment
+and only its own pipes.
 Tests run in a separate judge process, so the verdict never depends on anything the solution's process says
 about itself. See ``docs/SECURITY.md`` for what is covered and what is not.
 

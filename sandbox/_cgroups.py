@@ -18,9 +18,9 @@ import errno
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 __all__ = ["CgroupRoots", "JobCgroup", "detect_roots", "group_prefix", "remove_stale"]
 
@@ -228,7 +228,8 @@ class JobCgroup:
     def counters(self) -> tuple[int, int]:
         """(oom kills, refused forks) so far: cumulative, compare before and after an execution."""
         oom = refused = 0
-        for d, name, key in ((self.memory_dir, "memory.oom_control", "oom_kill"), (self.unified_dir, "memory.events", "oom_kill"),
+        for d, name, key in ((self.memory_dir, "memory.oom_control", "oom_kill"),
+                             (self.unified_dir, "memory.events", "oom_kill"),
                              (self.pids_dir, "pids.events", "max"), (self.unified_dir, "pids.events", "max")):
             if d is None:
                 continue

@@ -31,7 +31,8 @@ from typing import Any
 
 from sandbox import _judge, _solution, _sys, _wire
 
-__all__ = ["ChildSpec", "run_child", "run_init", "rlimit_plan", "prepare_server", "tmpfs_mounts", "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
+__all__ = ["ChildSpec", "run_child", "run_init", "rlimit_plan", "prepare_server", "tmpfs_mounts", "FD_PAYLOAD",
+           "FD_SETUP", "FD_RPC", "FD_VERDICT"]
 
 FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
@@ -85,7 +86,8 @@ def tmpfs_mounts(uid: int, gid: int, disk_bytes: int) -> tuple[tuple[bytes, byte
     flags = _sys.MS_NOSUID | _sys.MS_NODEV
     out = [(b"/tmp", b"tmpfs", flags, f"size={disk_bytes},nr_inodes=4096,mode=0700,uid={uid},gid={gid}".encode())]
     if os.path.isdir("/dev/shm"):
-        out.append((b"/dev/shm", b"tmpfs", flags, f"size={min(disk_bytes, 64 << 20)},nr_inodes=1024,mode=1777".encode()))
+        shm = f"size={min(disk_bytes, 64 << 20)},nr_inodes=1024,mode=1777".encode()
+        out.append((b"/dev/shm", b"tmpfs", flags, shm))
     return tuple(out)
 
 
@@ -125,10 +127,15 @@ def _drop_uid(uid: int) -> None:
 
 
 def _fresh_stdio() -> None:
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
-    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    """New stream objects on fds 0-2, none of them carrying the server's buffers; the ``sys.__std*__`` originals
+    are replaced too (typeshed declares them Final, hence the ignores), so code that reaches for them gets these."""
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8", errors="backslashreplace",
+        line_buffering=True
     )
 
 

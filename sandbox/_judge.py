@@ -62,8 +62,9 @@ class _Link:
             raise _exception(name, text)
         result = self.decode(reply.get("ok"))
         post = reply.get("post")
-        for item in post if local_args and type(post) is list else []:
-            self._post(local_args, item)
+        if local_args and type(post) is list:
+            for item in post:
+                self._post(local_args, item)
         return result
 
     def _post(self, args: list[Any], item: Any) -> None:
@@ -329,7 +330,8 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
     ns = _namespace(link, hello.get("names"))
     rec = _Recorder(partial)
     ns["__harness_assert__"] = rec
-    unittest_main, unittest.main = unittest.main, (lambda *a, **k: None)  # the judge runs the classes itself
+    # the judge runs the classes itself; unittest.main is a no-op until restored below (typeshed: a class)
+    unittest_main, unittest.main = unittest.main, (lambda *a, **k: None)  # type: ignore[assignment]  # see above
     error: str | None = None
     try:
         exec(code, ns)

@@ -135,7 +135,8 @@ _NS_FILES = {_sys.CLONE_NEWPID: "pid", _sys.CLONE_NEWNET: "net", _sys.CLONE_NEWI
 
 def home_namespaces(flags: int) -> list[tuple[int, int]]:
     """Descriptors of this process's own namespaces of ``flags`` (to come back to with ``setns``), with their type."""
-    return [(os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), t) for t, name in _NS_FILES.items() if flags & t]
+    return [(os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), t)
+            for t, name in _NS_FILES.items() if flags & t]
 
 
 def _can_renew(flags: int) -> bool:
@@ -197,7 +198,8 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
     """Detect the layers this process can give its children (entering the server's namespaces on the way)."""
     layers: dict[str, Any] = {"rlimits": True, "no_new_privs": True, "fresh_env": True, "closed_fds": True,
                               "uid": False, "userns": False, "netns": False, "ipcns": False, "utsns": False,
-                              "mntns": False, "pidns": False, "job_pidns": False, "job_ipcns": False, "job_netns": False,
+                              "mntns": False, "pidns": False, "job_pidns": False, "job_ipcns": False,
+                              "job_netns": False,
                               "readonly_mounts": False, "cgroup_memory": False, "cgroup_pids": False,
                               "cgroup_kill": False}
     roots = None

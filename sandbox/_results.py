@@ -8,10 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["LEVELS", "Limits", "IsolationReport", "ProgramResult", "TestsResult", "level_of"]
+__all__ = [
+    "LEVELS", "Limits", "IsolationReport", "ProgramResult", "TestsResult", "level_of", "ProgramStatus", "TestsStatus",
+]
 
 #: Isolation levels, weakest first.
 LEVELS: tuple[str, ...] = ("basic", "strong", "full")
+#: How a program run ended (:class:`ProgramResult`).
+ProgramStatus = Literal["ok", "crash", "timeout", "memory", "output_limit"]
+#: The judge's verdict (:class:`TestsResult`).
+TestsStatus = Literal["pass", "fail", "error", "timeout", "memory", "bad_tests"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,7 @@ def level_of(layers: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
 class ProgramResult:
     """How a program run ended. ``status``: ok (exit 0), crash, timeout, memory, output_limit."""
 
-    status: Literal["ok", "crash", "timeout", "memory", "output_limit"]
+    status: ProgramStatus
     stdout: bytes
     stderr: bytes
     exit_code: int | None
@@ -83,7 +89,7 @@ class TestsResult:
     (the tests cannot judge anything: no unittest method, or no assert statement ran). ``total``: the test cases
     known before the run; ``passed``: those that ran and held."""
 
-    status: Literal["pass", "fail", "error", "timeout", "memory", "bad_tests"]
+    status: TestsStatus
     passed: int
     total: int
     tests: list[dict[str, Any]] = field(default_factory=list)

@@ -52,7 +52,7 @@ def _finish(code: int) -> None:
     threading = sys.modules.get("threading")
     try:
         if threading is not None:
-            threading._shutdown()  # type: ignore[attr-defined]
+            threading._shutdown()
     except BaseException:
         pass
     try:
@@ -102,7 +102,8 @@ class _Capture(io.TextIOBase):
     (where the host's output cap applies)."""
 
     def __init__(self, real: Any) -> None:
-        self.real, self.parts, self.size = real, [], 0
+        self.parts: list[str] = []
+        self.real, self.size = real, 0
 
     encoding = "utf-8"
 
@@ -240,7 +241,8 @@ def serve_functions(source: str, fd: int) -> None:
         _wire.send(fd, {"loaded": False, "kind": "syntax", "error": f"SyntaxError: {e.msg} (line {e.lineno})"})
         _finish(1)
     except SystemExit as e:
-        _wire.send(fd, {"loaded": False, "kind": "exit", "error": f"solution called exit({e.code!r}) before the tests ran"})
+        early = f"solution called exit({e.code!r}) before the tests ran"
+        _wire.send(fd, {"loaded": False, "kind": "exit", "error": early})
         _finish(1)
     except BaseException as e:
         _wire.send(fd, {"loaded": False, "kind": type(e).__name__, "error": f"{type(e).__name__}: {_safe_str(e)}"})

@@ -87,7 +87,9 @@ def setns(fd: int, nstype: int) -> None:
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
     """``mount(2)``."""
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else s.encode()
+
     ret = _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
     _check(ret, f"mount {source} on {target}")
 
@@ -155,7 +157,8 @@ READ_ONLY = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 
 def landlock_abi() -> int:
     """The Landlock ABI version the kernel offers, 0 when Landlock is absent or disabled."""
-    ret = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    ret = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
     return int(ret) if ret > 0 else 0
 
 
@@ -223,7 +226,8 @@ class LandlockPlan:
                 if packed is None:
                     continue
                 try:
-                    _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, crfd, kind, packed[0], flags), f"landlock_add_rule {path}")
+                    _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, crfd, kind, packed[0], flags),
+                           f"landlock_add_rule {path}")
                 finally:
                     os.close(packed[1])
         except BaseException:
@@ -307,7 +311,9 @@ def seccomp_program() -> list[bytes]:
     ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
     process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
     """
-    errno = lambda e: _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | e)  # noqa: E731
+    def errno(e: int) -> bytes:
+        return _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | e)
+
     allow = _stmt(_BPF_RET_K, _SECCOMP_RET_ALLOW)
     load_nr = _stmt(_BPF_LD_W_ABS, 0)
     prog = [
@@ -321,13 +327,15 @@ def seccomp_program() -> list[bytes]:
     ]
     # socket / socketpair: only AF_UNIX (args[0] low word at offset 16)
     for nr in (_SYS_SOCKET, _SYS_SOCKETPAIR):
-        prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow, errno(_EAFNOSUPPORT)]
+        prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow,
+                 errno(_EAFNOSUPPORT)]
     # clone: no namespace flags (args[0])
-    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JSET_K, _NS_FLAGS, 0, 1), errno(_EPERM), allow]
+    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JSET_K, _NS_FLAGS, 0, 1),
+             errno(_EPERM), allow]
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
     prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
              _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]
-    for first, last, action in _actions():  # the syscall number is in the accumulator
+    for _first, last, action in _actions():  # the syscall number is in the accumulator
         prog += [_jump(_BPF_JGT_K, last, 1, 0), _stmt(_BPF_RET_K, action)]
     prog.append(errno(_ENOSYS))  # above the audited table: unknown
     return prog

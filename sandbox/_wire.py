@@ -16,9 +16,10 @@ import base64
 import json
 import os
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["ProtocolError", "Handle", "encode", "decode", "send", "recv", "MAX_FRAME", "MAX_DEPTH"]
 
@@ -60,7 +61,7 @@ def encode(v: Any, to_handle: Callable[[Any], list], depth: int = 0) -> Any:
     if isinstance(v, float):
         return ["F", float.hex(float.__float__(v))]
     if isinstance(v, complex):
-        c = complex.__complex__(v) if t is not complex else v
+        c = complex.__pos__(v) if t is not complex else v  # the base's value (complex.__complex__ is 3.11+)
         return ["C", float.hex(c.real), float.hex(c.imag)]
     if isinstance(v, str):
         return ["S", str.__str__(v)]

@@ -49,7 +49,8 @@ class Server:
         self.pid = os.getpid()
         self.inits: dict[int, int] = {}  # job -> pid of its pid namespace's init
         self.sleep_bin = next((p for p in ("/bin/sleep", "/usr/bin/sleep") if os.access(p, os.X_OK)), "")
-        self.job_ns = ((_sys.CLONE_NEWPID if layers["job_pidns"] else 0) | (_sys.CLONE_NEWIPC if layers["job_ipcns"] else 0)
+        self.job_ns = ((_sys.CLONE_NEWPID if layers["job_pidns"] else 0)
+                       | (_sys.CLONE_NEWIPC if layers["job_ipcns"] else 0)
                        | (_sys.CLONE_NEWNET if layers["job_netns"] else 0))
         self.home = home_namespaces(self.job_ns)  # where the server returns after starting a job's processes
         read_only = list(runtime_roots()) + list(SYSTEM_RO)
@@ -58,7 +59,9 @@ class Server:
         self.seccomp = _sys.SeccompFilter(_sys.seccomp_program()) if layers["seccomp"] else None
         # runtime trees under the directories each child replaces with a private tmpfs: re-bound in the child
         self.unshare = _sys.CLONE_NEWNS if layers["mntns"] else 0  # and each child a mount namespace of its own
-        self.keep_visible = tuple(r for r in runtime_roots() if any(r.startswith(d + "/") for d in ("/tmp", "/dev/shm")))
+        self.keep_visible = tuple(
+            r for r in runtime_roots() if any(r.startswith(d + "/") for d in ("/tmp", "/dev/shm"))
+        )
 
     def reap(self) -> None:
         while True:
@@ -97,14 +100,15 @@ class Server:
                     self.workdirs.setdefault(job, []).append(workdir)
                     if uid is not None:
                         os.chown(workdir, uid, uid)
-                tmpfs = ()
+                tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()
                 if self.layers["mntns"]:
                     owner = uid if uid is not None else os.getuid()
                     tmpfs = _child.tmpfs_mounts(owner, owner if uid is not None else os.getgid(), limits["disk_bytes"])
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
-                    pidns=cg is None and self.layers["pidns"] and not self.layers["job_pidns"], keep_visible=self.keep_visible,
+                    pidns=cg is None and self.layers["pidns"] and not self.layers["job_pidns"],
+                    keep_visible=self.keep_visible,
                     landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs,
                     unshare=self.unshare, server_pid=self.pid)
                 pid = os.fork()
@@ -163,6 +167,7 @@ class Server:
                 self._retire(key)
                 cg = None
         if cg is None:
+            assert self.roots is not None, "a job's groups are made only where cgroups are delegated"
             name = f"{_cgroups.group_prefix(os.getpid())}s{slot}-{index}"
             cg = _cgroups.JobCgroup.create(self.roots, name, *wanted)
             cg.limits = wanted
@@ -215,9 +220,9 @@ class Server:
             if cg is not None:
                 cg.kill()
             else:
-                for target in (lambda: os.killpg(pid, 9), lambda: os.kill(pid, 9)):
+                for kill in (os.killpg, os.kill):
                     try:
-                        target()
+                        kill(pid, 9)
                     except OSError:
                         pass
         self._end_init(init)
@@ -234,8 +239,8 @@ class Server:
                 refused.append(False)
             if pid not in self.statuses:
                 try:
-                    _, st = os.waitpid(pid, 0)
-                    self.statuses[pid] = st
+                    _, status = os.waitpid(pid, 0)
+                    self.statuses[pid] = status
                 except ChildProcessError:
                     pass
             st = self.statuses.pop(pid, None)

@@ -20,7 +20,8 @@ __all__ = ["main", "build_parser", "add_parser", "run"]
 
 _TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0"
 _GOOD = "def add(a, b):\n    return a + b\n"
-_FORGED = "class A:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return A()\nimport sys\nsys.exit(0)\n"
+_FORGED = ("class A:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return A()\n"
+           "import sys\nsys.exit(0)\n")
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:

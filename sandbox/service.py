@@ -25,17 +25,18 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from sandbox import _cgroups, _child, _judge
 from sandbox._judge import TestsError
 from sandbox._pump import Pump, Stream, make_pipes
-from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, TestsResult, level_of
+from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, ProgramStatus, TestsResult, level_of
 
-__all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "TestsError", "Sandbox", "SandboxError", "get_sandbox",
-           "isolation_level", "running_isolation", "LEVELS"]
+__all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "TestsError", "Sandbox", "SandboxError",
+           "get_sandbox", "isolation_level", "running_isolation", "LEVELS"]
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ class Sandbox:
 
     def _ensure(self) -> None:
         if self._pid != os.getpid():  # forked: the parent's server is not ours
-            self.__init__(self.limits, self.slots)  # type: ignore[misc]
+            self.__init__(self.limits, self.slots)  # type: ignore[misc]  # a forked child starts over, fresh
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
                 log.warning("sandbox server exited (status %s); starting a new one", self._proc.returncode)
@@ -155,7 +156,7 @@ class Sandbox:
             assert self._report is not None
             return self._report
 
-    def _request(self, msg: dict[str, Any], fds: list[int] = (), gen: int = 0) -> dict[str, Any]:  # type: ignore[assignment]
+    def _request(self, msg: dict[str, Any], fds: Sequence[int] = (), gen: int = 0) -> dict[str, Any]:
         """Send ``msg`` and wait for the reply; ``gen``: only to that server (never start a new one for it).
 
         Raises:
@@ -363,6 +364,7 @@ class Sandbox:
         ex = (end.get("exits") or [None])[0] or {}
         code_, sig = ex.get("code"), ex.get("signal")
         stderr = bytes(err.buf[-(1 << 14):])
+        status: ProgramStatus
         if end.get("oom", [False])[0]:
             status, reason = "memory", "memory limit reached"
         elif out.over or err.over:
@@ -400,7 +402,7 @@ class Sandbox:
         output = bytes(st["sout"].buf[-4096:])
         ooms = end.get("oom") or [False, False]
         verdict = _parse_verdict(bytes(st["verdict"].buf))
-        base = dict(duration_s=duration, output=output)
+        base = _Timing(duration_s=duration, output=output)
         # the cases known before the run are the floor of the denominator, whatever the judge got to
         total = max(1, int(prepared["cases"]), _int(verdict, "total"))
         if ooms[0] or (verdict and "MemoryError" in str(verdict.get("reason", ""))[:40]):
@@ -417,10 +419,17 @@ class Sandbox:
         if status == "bad_tests":
             return TestsResult("bad_tests", 0, 0, reason=str(verdict.get("reason", ""))[:2000], duration_s=duration,
                                output=output)
-        if status not in ("pass", "fail", "error"):
-            status = "fail"
-        passed = min(_int(verdict, "passed"), total if status == "pass" else total - 1)
-        return TestsResult(status, passed, total, list(verdict.get("tests") or []), str(verdict.get("reason", "")), **base)
+        judged: Literal["pass", "fail", "error"] = status if status in ("pass", "fail", "error") else "fail"
+        passed = min(_int(verdict, "passed"), total if judged == "pass" else total - 1)
+        tests_run = list(verdict.get("tests") or [])
+        return TestsResult(judged, passed, total, tests_run, str(verdict.get("reason", "")), **base)
+
+
+class _Timing(TypedDict):
+    """The fields every :class:`TestsResult` of one run shares."""
+
+    duration_s: float
+    output: bytes
 
 
 def _json(obj: Any) -> bytes:

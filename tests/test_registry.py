@@ -19,14 +19,10 @@ from harness.errors import DuplicateRewardError, RewardParameterError, UnknownRe
 
 
 @pytest.fixture
-def fresh_registry(monkeypatch):
-    """A registry that has loaded nothing yet; the real one is put back untouched afterwards."""
-    for mod in [m for m in sys.modules if m == "rewards" or m.startswith("rewards.")]:
-        monkeypatch.delitem(sys.modules, mod)  # so the built-ins register again, into the fresh registry
-    monkeypatch.setattr(reg, "_STATE", reg.Registry())
-    yield reg
-    for mod in [m for m in sys.modules if m == "rewards" or m.startswith("rewards.")]:
-        del sys.modules[mod]  # registered into the fresh registry only; the real one imports its own copies
+def fresh_registry():
+    """A registry that has loaded nothing yet (its load adopts the built-ins); the real one is back afterwards."""
+    with reg.use_registry(reg.Registry()):
+        yield reg
 
 
 def _fake_dist(tmp_path: Path, monkeypatch, name: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
@@ -201,3 +197,22 @@ def test_rewards_list_names_each_factorys_own_entry_point(fresh_registry, tmp_pa
     _fake_dist(tmp_path, monkeypatch, "duo-rewards", {"duo_a": "duo_mod:duo_a", "duo_b": "duo_mod:duo_b"}, {"duo_mod": src})
     assert reg.get_entry("duo_a").origin == "duo-rewards 1.2.3 (entry point duo_a = duo_mod:duo_a)"
     assert reg.get_entry("duo_b").origin == "duo-rewards 1.2.3 (entry point duo_b = duo_mod:duo_b)"
+
+
+def test_a_fresh_registry_adopts_the_imported_builtins_and_the_real_one_is_back_after() -> None:
+    """Without re-importing a module: the built-ins were imported (and registered) by the process-wide registry."""
+    real = reg.default_registry()
+    real.load()
+    assert "rewards.toy" in sys.modules
+    with reg.use_registry(reg.Registry()) as fresh:
+        assert reg.default_registry() is fresh and not fresh.entries
+
+        @reward("t_only_here")
+        def t_only_here():
+            return lambda s, c: 1.0
+
+        assert reg.get_entry("char_count").origin == "built-in (rewards.toy)"
+        assert reg.get_entry("char_count").factory is real.lookup("char_count").factory
+    assert reg.default_registry() is real and "t_only_here" not in real.entries
+    with pytest.raises(UnknownRewardError):
+        get_reward("t_only_here")

@@ -43,6 +43,27 @@ def test_status_set_is_closed() -> None:
     assert {"ok", "no_answer", "parse_error", "gold_unparseable", "timeout", "error", "bad_input", "sandbox_error"} <= set(STATUSES)
 
 
+def test_status_sets_are_statuses_and_each_means_one_thing() -> None:
+    from harness.types import DATA_FAULT_STATUSES, PROGRAM_FAILED_STATUSES, UNCACHED_STATUSES, VERDICT_STATUSES
+
+    for named in (UNSCORED_STATUSES, VERDICT_STATUSES, DATA_FAULT_STATUSES, PROGRAM_FAILED_STATUSES, UNCACHED_STATUSES):
+        assert named <= set(STATUSES)
+    assert not VERDICT_STATUSES & UNSCORED_STATUSES  # a verdict always has a value
+    assert DATA_FAULT_STATUSES <= UNSCORED_STATUSES
+
+
+def test_the_sandbox_verdicts_are_pass_or_a_judged_program_failure() -> None:
+    """The sandbox keeps its own status type (it imports nothing from harness); the sets must still agree."""
+    import typing
+
+    from harness.types import PROGRAM_FAILED_STATUSES
+    from sandbox._results import TestsResult
+
+    verdicts = set(typing.get_args(typing.get_type_hints(TestsResult)["status"]))
+    # "bad_tests" (where the sandbox has it): the row's tests cannot judge anything, a data fault (bad_input)
+    assert verdicts - {"pass", "bad_tests"} == PROGRAM_FAILED_STATUSES
+
+
 def test_score_and_sample_are_frozen() -> None:
     s = Score(value=1.0)
     with pytest.raises(ValidationError):

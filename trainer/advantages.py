@@ -15,7 +15,9 @@ Scaling (``scale``):
                single-process advantages of the union.
     ``none``:  r - mean_g, Dr. GRPO (2503.20783), which removes the std term's difficulty bias.
 
-Standard deviations are the unbiased (n - 1) estimate, as in TRL. This module knows nothing about models.
+Standard deviations are the unbiased (n - 1) estimate, as in TRL; which groups have zero variance is
+:func:`harness.stats.group_has_zero_variance`'s rule, the one every logged statistic uses. This module knows nothing
+about models.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+
+from harness.stats import group_has_zero_variance
 
 __all__ = ["GroupAdvantages", "group_advantages", "zero_variance_groups", "batch_moments", "std_from_moments"]
 
@@ -37,7 +41,8 @@ class GroupAdvantages:
     Attributes:
         advantages: (N,) float; 0 where ``trainable`` is False.
         trainable: (N,) bool; False for unscored samples and for every sample of a group with < 2 scored.
-        zero_variance: (num_groups,) bool; True when a group's scored rewards are all equal (or < 2 scored).
+        zero_variance: (num_groups,) bool; True when a group's scored rewards are all equal (or < 2 scored),
+            by :func:`harness.stats.group_has_zero_variance`.
         group_mean: (num_groups,) float; NaN for groups with no scored sample.
         group_std: (num_groups,) float; NaN for groups with < 2 scored samples.
     """
@@ -81,7 +86,11 @@ def std_from_moments(moments: tuple[float, float, float]) -> float:
 
 
 def group_advantages(
-    rewards: torch.Tensor, group_size: int, *, scale: Scale = "group", eps: float = 1e-4,
+    rewards: torch.Tensor,
+    group_size: int,
+    *,
+    scale: Scale = "group",
+    eps: float = 1e-4,
     global_moments: tuple[float, float, float] | None = None,
 ) -> GroupAdvantages:
     """Group-relative advantages with unscored (NaN) rewards excluded.
@@ -125,7 +134,7 @@ def group_advantages(
         raise ValueError(f"scale must be 'group', 'batch' or 'none', got {scale!r}")
     trainable = scored & has_baseline[:, None]
     adv = torch.where(trainable, adv, torch.zeros_like(adv))
-    zero_var = ~has_baseline | (torch.nan_to_num(std) == 0)
+    zero_var = torch.tensor([group_has_zero_variance(group) for group in r.tolist()], dtype=torch.bool)
     return GroupAdvantages(
         advantages=adv.reshape(-1).to(rewards.dtype if rewards.is_floating_point() else torch.float32),
         trainable=trainable.reshape(-1),

@@ -28,8 +28,16 @@ import torch
 
 from harness.config import RunConfig, dump_config
 
-__all__ = ["checkpoint_dir", "tmp_dir", "fresh_tmp_dir", "latest_checkpoint", "save_checkpoint", "load_trainer_state",
-           "rng_state", "set_rng_state"]
+__all__ = [
+    "checkpoint_dir",
+    "tmp_dir",
+    "fresh_tmp_dir",
+    "latest_checkpoint",
+    "save_checkpoint",
+    "load_trainer_state",
+    "rng_state",
+    "set_rng_state",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +69,11 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     root = run_dir / "checkpoints"
     if not root.is_dir():
         return None
-    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := _NAME.match(p.name)) and (p / "trainer_state.pt").is_file()]
+    found = [
+        (int(m.group(1)), p)
+        for p in root.iterdir()
+        if (m := _NAME.match(p.name)) and (p / "trainer_state.pt").is_file()
+    ]
     return max(found)[1] if found else None
 
 

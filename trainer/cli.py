@@ -44,8 +44,14 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True, help="run config, YAML or TOML")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of run.id")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config field, e.g. --set trainer.lr=1e-5 (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --set trainer.lr=1e-5 (repeatable)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     from harness.cli import add_plugin_argument
 
@@ -72,8 +78,10 @@ def run_train(args: argparse.Namespace) -> int:
     result = train(config, resume=args.resume, progress=not args.no_progress)
     last = result.metrics[-1] if result.metrics else {}
     mean = last.get("reward/total/mean")
-    print(f"run {result.run_id}: {result.steps} steps in {result.run_dir}; last reward mean "
-          f"{'-' if mean is None else f'{mean:.4g}'}; checkpoint {result.last_checkpoint}")
+    print(
+        f"run {result.run_id}: {result.steps} steps in {result.run_dir}; last reward mean "
+        f"{'-' if mean is None else f'{mean:.4g}'}; checkpoint {result.last_checkpoint}"
+    )
     if result.warnings:
         print(f"{len(result.warnings)} monitor warning(s); see the log above", file=sys.stderr)
     return 0

@@ -1,11 +1,12 @@
 """Rollout collection: prompts -> G completions each -> the one scoring path, with DAPO dynamic sampling.
 
 Without dynamic sampling the batch is generated in ``chunks`` parts; each part's scoring is *submitted* (not
-awaited) as soon as it is generated, so the reward workers run while the next part is generated and while the
-update does its first forward pass. All parts are sampled by the same weights, so the step stays on-policy. With dynamic sampling (DAPO 2503.14476, section 3.2)
-groups whose scored rewards are all equal are dropped and more prompts are sampled, at most
-``max_resample_rounds`` times; when the batch still is not full a warning says so and the step trains on the
-groups it has. Reward statistics are taken over the first round, an unbiased sample of the current policy.
+awaited) as soon as it is generated, so the reward workers run while the next part is generated and while the update
+does its first forward pass. All parts are sampled by the same weights, so the step stays on-policy. With dynamic
+sampling (DAPO 2503.14476, section 3.2) groups whose scored rewards are all equal are dropped and more prompts are
+sampled, at most ``max_resample_rounds`` times; when the batch still is not full a warning says so and the step
+trains on the groups it has. Reward statistics are taken over the first round, an unbiased sample of the current
+policy.
 
 This module does not compute advantages or losses.
 """
@@ -15,8 +16,8 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
 import torch
 
@@ -62,8 +63,11 @@ class Collected:
         """The scores of ``batch`` rows (blocks on the scoring workers the first time, when needed)."""
         if self.final is None:
             results = [p.result() for p in self.pending]
-            self.final = results[0] if len(results) == 1 else select_result(
-                results, [(r, i) for r, res in enumerate(results) for i in range(len(res))])
+            self.final = (
+                results[0]
+                if len(results) == 1
+                else select_result(results, [(r, i) for r, res in enumerate(results) for i in range(len(res))])
+            )
         return self.final
 
     def reward_result(self) -> BatchResult:
@@ -71,28 +75,40 @@ class Collected:
         return self.first_round if self.first_round is not None else self.result()
 
 
-def _generate(rollout: Rollout, prompts: list[Sample], render: Callable[[Sample], str], g: int,
-              sampling: SamplingConfig) -> tuple[RolloutBatch, list[Sample]]:
+def _generate(
+    rollout: Rollout, prompts: list[Sample], render: Callable[[Sample], str], g: int, sampling: SamplingConfig
+) -> tuple[RolloutBatch, list[Sample]]:
     batch = rollout.generate([render(s) for s in prompts], g, sampling)
     return batch, [s for s in prompts for _ in range(g)]
 
 
-def _collect_streaming(prompts: list[Sample], rollout: Rollout, session: ScoringSession,
-                       render: Callable[[Sample], str], group_size: int, sampling: SamplingConfig, pad_id: int,
-                       chunks: int) -> Collected:
+def _collect_streaming(
+    prompts: list[Sample],
+    rollout: Rollout,
+    session: ScoringSession,
+    render: Callable[[Sample], str],
+    group_size: int,
+    sampling: SamplingConfig,
+    pad_id: int,
+    chunks: int,
+) -> Collected:
     size = max(1, math.ceil(len(prompts) / max(1, chunks)))
     parts, samples, pending = [], [], []
     gen_s = submit_s = 0.0
     for i in range(0, len(prompts), size):
         t0 = time.perf_counter()
-        b, s = _generate(rollout, prompts[i:i + size], render, group_size, sampling)
+        b, s = _generate(rollout, prompts[i : i + size], render, group_size, sampling)
         t1 = time.perf_counter()
         pending.append(session.submit(s, b.texts))
         gen_s, submit_s = gen_s + t1 - t0, submit_s + time.perf_counter() - t1
         parts.append(b)
         samples += s
-    return Collected(RolloutBatch.concat(parts, pad_id), samples, pending=pending,
-                     stats={"timing/generate_s": gen_s, "timing/score_submit_s": submit_s})
+    return Collected(
+        RolloutBatch.concat(parts, pad_id),
+        samples,
+        pending=pending,
+        stats={"timing/generate_s": gen_s, "timing/score_submit_s": submit_s},
+    )
 
 
 def collect(
@@ -132,15 +148,22 @@ def collect(
         t2 = time.perf_counter()
         b, s = _generate(rollout, take(n_more), render, group_size, sampling)
         gen_s += time.perf_counter() - t2
-        batches.append(b), sample_lists.append(s)
+        batches.append(b)
+        sample_lists.append(s)
         generated += n_more
     if len(kept) < num_prompts:
-        log.warning("dynamic sampling filled %d of %d groups after %d extra rounds (%d groups generated); "
-                    "training on the groups it has", len(kept), num_prompts, rounds, generated)
+        log.warning(
+            "dynamic sampling filled %d of %d groups after %d extra rounds (%d groups generated); "
+            "training on the groups it has",
+            len(kept),
+            num_prompts,
+            rounds,
+            generated,
+        )
     n_kept = min(len(kept), num_prompts)  # groups with reward variance that the step uses
     kept = kept[:num_prompts] if kept else [(0, gi) for gi in range(num_prompts)]
     rows = [(r, gi * group_size + j) for r, gi in kept for j in range(group_size)]
-    per_round = [[] for _ in batches]
+    per_round: list[list[int]] = [[] for _ in batches]
     for r, i in rows:
         per_round[r].append(i)
     parts = [batches[r].select(torch.tensor(ix, dtype=torch.long)) for r, ix in enumerate(per_round) if ix]
@@ -148,8 +171,13 @@ def collect(
         RolloutBatch.concat(parts, pad_id),
         [sample_lists[r][i] for r, ix in enumerate(per_round) for i in ix],
         first_round=results[0],
-        stats={"timing/generate_s": gen_s, "timing/score_wait_s_sampling": score_s, "dynamic/rounds": float(rounds),
-               "dynamic/generated_groups": float(generated), "dynamic/kept_groups": float(n_kept)},
+        stats={
+            "timing/generate_s": gen_s,
+            "timing/score_wait_s_sampling": score_s,
+            "dynamic/rounds": float(rounds),
+            "dynamic/generated_groups": float(generated),
+            "dynamic/kept_groups": float(n_kept),
+        },
     )
     out.final = select_result(results, sorted(rows, key=lambda x: (x[0], x[1])))
     return out

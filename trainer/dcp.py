@@ -91,9 +91,19 @@ def save_sharded_checkpoint(
     full = full_state_dict(model)  # a collective: every rank takes part, rank 0 receives
     path = None
     if info.is_main:
-        path = ckpt_io.save_checkpoint(run_dir, step, model=model, tokenizer=tokenizer, optimizer=None,
-                                       scheduler=scheduler, rank_states=rank_states, config=config,
-                                       telemetry_ctx=telemetry_ctx, state_dict=full, fresh=False)
+        path = ckpt_io.save_checkpoint(
+            run_dir,
+            step,
+            model=model,
+            tokenizer=tokenizer,
+            optimizer=None,
+            scheduler=scheduler,
+            rank_states=rank_states,
+            config=config,
+            telemetry_ctx=telemetry_ctx,
+            state_dict=full,
+            fresh=False,
+        )
     del full
     barrier(info)
     return path

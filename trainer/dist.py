@@ -17,16 +17,27 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from trainer.advantages import GroupAdvantages, Scale, batch_moments, group_advantages
 
-__all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "sync_gradients", "broadcast_parameters", "barrier",
-           "all_gather_object", "free_port", "launcher_env", "group_advantages_over_ranks"]
+__all__ = [
+    "DistInfo",
+    "init_distributed",
+    "all_reduce_sum",
+    "sync_gradients",
+    "broadcast_parameters",
+    "barrier",
+    "all_gather_object",
+    "free_port",
+    "launcher_env",
+    "group_advantages_over_ranks",
+]
 
 log = logging.getLogger(__name__)
 
@@ -104,16 +115,19 @@ def sync_gradients(params: Iterable[torch.nn.Parameter], info: DistInfo) -> None
     """Sum every trainable parameter's gradient over ranks, in one flat all-reduce (FSDP: already reduced)."""
     if not info.enabled or info.parallel == "fsdp":
         return
-    params = [p for p in params if p.requires_grad]
+    grads: list[torch.Tensor] = []
     for p in params:
+        if not p.requires_grad:
+            continue
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
+        grads.append(p.grad)
+    flat = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(flat, op=dist.ReduceOp.SUM)
     offset = 0
-    for p in params:
-        n = p.numel()
-        p.grad.copy_(flat[offset: offset + n].view_as(p.grad))
+    for g in grads:
+        n = g.numel()
+        g.copy_(flat[offset : offset + n].view_as(g))
         offset += n
 
 

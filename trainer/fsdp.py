@@ -23,8 +23,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -32,8 +33,18 @@ import torch.distributed as dist
 from trainer.dist import DistInfo
 from trainer.logprobs import register_sharded_forward
 
-__all__ = ["prepare", "choose_parallel", "ensure_process_group", "decoder_layers", "shard_model", "gathered",
-           "iter_full_parameters", "full_state_dict", "local_bytes", "GatheredRollout"]
+__all__ = [
+    "prepare",
+    "choose_parallel",
+    "ensure_process_group",
+    "decoder_layers",
+    "shard_model",
+    "gathered",
+    "iter_full_parameters",
+    "full_state_dict",
+    "local_bytes",
+    "GatheredRollout",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +95,9 @@ def decoder_layers(model: Any) -> list[torch.nn.Module]:
     names = set(getattr(model, "_no_split_modules", None) or [])
     layers = [m for m in model.modules() if type(m).__name__ in names]
     if not layers:
-        raise ValueError(f"{type(model).__name__}: no decoder layers found to shard "
-                         f"(_no_split_modules={names or None})")
+        raise ValueError(
+            f"{type(model).__name__}: no decoder layers found to shard (_no_split_modules={names or None})"
+        )
     return layers
 
 
@@ -103,8 +115,11 @@ def shard_model(model: Any, info: DistInfo, *, mixed_precision: bool | None = No
     mesh = init_device_mesh("cuda" if cuda else "cpu", (dist.get_world_size(),))
     if mixed_precision is None:
         mixed_precision = cuda
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed_precision \
+    mp = (
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        if mixed_precision
         else MixedPrecisionPolicy()
+    )
     offload = CPUOffloadPolicy() if cpu_offload else OffloadPolicy()
     for layer in decoder_layers(model):
         fully_shard(layer, mesh=mesh, mp_policy=mp, offload_policy=offload, reshard_after_forward=_LAYER_RESHARD)
@@ -158,7 +173,11 @@ def full_state_dict(model: Any) -> dict[str, torch.Tensor]:
 
     if not _fsdp_modules(model):
         return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}  # a snapshot
-    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    # a model's state dict holds tensors only (the declared type also covers nested optimizer-style values)
+    full = cast(
+        "dict[str, torch.Tensor]",
+        get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)),
+    )
     # on one rank (CPU) a "gathered" tensor can be the live shard itself: copy those, so this is a snapshot
     live = {_local(p).untyped_storage().data_ptr() for p in model.parameters()}
     return {k: v.clone() if v.untyped_storage().data_ptr() in live else v for k, v in full.items()}
@@ -196,22 +215,31 @@ def prepare(model: Any, ref: Any | None, t: Any, info: DistInfo) -> tuple[Any, A
     if t.lora is not None:
         from harness.errors import ConfigError
 
-        raise ConfigError("trainer.parallel=fsdp with trainer.lora: not supported; use parallel: ddp for LoRA "
-                          "(the adapters are small enough to replicate)")
+        raise ConfigError(
+            "trainer.parallel=fsdp with trainer.lora: not supported; use parallel: ddp for LoRA "
+            "(the adapters are small enough to replicate)"
+        )
     if getattr(t, "micro_batch_tokens", None):
         from harness.errors import ConfigError
 
-        raise ConfigError("trainer.micro_batch_tokens with trainer.parallel=fsdp: every rank must run the same number "
-                          "of forward/backward passes (each is a collective); use micro_batch_size")
+        raise ConfigError(
+            "trainer.micro_batch_tokens with trainer.parallel=fsdp: every rank must run the same number "
+            "of forward/backward passes (each is a collective); use micro_batch_size"
+        )
     info = ensure_process_group(info)
     bf16 = t.bf16 if t.bf16 is not None else info.device.startswith("cuda")
     n_layers = len(decoder_layers(model))
     for m in (model, ref):
         if m is not None:
-            shard_model(m, info, mixed_precision=bf16 and info.device.startswith("cuda"),
-                        cpu_offload=t.fsdp_cpu_offload)
-    log.info("fsdp: %d decoder layers sharded over %d ranks%s", n_layers, info.world_size,
-             " (CPU offload)" if t.fsdp_cpu_offload else "")
+            shard_model(
+                m, info, mixed_precision=bf16 and info.device.startswith("cuda"), cpu_offload=t.fsdp_cpu_offload
+            )
+    log.info(
+        "fsdp: %d decoder layers sharded over %d ranks%s",
+        n_layers,
+        info.world_size,
+        " (CPU offload)" if t.fsdp_cpu_offload else "",
+    )
     return model, ref, info
 
 

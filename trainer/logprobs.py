@@ -20,7 +20,8 @@ the model config is applied; other logit post-processing is not), and top-p reno
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -46,8 +47,14 @@ def default_chunk(vocab_size: int, budget_bytes: int = CHUNK_BYTES) -> int:
     return max(1, budget_bytes // (4 * max(1, vocab_size)))
 
 
-def _chunk_logprobs(h: torch.Tensor, ids: torch.Tensor, head: Callable[[torch.Tensor], torch.Tensor],
-                    temperature: float, softcap: float | None, ent_out: list[torch.Tensor] | None) -> torch.Tensor:
+def _chunk_logprobs(
+    h: torch.Tensor,
+    ids: torch.Tensor,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    temperature: float,
+    softcap: float | None,
+    ent_out: list[torch.Tensor] | None,
+) -> torch.Tensor:
     """(c,) log-probs of one chunk; appends its (c,) entropies to ``ent_out`` when given and not yet done (the
     backward pass's recomputation of a checkpointed chunk skips them: they carry no gradient)."""
     logits = head(h).float()  # (c, V)
@@ -98,13 +105,16 @@ def token_logprobs(
         budget = CHUNK_BYTES_CUDA if h.is_cuda else CHUNK_BYTES
         chunk = default_chunk(int(weight.shape[0]) if weight is not None else 151_936, budget)
     # one chunk holds all positions: its logits are within the budget, so nothing is gained by recomputing them
-    grad = torch.is_grad_enabled() and flat.numel() > chunk and (
-        h.requires_grad or any(p.requires_grad for p in _params(head)))
+    grad = (
+        torch.is_grad_enabled()
+        and flat.numel() > chunk
+        and (h.requires_grad or any(p.requires_grad for p in _params(head)))
+    )
     logps: list[torch.Tensor] = []
     ents: list[torch.Tensor] = []
     for i in range(0, flat.numel(), chunk):
         once: list[torch.Tensor] | None = [] if with_entropy else None
-        args = (h[i:i + chunk], flat[i:i + chunk], head, temperature, softcap, once)
+        args = (h[i : i + chunk], flat[i : i + chunk], head, temperature, softcap, once)
         logps.append(checkpoint(_chunk_logprobs, *args, use_reentrant=False) if grad else _chunk_logprobs(*args))
         if once:
             ents.append(once[0])
@@ -189,6 +199,7 @@ def _sequence_logprobs(
     body, head, softcap = split_model(model)
     t = targets.shape[1]
     out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
-    hidden = out.last_hidden_state[:, -t - 1:-1]  # (B, T, H): position j predicts token j + 1
-    return token_logprobs(hidden, targets, head, temperature=temperature, chunk=chunk, softcap=softcap,
-                          with_entropy=with_entropy)
+    hidden = out.last_hidden_state[:, -t - 1 : -1]  # (B, T, H): position j predicts token j + 1
+    return token_logprobs(
+        hidden, targets, head, temperature=temperature, chunk=chunk, softcap=softcap, with_entropy=with_entropy
+    )

@@ -15,34 +15,59 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
+from harness.cfg.trainer import TrainerSection
 from harness.config import RunConfig, dump_config
 from harness.data import render_prompt
 from harness.plugins import add_plugins
 from harness.scoring import BatchResult, ScoringSession
+from harness.stats import mean_std, scored_values, zero_variance_group_frac
 from harness.telemetry import TRACES_FILE, RewardStats, RunTelemetry, drop_steps_after
+from harness.types import VERDICT_STATUSES
 from trainer import checkpoint as ckpt_io
 from trainer import dcp
 from trainer import fsdp as sharding
-from trainer.advantages import group_advantages
+from trainer.advantages import GroupAdvantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
-from trainer.dist import (DistInfo, all_gather_object, barrier, broadcast_parameters, group_advantages_over_ranks,
-                          init_distributed)
+from trainer.dist import (
+    DistInfo,
+    all_gather_object,
+    barrier,
+    broadcast_parameters,
+    group_advantages_over_ranks,
+    init_distributed,
+)
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
-from trainer.rollout.base import SamplingConfig
-from trainer.setup import (PromptStream, load_policy, load_reference, load_train_samples, make_optimizer, use_bf16,
-                           validate)
-from trainer.update import UpdateInputs, policy_update
+from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
+from trainer.setup import (
+    PromptStream,
+    load_policy,
+    load_reference,
+    load_train_samples,
+    make_optimizer,
+    use_bf16,
+    validate,
+)
+from trainer.update import UpdateInputs, apply_update, first_forward
 
-__all__ = ["TrainResult", "train"]
+__all__ = [
+    "TrainResult",
+    "StepContext",
+    "train",
+    "setup_training",
+    "train_step",
+    "grpo_step",
+    "update_inputs",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,17 +98,24 @@ class TrainResult:
 
 
 @dataclass
-class _Ctx:
+class StepContext:
+    """Everything one GRPO step reads, built once by :func:`setup_training`.
+
+    ``trainer`` is the resolved trainer section (per-loss defaults filled in); ``dist`` says where this process
+    sits (rank, world size, device, ddp or fsdp); ``reference`` is the frozen reference policy (None without a
+    KL term); ``rollout_generator`` seeds HF sampling and is saved in checkpoints.
+    """
+
     config: RunConfig
-    t: Any  # the resolved TrainerSection
-    info: DistInfo
+    trainer: TrainerSection
+    dist: DistInfo
     model: Any
     tokenizer: Any
-    ref: Any
+    reference: Any | None
     optimizer: torch.optim.Optimizer
     scheduler: Any
     stream: PromptStream
-    rollout: Any
+    rollout: Rollout
     session: ScoringSession
     loss_cfg: LossConfig
     sampling: SamplingConfig
@@ -97,111 +129,180 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _make_rollout(t: Any, model: Any, tok: Any, generator: torch.Generator, bf16: bool, seed: int,
-                  world_size: int) -> Any:
-    if t.backend == "vllm":
+def _make_rollout(
+    trainer: TrainerSection,
+    model: Any,
+    tokenizer: Any,
+    generator: torch.Generator,
+    bf16: bool,
+    seed: int,
+    world_size: int,
+) -> Rollout:
+    if trainer.backend == "vllm":
         from trainer.rollout.vllm import VLLMRollout
 
-        per_call = -(-t.prompts_per_step // world_size // t.rollout_chunks) * t.num_generations
-        return VLLMRollout(model, tok, max_prompt_length=t.max_prompt_length,
-                           max_completion_length=t.max_completion_length, settings=t.vllm, seed=seed,
-                           max_num_seqs=per_call)
+        per_call = -(-trainer.prompts_per_step // world_size // trainer.rollout_chunks) * trainer.num_generations
+        return VLLMRollout(
+            model,
+            tokenizer,
+            max_prompt_length=trainer.max_prompt_length,
+            max_completion_length=trainer.max_completion_length,
+            settings=trainer.vllm,
+            seed=seed,
+            max_num_seqs=per_call,
+        )
     from trainer.rollout.hf import HFRollout
 
-    return HFRollout(model, tok, max_prompt_length=t.max_prompt_length, generator=generator, bf16=bf16)
+    return HFRollout(model, tokenizer, max_prompt_length=trainer.max_prompt_length, generator=generator, bf16=bf16)
 
 
-def _inputs_fn(col: Collected, t: Any) -> Callable[[], UpdateInputs]:
-    def get() -> UpdateInputs:  # every rank calls it at the same point of the update: the batch std is global
-        ga = group_advantages_over_ranks(totals_tensor(col.result()), t.num_generations, t.scale_rewards)
-        mask = col.batch.completion_mask.float() * ga.trainable[:, None].float()
-        if t.mask_truncated:
-            mask = mask * (~col.batch.truncated)[:, None].float()
-        return UpdateInputs(ga.advantages.float(), mask)
-
-    return get
+def update_inputs(batch: RolloutBatch, advantages: GroupAdvantages, *, mask_truncated: bool) -> UpdateInputs:
+    """The update's per-row advantages and per-token loss mask: completion tokens of trainable rows (scored, in a
+    group with a baseline), minus truncated completions when ``mask_truncated`` (DAPO's overlong filtering)."""
+    mask = batch.completion_mask.float() * advantages.trainable[:, None].float()
+    if mask_truncated:
+        mask = mask * (~batch.truncated)[:, None].float()
+    return UpdateInputs(advantages.advantages.float(), mask)
 
 
-def _all_ranks_result(col: Collected, info: DistInfo) -> BatchResult:
+def _all_ranks_result(collected: Collected, info: DistInfo) -> BatchResult:
     """The reward scores of every rank's first round, so metrics and spans describe the whole step."""
-    mine = col.reward_result()
+    mine = collected.reward_result()
     if not info.enabled:
         return mine
     parts = all_gather_object(mine, info)
     return select_result(parts, [(r, i) for r, part in enumerate(parts) for i in range(len(part))])
 
 
-def _reward_metrics(res: BatchResult, config: RunConfig, g: int) -> dict[str, Any]:
-    totals = totals_tensor(res)
-    scored = totals[~torch.isnan(totals)]
-    m: dict[str, Any] = {
-        "reward/total/mean": float(scored.mean()) if scored.numel() else None,
-        "reward/total/std": float(scored.std()) if scored.numel() > 1 else None,
-        "reward/total/scored_frac": scored.numel() / max(totals.numel(), 1),
-        "frac_reward_zero_std": float(group_advantages(totals, g, scale="none").zero_variance.float().mean()),
+def _reward_metrics(res: BatchResult, config: RunConfig, group_size: int) -> dict[str, Any]:
+    """``reward/*`` metrics; every std is :mod:`harness.stats`'s (n - 1), so one line mixes no conventions."""
+    totals = res.totals
+    total_mean, total_std = mean_std(totals)
+    metrics: dict[str, Any] = {
+        "reward/total/mean": total_mean,
+        "reward/total/std": total_std,
+        "reward/total/scored_frac": len(scored_values(totals)) / max(len(totals), 1),
+        "frac_reward_zero_std": zero_variance_group_frac(totals, group_size),
     }
+    summaries = res.summary()
     for spec in config.rewards:
-        s = res.summary()[spec.name]
-        m[f"reward/{spec.name}/mean"] = s["mean"]
-        m[f"reward/{spec.name}/std"] = s["std"]
-        m[f"reward/{spec.name}/unscored_frac"] = 1.0 - s["scored"] / max(s["count"], 1)
-        bad = {k: v for k, v in s["statuses"].items() if k not in ("ok", "pass", "fail", "no_answer", "parse_error")}
-        if bad:
-            m[f"reward/{spec.name}/statuses"] = ", ".join(f"{v} {k}" for k, v in sorted(bad.items()))
-    return m
+        summary = summaries[spec.name]
+        metrics[f"reward/{spec.name}/mean"] = summary["mean"]
+        metrics[f"reward/{spec.name}/std"] = summary["std"]
+        metrics[f"reward/{spec.name}/unscored_frac"] = 1.0 - summary["scored"] / max(summary["count"], 1)
+        problems = {k: v for k, v in summary["statuses"].items() if k not in VERDICT_STATUSES}
+        if problems:
+            metrics[f"reward/{spec.name}/statuses"] = ", ".join(f"{v} {k}" for k, v in sorted(problems.items()))
+    return metrics
 
 
-def _step(c: _Ctx, step: int) -> tuple[dict[str, Any], BatchResult]:
-    t, t0 = c.t, time.perf_counter()
-    col = collect(
-        c.stream.take, c.rollout, c.session,
-        lambda s: render_prompt(s.prompt, c.tokenizer, chat_template=c.config.data.chat_template,
-                                system_prompt=c.config.data.system_prompt),
-        num_prompts=t.prompts_per_step // c.info.world_size, group_size=t.num_generations, sampling=c.sampling,
-        pad_id=c.rollout.pad_id, dynamic_sampling=bool(t.dynamic_sampling), max_rounds=t.max_resample_rounds,
-        chunks=t.rollout_chunks,
+def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]:
+    """One GRPO step: prompts -> G completions each -> scores -> advantages -> ``mu`` optimizer steps.
+
+    Returns the step's metrics and the reward scores of every rank's batch (for the ``reward/<name>`` spans).
+    """
+    trainer, data, started = ctx.trainer, ctx.config.data, time.perf_counter()
+    assert trainer.scale_rewards is not None and trainer.mask_truncated is not None  # resolved() filled them
+    # 1. Sample G completions per prompt; their scoring is submitted, not awaited.
+    collected = collect(
+        ctx.stream.take,
+        ctx.rollout,
+        ctx.session,
+        lambda sample: render_prompt(
+            sample.prompt, ctx.tokenizer, chat_template=data.chat_template, system_prompt=data.system_prompt
+        ),
+        num_prompts=trainer.prompts_per_step // ctx.dist.world_size,
+        group_size=trainer.num_generations,
+        sampling=ctx.sampling,
+        pad_id=ctx.rollout.pad_id,
+        dynamic_sampling=bool(trainer.dynamic_sampling),
+        max_rounds=trainer.max_resample_rounds,
+        chunks=trainer.rollout_chunks,
     )
-    t1 = time.perf_counter()
-    c.rollout.release_memory()  # vLLM: sleep during the update
-    upd = policy_update(
-        c.model, c.optimizer, c.scheduler, col.batch, _inputs_fn(col, t), c.loss_cfg, temperature=t.temperature,
-        mu=t.mu, micro_batch_size=t.micro_batch_size, micro_batch_tokens=t.micro_batch_tokens,
-        max_grad_norm=t.max_grad_norm, ref_model=c.ref, dist=c.info, bf16=c.bf16, is_cap=t.vllm.is_cap,
+    generated = time.perf_counter()
+    ctx.rollout.release_memory()  # vLLM: sleep during the update
+    # 2. While the reward workers still score the batch: old and reference log-probs, the first forward pass.
+    passes = first_forward(
+        ctx.model,
+        collected.batch,
+        temperature=trainer.temperature,
+        mu=trainer.mu,
+        micro_batch_size=trainer.micro_batch_size,
+        micro_batch_tokens=trainer.micro_batch_tokens,
+        ref_model=ctx.reference,
+        bf16=ctx.bf16,
     )
-    c.rollout.sync_weights()  # vLLM: wake up, load the new weights
-    step_s = time.perf_counter() - t0
-    lengths = col.batch.completion_lengths.float()
-    tokens = float(col.batch.prompt_mask.sum() + col.batch.completion_mask.sum())
-    rewards = _all_ranks_result(col, c.info)
-    m = {"step": step, **_reward_metrics(rewards, c.config, t.num_generations), **upd, **col.stats,
-         "completions/mean_length": float(lengths.mean()), "completions/max_length": float(lengths.max()),
-         "completions/clipped_ratio": float(col.batch.truncated.float().mean()),
-         "timing/update_s": time.perf_counter() - t1, "timing/step_s": step_s, "tokens_per_s": tokens / step_s}
+    # 3. Wait for the scores; group-relative advantages of the weighted totals (over every rank's batch).
+    waited = time.perf_counter()
+    scores = collected.result()
+    score_wait_s = time.perf_counter() - waited
+    advantages = group_advantages_over_ranks(totals_tensor(scores), trainer.num_generations, trainer.scale_rewards)
+    # 4. mu optimizer steps on the batch with those advantages.
+    update_stats = apply_update(
+        passes,
+        update_inputs(collected.batch, advantages, mask_truncated=trainer.mask_truncated),
+        ctx.optimizer,
+        ctx.scheduler,
+        ctx.loss_cfg,
+        max_grad_norm=trainer.max_grad_norm,
+        dist=ctx.dist,
+        is_cap=trainer.vllm.is_cap,
+    )
+    ctx.rollout.sync_weights()  # vLLM: wake up, load the new weights
+    timing = {
+        "timing/score_wait_s": score_wait_s,
+        "timing/update_s": time.perf_counter() - generated,
+        "timing/step_s": time.perf_counter() - started,
+    }
+    # 5. Metrics over every rank's first-round scores.
+    rewards = _all_ranks_result(collected, ctx.dist)
+    return _step_metrics(step, ctx.config, collected, rewards, {**update_stats, **timing}), rewards
+
+
+def _step_metrics(
+    step: int, config: RunConfig, collected: Collected, rewards: BatchResult, update_stats: dict[str, float]
+) -> dict[str, Any]:
+    lengths = collected.batch.completion_lengths.float()
+    tokens = float(collected.batch.prompt_mask.sum() + collected.batch.completion_mask.sum())
+    metrics = {
+        "step": step,
+        **_reward_metrics(rewards, config, config.trainer.num_generations),
+        **update_stats,
+        **collected.stats,
+        "completions/mean_length": float(lengths.mean()),
+        "completions/max_length": float(lengths.max()),
+        "completions/clipped_ratio": float(collected.batch.truncated.float().mean()),
+        "tokens_per_s": tokens / update_stats["timing/step_s"],
+    }
     # the part of this step spent on rewards that nothing else overlapped (blocking submits and waits)
-    m["timing/reward_critical_s"] = sum(m.get(k, 0.0) for k in (
-        "timing/score_submit_s", "timing/score_wait_s", "timing/score_wait_s_sampling"))
-    return m, rewards
+    metrics["timing/reward_critical_s"] = sum(
+        metrics.get(k, 0.0) for k in ("timing/score_submit_s", "timing/score_wait_s", "timing/score_wait_s_sampling")
+    )
+    return metrics
 
 
-def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
-    t = config.trainer.resolved()
+def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, int]:
+    """Load everything a run needs (models, optimizer, prompts, scoring session, rollout backend), resuming from
+    the newest checkpoint when ``resume``; returns the step context, the run directory and the last step done."""
+    trainer = config.trainer.resolved()
     info = init_distributed()
-    validate(config, t, info.world_size)
+    validate(config, trainer, info.world_size)
 
     add_plugins(config.plugins)  # user reward modules, imported here and in every scoring worker
-    session = ScoringSession(config.rewards, timeout=t.score_timeout, workers=t.score_workers)  # checks reward names
+    # the session checks the reward names before any model loads
+    session = ScoringSession(config.rewards, timeout=trainer.score_timeout, workers=trainer.score_workers)
     samples = load_train_samples(config)
     run_dir = Path(config.run.output_dir) / str(config.run.id)
     ckpt = ckpt_io.latest_checkpoint(run_dir) if resume else None
     if resume and ckpt is None:
         log.warning("--resume: no complete checkpoint under %s; starting from step 0", run_dir)
     _seed_everything(config.run.seed + info.rank)
-    load_on = info.device if t.parallel == "ddp" else "cpu"  # a model that may be sharded is loaded on the host
-    model, tok = load_policy(config, t, load_on, source=ckpt)
+    load_on = info.device if trainer.parallel == "ddp" else "cpu"  # a model that may be sharded is loaded on the host
+    model, tokenizer = load_policy(config, trainer, load_on, source=ckpt)
     broadcast_parameters(model, info)
-    ref = load_reference(config, t, load_on)
-    model, ref, info = sharding.prepare(model, ref, t, info)
-    optimizer, scheduler = make_optimizer(model, t)
+    reference = load_reference(config, trainer, load_on)
+    model, reference, info = sharding.prepare(model, reference, trainer, info)
+    optimizer, scheduler = make_optimizer(model, trainer)
     stream = PromptStream(samples, config.run.seed, info.rank, info.world_size)
     generator = torch.Generator().manual_seed(config.run.seed * 7919 + info.rank)
     start = 0
@@ -217,11 +318,34 @@ def _setup(config: RunConfig, resume: bool) -> tuple[_Ctx, Path, int]:
         ckpt_io.set_rng_state(mine["rng"], generator)
         start = int(state["step"])
         log.info("resuming %s from step %d", ckpt, start)
-    loss_cfg = LossConfig(t.loss, float(t.epsilon), float(t.epsilon_high), t.cispo_cap, t.beta, t.max_completion_length)
-    bf16 = use_bf16(config, t, info.device)
-    rollout = _make_rollout(t, model, tok, generator, bf16, config.run.seed, info.world_size)
-    ctx = _Ctx(config, t, info, model, tok, ref, optimizer, scheduler, stream, rollout,
-               session, loss_cfg, SamplingConfig(t.max_completion_length, t.temperature, t.top_p), bf16, generator)
+    assert trainer.epsilon is not None and trainer.epsilon_high is not None  # resolved() filled them
+    loss_cfg = LossConfig(
+        loss_type=trainer.loss,
+        epsilon_low=trainer.epsilon,
+        epsilon_high=trainer.epsilon_high,
+        cispo_cap=trainer.cispo_cap,
+        beta=trainer.beta,
+        max_completion_length=trainer.max_completion_length,
+    )
+    bf16 = use_bf16(config, trainer, info.device)
+    rollout = _make_rollout(trainer, model, tokenizer, generator, bf16, config.run.seed, info.world_size)
+    ctx = StepContext(
+        config=config,
+        trainer=trainer,
+        dist=info,
+        model=model,
+        tokenizer=tokenizer,
+        reference=reference,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        stream=stream,
+        rollout=rollout,
+        session=session,
+        loss_cfg=loss_cfg,
+        sampling=SamplingConfig(trainer.max_completion_length, trainer.temperature, trainer.top_p),
+        bf16=bf16,
+        rollout_generator=generator,
+    )
     return ctx, run_dir, start
 
 
@@ -229,37 +353,55 @@ def _load_optimizer(optimizer: torch.optim.Optimizer, state: dict[str, Any], ckp
     if info.parallel == "fsdp":
         from harness.errors import ConfigError
 
-        raise ConfigError(f"{ckpt}: written by a parallel: ddp run (no sharded/ folder); resume it with "
-                          "trainer.parallel: ddp")
+        raise ConfigError(
+            f"{ckpt}: written by a parallel: ddp run (no sharded/ folder); resume it with trainer.parallel: ddp"
+        )
     optimizer.load_state_dict(state["optimizer"])
 
 
-def _save(c: _Ctx, run_dir: Path, step: int, tel: RunTelemetry | None) -> Path | None:
-    states = all_gather_object({"rng": ckpt_io.rng_state(c.rollout_generator), "data": c.stream.state()}, c.info)
-    if c.info.parallel == "fsdp":  # every rank writes its shards
+def _save(ctx: StepContext, run_dir: Path, step: int, telemetry: RunTelemetry | None) -> Path | None:
+    states = all_gather_object({"rng": ckpt_io.rng_state(ctx.rollout_generator), "data": ctx.stream.state()}, ctx.dist)
+    if ctx.dist.parallel == "fsdp":  # every rank writes its shards
         return dcp.save_sharded_checkpoint(
-            run_dir, step, info=c.info, model=c.model, tokenizer=c.tokenizer, optimizer=c.optimizer,
-            scheduler=c.scheduler, rank_states=states, config=c.config,
-            telemetry_ctx=tel.checkpoint_context(step) if tel is not None else {})
+            run_dir,
+            step,
+            info=ctx.dist,
+            model=ctx.model,
+            tokenizer=ctx.tokenizer,
+            optimizer=ctx.optimizer,
+            scheduler=ctx.scheduler,
+            rank_states=states,
+            config=ctx.config,
+            telemetry_ctx=telemetry.checkpoint_context(step) if telemetry is not None else {},
+        )
     path = None
-    if c.info.is_main:
-        ctx = tel.checkpoint_context(step) if tel is not None else {}
-        path = ckpt_io.save_checkpoint(run_dir, step, model=c.model, tokenizer=c.tokenizer, optimizer=c.optimizer,
-                                       scheduler=c.scheduler, rank_states=states, config=c.config, telemetry_ctx=ctx)
-    barrier(c.info)
+    if ctx.dist.is_main:
+        telemetry_ctx = telemetry.checkpoint_context(step) if telemetry is not None else {}
+        path = ckpt_io.save_checkpoint(
+            run_dir,
+            step,
+            model=ctx.model,
+            tokenizer=ctx.tokenizer,
+            optimizer=ctx.optimizer,
+            scheduler=ctx.scheduler,
+            rank_states=states,
+            config=ctx.config,
+            telemetry_ctx=telemetry_ctx,
+        )
+    barrier(ctx.dist)
     return path
 
 
-def _traced_step(c: _Ctx, step: int, tel: RunTelemetry | None) -> dict[str, Any]:
-    """One step inside a ``train.step`` span (rank 0), with a ``reward/<name>`` child span per reward."""
-    if tel is None:
-        return _step(c, step)[0]
-    with tel.train_step(step) as st:
-        m, rewards = _step(c, step)
-        st.set_metrics({k: v for k, v in m.items() if isinstance(v, (int, float)) and v is not None})
-        for spec in c.config.rewards:
-            st.record_reward(spec.name, RewardStats.from_batch(rewards, spec.name, c.t.num_generations))
-    return m
+def train_step(ctx: StepContext, step: int, telemetry: RunTelemetry | None) -> dict[str, Any]:
+    """:func:`grpo_step` inside a ``train.step`` span (rank 0), with a ``reward/<name>`` child span per reward."""
+    if telemetry is None:
+        return grpo_step(ctx, step)[0]
+    with telemetry.train_step(step) as span:
+        metrics, rewards = grpo_step(ctx, step)
+        span.set_metrics({k: v for k, v in metrics.items() if isinstance(v, (int, float)) and v is not None})
+        for spec in ctx.config.rewards:
+            span.record_reward(spec.name, RewardStats.from_batch(rewards, spec.name, ctx.trainer.num_generations))
+    return metrics
 
 
 def train(
@@ -285,48 +427,57 @@ def train(
             from harness.errors import ConfigError
 
             raise ConfigError("run.id: --resume needs the id of the run to continue")
-        config = config.model_copy(update={"run": config.run.model_copy(
-            update={"id": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")})})
-    c, run_dir, start = _setup(config, resume)
-    if c.info.parallel == "fsdp":
-        c.rollout = sharding.GatheredRollout(c.rollout, c.model)  # whole weights while sampling
-    result = TrainResult(run_dir, str(config.run.id), start, model=c.model, tokenizer=c.tokenizer)
-    tel = None
-    if c.info.is_main:
+        config = config.model_copy(
+            update={"run": config.run.model_copy(update={"id": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")})}
+        )
+    ctx, run_dir, start = setup_training(config, resume)
+    if ctx.dist.parallel == "fsdp":
+        ctx.rollout = sharding.GatheredRollout(ctx.rollout, ctx.model)  # whole weights while sampling
+    result = TrainResult(run_dir, str(config.run.id), start, model=ctx.model, tokenizer=ctx.tokenizer)
+    telemetry = None
+    if ctx.dist.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
         dump_config(config, run_dir / "config.yaml")
         if resume:  # the steps after the checkpoint run again: keep their traces once, as metrics.jsonl does
             drop_steps_after(run_dir / TRACES_FILE, start)
-        tel = RunTelemetry.start(run_dir, str(config.run.id), config.telemetry)
-    writer = MetricsWriter(run_dir / "metrics.jsonl", resume_from_step=start if resume else None) if c.info.is_main else None
-    monitors = Monitors(c.t.monitors, [s.name for s in config.rewards])
+        telemetry = RunTelemetry.start(run_dir, str(config.run.id), config.telemetry)
+    writer = (
+        MetricsWriter(run_dir / "metrics.jsonl", resume_from_step=start if resume else None)
+        if ctx.dist.is_main
+        else None
+    )
+    monitors = Monitors(ctx.trainer.monitors, [s.name for s in config.rewards])
     bar = None
-    if progress and c.info.is_main:
+    if progress and ctx.dist.is_main:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=c.t.max_steps, initial=start, desc="train", unit="step")
+        bar = tqdm(total=ctx.trainer.max_steps, initial=start, desc="train", unit="step")
     try:
-        for step in range(start + 1, c.t.max_steps + 1):
-            m = _traced_step(c, step, tel)
-            result.warnings += monitors.update(step, m)
+        for step in range(start + 1, ctx.trainer.max_steps + 1):
+            metrics = train_step(ctx, step, telemetry)
+            result.warnings += monitors.update(step, metrics)
             if writer is not None:
-                writer.write(m)
-            result.metrics.append(m)
+                writer.write(metrics)
+            result.metrics.append(metrics)
             result.steps = step
-            if (c.t.save_steps and step % c.t.save_steps == 0) or step == c.t.max_steps:
-                result.last_checkpoint = _save(c, run_dir, step, tel) or result.last_checkpoint
+            if (ctx.trainer.save_steps and step % ctx.trainer.save_steps == 0) or step == ctx.trainer.max_steps:
+                result.last_checkpoint = _save(ctx, run_dir, step, telemetry) or result.last_checkpoint
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(reward=_fmt(m["reward/total/mean"]), kl=_fmt(m["kl"]),
-                                len=_fmt(m["completions/mean_length"]), s=_fmt(m["timing/step_s"]))
+                bar.set_postfix(
+                    reward=_fmt(metrics["reward/total/mean"]),
+                    kl=_fmt(metrics["kl"]),
+                    len=_fmt(metrics["completions/mean_length"]),
+                    s=_fmt(metrics["timing/step_s"]),
+                )
             if on_step is not None:
-                on_step(step, m)
+                on_step(step, metrics)
     finally:
         if bar is not None:
             bar.close()
-        c.session.close()
-        if tel is not None:
-            tel.shutdown()
+        ctx.session.close()
+        if telemetry is not None:
+            telemetry.shutdown()
     return result
 
 

@@ -28,7 +28,7 @@ KL: the k3 estimator exp(ref - logp) - (ref - logp) - 1 per token, added as ``be
 (to the sequence loss for gspo). The normalizers are passed in (``num_sequences``, ``num_tokens``) so that a
 step split into micro-batches, or over ranks whose gradients are summed, gives the full-batch loss exactly.
 
-This module does not compute log-probs from a model; see trainer.logprobs.
+This module does not compute log-probs from a model; :mod:`trainer.logprobs` does.
 """
 
 from __future__ import annotations
@@ -38,8 +38,16 @@ from typing import Literal
 
 import torch
 
-__all__ = ["LossConfig", "LossOutput", "policy_loss", "kl_k3", "entropy_from_logits", "masked_mean", "tis_weights",
-           "TISStats"]
+__all__ = [
+    "LossConfig",
+    "LossOutput",
+    "policy_loss",
+    "kl_k3",
+    "entropy_from_logits",
+    "masked_mean",
+    "tis_weights",
+    "TISStats",
+]
 
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "gspo", "cispo"]
 
@@ -118,8 +126,9 @@ class TISStats:
     capped_frac: float
 
 
-def tis_weights(old_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor, cap: float, *,
-                sequence: bool = False) -> tuple[torch.Tensor, TISStats]:
+def tis_weights(
+    old_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor, cap: float, *, sequence: bool = False
+) -> tuple[torch.Tensor, TISStats]:
     """Truncated importance-sampling weights ``min(exp(old - sampler), cap)``, without gradient.
 
     Args:
@@ -140,12 +149,17 @@ def tis_weights(old_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.
     else:
         ratio = torch.exp(d)
         r = ratio[mask.bool()]
-    stats = TISStats(float(r.mean()) if r.numel() else 1.0, float(r.max()) if r.numel() else 1.0,
-                     float((r > cap).float().mean()) if r.numel() else 0.0)
+    stats = TISStats(
+        float(r.mean()) if r.numel() else 1.0,
+        float(r.max()) if r.numel() else 1.0,
+        float((r > cap).float().mean()) if r.numel() else 0.0,
+    )
     return torch.clamp(ratio, max=cap), stats
 
 
-def _clip_stats(ratio: torch.Tensor, adv: torch.Tensor, lo: float, hi: float, mask: torch.Tensor) -> tuple[float, float]:
+def _clip_stats(
+    ratio: torch.Tensor, adv: torch.Tensor, lo: float, hi: float, mask: torch.Tensor
+) -> tuple[float, float]:
     low = ((ratio < 1.0 - lo) & (adv < 0)).to(ratio.dtype)
     high = ((ratio > 1.0 + hi) & (adv > 0)).to(ratio.dtype)
     return float(masked_mean(low, mask)), float(masked_mean(high, mask))

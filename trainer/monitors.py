@@ -1,4 +1,4 @@
-""""Is my run working?": per-step metrics checks that warn loudly, and the metrics JSONL writer.
+""" "Is my run working?": per-step metrics checks that warn loudly, and the metrics JSONL writer.
 
 :class:`Monitors` looks at each step's flat metrics dict and returns (and logs) warnings for:
 
@@ -20,8 +20,9 @@ import json
 import logging
 import math
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from harness.cfg.trainer import MonitorSection
 
@@ -67,25 +68,47 @@ class Monitors:
         zv = m.get("frac_reward_zero_std")
         self._zero_run = self._zero_run + 1 if zv is not None and zv >= c.zero_variance_frac else 0
         if self._zero_run >= c.window:
-            self._warn("variance", step, f"variance collapse: {zv:.0%} of groups have zero reward variance for "
-                       f"{self._zero_run} steps; rewards no longer separate completions (harder prompts, higher "
-                       "temperature or dynamic_sampling may help)", out)
+            self._warn(
+                "variance",
+                step,
+                f"variance collapse: {zv:.0%} of groups have zero reward variance for "
+                f"{self._zero_run} steps; rewards no longer separate completions (harder prompts, higher "
+                "temperature or dynamic_sampling may help)",
+                out,
+            )
         if m.get("reward/total/scored_frac", 1.0) == 0.0:
-            self._warn("unscored_all", step, "every sample of this batch is unscored: no gradient this step; "
-                       "check the reward warnings above", out)
+            self._warn(
+                "unscored_all",
+                step,
+                "every sample of this batch is unscored: no gradient this step; check the reward warnings above",
+                out,
+            )
         for name in self.reward_names:
             frac = m.get(f"reward/{name}/unscored_frac")
             if frac is not None and frac > c.unscored_frac:
-                self._warn(f"unscored/{name}", step, f"reward {name!r} left {frac:.0%} of samples unscored "
-                           f"({m.get(f'reward/{name}/statuses', '')}); they are excluded from their groups", out)
+                self._warn(
+                    f"unscored/{name}",
+                    step,
+                    f"reward {name!r} left {frac:.0%} of samples unscored "
+                    f"({m.get(f'reward/{name}/statuses', '')}); they are excluded from their groups",
+                    out,
+                )
         kl = m.get("kl")
         if kl is not None and kl > c.kl_max:
-            self._warn("kl", step, f"KL to the reference is {kl:.3g} > {c.kl_max:g}: the policy is drifting fast "
-                       "(lower lr or raise beta)", out)
+            self._warn(
+                "kl",
+                step,
+                f"KL to the reference is {kl:.3g} > {c.kl_max:g}: the policy is drifting fast (lower lr or raise beta)",
+                out,
+            )
         tr = m.get("completions/clipped_ratio")
         if tr is not None and tr > c.truncated_frac:
-            self._warn("truncated", step, f"{tr:.0%} of completions hit max_completion_length; raise it or "
-                       "set mask_truncated", out)
+            self._warn(
+                "truncated",
+                step,
+                f"{tr:.0%} of completions hit max_completion_length; raise it or set mask_truncated",
+                out,
+            )
         self._check_length_bias(step, m, out)
         return out
 
@@ -100,8 +123,13 @@ class Monitors:
         l1, l2 = _half_means(list(self._lengths))
         r1, r2 = _half_means(list(self._rewards))
         if l2 > 1.2 * max(l1, 1.0) and abs(r2 - r1) <= 0.05 * max(abs(r1), abs(r2), 1e-3):
-            self._warn("length_bias", step, f"length bias: mean completion length {l1:.0f} -> {l2:.0f} tokens over "
-                       f"{self.cfg.window} steps while the reward stayed at {r2:.3g}", out)
+            self._warn(
+                "length_bias",
+                step,
+                f"length bias: mean completion length {l1:.0f} -> {l2:.0f} tokens over "
+                f"{self.cfg.window} steps while the reward stayed at {r2:.3g}",
+                out,
+            )
 
 
 class MetricsWriter:

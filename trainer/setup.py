@@ -24,8 +24,18 @@ from harness.config import RunConfig
 from harness.errors import ConfigError, DataError
 from harness.types import Sample
 
-__all__ = ["validate", "load_train_samples", "load_policy", "load_reference", "make_optimizer", "PromptStream",
-           "weight_dtype", "use_bf16", "disable_dropout", "enable_checkpointing"]
+__all__ = [
+    "validate",
+    "load_train_samples",
+    "load_policy",
+    "load_reference",
+    "make_optimizer",
+    "PromptStream",
+    "weight_dtype",
+    "use_bf16",
+    "disable_dropout",
+    "enable_checkpointing",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +62,16 @@ def validate(config: RunConfig, t: TrainerSection, world_size: int) -> None:
             f"(prompts_per_step / processes * num_generations); pick a divisor of {per_rank}"
         )
     if t.loss == "dr_grpo" and t.scale_rewards not in (None, "none"):
-        log.warning("loss dr_grpo with scale_rewards=%r is not Dr. GRPO (the paper removes the std scaling)", t.scale_rewards)
+        log.warning(
+            "loss dr_grpo with scale_rewards=%r is not Dr. GRPO (the paper removes the std scaling)", t.scale_rewards
+        )
     weight_dtype(config.model.dtype)  # refuses float16 before any model loads
     if t.backend == "vllm" and not torch.cuda.is_available():
         raise ConfigError("trainer.backend=vllm needs a CUDA GPU; use backend: hf on this machine")
     if t.epsilon_high is not None and t.epsilon is not None and t.epsilon_high < t.epsilon and t.loss == "dapo":
-        raise ConfigError(f"trainer.epsilon_high={t.epsilon_high} < epsilon={t.epsilon}: DAPO's clip-higher needs high >= low")
+        raise ConfigError(
+            f"trainer.epsilon_high={t.epsilon_high} < epsilon={t.epsilon}: DAPO's clip-higher needs high >= low"
+        )
 
 
 def check_lengths(t: TrainerSection, max_positions: int | None) -> None:
@@ -96,8 +110,10 @@ def weight_dtype(name: str) -> torch.dtype:
     ``float16`` is refused: it would need loss scaling, which this trainer does not do.
     """
     if name == "float16":
-        raise ConfigError("model.dtype: float16 cannot be trained here (no loss scaling); use bfloat16 (float32 "
-                          "master weights with bf16 autocast) or float32")
+        raise ConfigError(
+            "model.dtype: float16 cannot be trained here (no loss scaling); use bfloat16 (float32 "
+            "master weights with bf16 autocast) or float32"
+        )
     return torch.float32
 
 
@@ -162,7 +178,7 @@ def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Pa
         tok = AutoTokenizer.from_pretrained(m.tokenizer or name if source is None else name, **kw)
         model = AutoModelForCausalLM.from_pretrained(name, dtype=weight_dtype(m.dtype), **kw)
         if "gguf_file" in kw:
-            _detach_gguf_quantizer(model, m.gguf_file)
+            _detach_gguf_quantizer(model, kw["gguf_file"])
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     check_lengths(t, getattr(model.config, "max_position_embeddings", None))
@@ -201,8 +217,13 @@ def _apply_lora(model: Any, t: TrainerSection) -> Any:
     except ImportError:
         raise ConfigError("trainer.lora is set but peft is not installed (pip install peft)") from None
     assert t.lora is not None
-    cfg = LoraConfig(r=t.lora.r, lora_alpha=t.lora.alpha, lora_dropout=t.lora.dropout,
-                     target_modules=t.lora.target_modules, task_type="CAUSAL_LM")
+    cfg = LoraConfig(
+        r=t.lora.r,
+        lora_alpha=t.lora.alpha,
+        lora_dropout=t.lora.dropout,
+        target_modules=t.lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, cfg)
 
 
@@ -255,11 +276,11 @@ class PromptStream:
     def _permutation(self) -> list[int]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
         perm = torch.randperm(len(self.samples), generator=g).tolist()
-        return perm[self.rank:: self.world]
+        return perm[self.rank :: self.world]
 
     def take(self, n: int) -> list[Sample]:
         """The next ``n`` prompts of this rank."""
-        out = []
+        out: list[Sample] = []
         while len(out) < n:
             if self.cursor >= len(self._order):
                 self.epoch, self.cursor = self.epoch + 1, 0

@@ -52,7 +52,11 @@ def char_tokenizer(vocab_size: int | None = None) -> Any:
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", clean_up_tokenization_spaces=False
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        clean_up_tokenization_spaces=False,
     )
 
 
@@ -62,9 +66,17 @@ def tiny_model(vocab_size: int, *, hidden: int = 64, layers: int = 2, heads: int
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     cfg = Qwen2Config(
-        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=512, tie_word_embeddings=True,
-        pad_token_id=0, eos_token_id=1, bos_token_id=None,
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=None,
     )
     state = torch.random.get_rng_state()
     torch.manual_seed(seed)
@@ -80,6 +92,5 @@ def toy_samples(n: int, *, seed: int = 0, prompt_len: int = 4) -> list[Sample]:
     rng = random.Random(seed)
     letters = "bcdefghijklmnopqrstuvwxyz"
     return [
-        Sample(id=f"toy-{i}", prompt="".join(rng.choice(letters) for _ in range(prompt_len)) + ":")
-        for i in range(n)
+        Sample(id=f"toy-{i}", prompt="".join(rng.choice(letters) for _ in range(prompt_len)) + ":") for i in range(n)
     ]

@@ -1,29 +1,30 @@
 """One optimizer update of the policy on a scored generation batch: log-probs, loss, backward, step.
 
-:func:`completion_logprobs` runs the model over prompt + completion and returns the log-probability of each
-sampled completion token (at the sampling temperature), through the chunked head of :mod:`trainer.logprobs`, so
-no ``[batch, seq, vocab]`` float32 tensor is built. :func:`policy_update` splits the batch into micro-batches
-(gradient accumulation) by a row count and/or a token budget (:func:`micro_batches`), takes ``mu`` optimizer
-steps over it, sums gradients over ranks and clips them. To hide reward time, the first micro-batch's forward
-pass runs *before* it waits for the scores. Dropout is off in the policy (see :func:`trainer.setup.load_policy`),
-so old, new and reference log-probs compare one deterministic policy; with gradient checkpointing the policy is
-in train mode, which then computes the same function. With ``bf16`` the forward runs under bfloat16 autocast
-over float32 weights.
+:func:`completion_logprobs` runs the model over prompt + completion and returns the log-probability of each sampled
+completion token (at the sampling temperature), through the chunked head of :mod:`trainer.logprobs`, so no
+``[batch, seq, vocab]`` float32 tensor is built. :func:`policy_update` splits the batch into micro-batches (gradient
+accumulation) by a row count and/or a token budget (:func:`micro_batches`), takes ``mu`` optimizer steps over it,
+sums gradients over ranks and clips them. It is two calls, so that the loop can hide reward time:
+:func:`first_forward` (old and reference log-probs, the first micro-batch's forward pass) needs no reward and runs
+while the scores are computed; :func:`apply_update` takes the advantages and steps. Dropout is off in the policy
+(see :func:`trainer.setup.load_policy`), so old, new and reference log-probs compare one deterministic policy; with
+gradient checkpointing the policy is in train mode, which then computes the same function. With ``bf16`` the forward
+runs under bfloat16 autocast over float32 weights.
 
 When the batch carries the sampler's log-probs (vLLM) and ``is_cap`` is set, each token's loss is weighted by
 ``min(pi_old / pi_sampler, is_cap)`` (:func:`trainer.losses.tis_weights`), where pi_old is the trainer's own
 log-prob at the weights that sampled the batch (the first pass's, detached, so no extra forward pass is needed
 when ``mu == 1``).
 
-This module does not sample or score; the loop hands it a batch and a function that yields the advantages.
+This module does not sample, score or compute advantages; the loop hands it a batch and the advantages.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -33,7 +34,15 @@ from trainer.losses import LossConfig, LossOutput, TISStats, policy_loss, tis_we
 from trainer.rollout.base import RolloutBatch
 from trainer.rollout.hf import position_ids_from_mask
 
-__all__ = ["UpdateInputs", "completion_logprobs", "micro_batches", "policy_update"]
+__all__ = [
+    "UpdateInputs",
+    "FirstPass",
+    "completion_logprobs",
+    "micro_batches",
+    "first_forward",
+    "apply_update",
+    "policy_update",
+]
 
 
 @dataclass
@@ -44,8 +53,9 @@ class UpdateInputs:
     loss_mask: torch.Tensor  # (B, T)
 
 
-def micro_batches(prompt_mask: torch.Tensor, completion_mask: torch.Tensor, size: int | None = None,
-                  tokens: int | None = None) -> list[slice]:
+def micro_batches(
+    prompt_mask: torch.Tensor, completion_mask: torch.Tensor, size: int | None = None, tokens: int | None = None
+) -> list[slice]:
     """Consecutive row slices covering the batch, each of at most ``size`` rows and at most ``tokens`` padded
     tokens (rows x (longest prompt + longest completion) of the slice, the shape its forward pass has).
 
@@ -95,8 +105,16 @@ def completion_logprobs(
     else:
         attn = torch.cat([prompt_mask, torch.ones_like(completion_ids)], dim=1).to(device)
         pos = position_ids_from_mask(attn)
-    return sequence_logprobs(model, ids, attn, pos, completion_ids.to(device), temperature=temperature, chunk=chunk,
-                             with_entropy=with_entropy)
+    return sequence_logprobs(
+        model,
+        ids,
+        attn,
+        pos,
+        completion_ids.to(device),
+        temperature=temperature,
+        chunk=chunk,
+        with_entropy=with_entropy,
+    )
 
 
 def autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextManager:
@@ -106,12 +124,132 @@ def autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextMana
     return contextlib.nullcontext()
 
 
+@dataclass
+class FirstPass:
+    """The forward passes an update runs before it needs the advantages (see :func:`first_forward`).
+
+    Attributes:
+        model: the policy.
+        batch: the generation batch.
+        slices: its micro-batches (row slices).
+        trimmed: per micro-batch, (prompt ids, prompt mask, completion ids, completion length) without padding.
+        forward: ``forward(model, k, with_entropy)``: (B, T) log-probs (and entropies) of micro-batch ``k``.
+        mu: optimizer steps the update will take on the batch.
+        old_logp: per micro-batch, the log-probs before the first step (no grad; only when ``mu > 1``).
+        ref_logp: per micro-batch, the reference model's log-probs (no grad; only with a reference model).
+        first: micro-batch 0's log-probs and entropies with grad, the first pass of the first step.
+    """
+
+    model: Any
+    batch: RolloutBatch
+    slices: list[slice]
+    trimmed: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]
+    forward: Callable[[Any, int, bool], tuple[torch.Tensor, torch.Tensor | None]]
+    mu: int
+    old_logp: list[torch.Tensor] | None
+    ref_logp: list[torch.Tensor] | None
+    first: tuple[torch.Tensor, torch.Tensor | None]
+
+
+def first_forward(
+    model: Any,
+    batch: RolloutBatch,
+    *,
+    temperature: float,
+    mu: int = 1,
+    micro_batch_size: int | None = None,
+    micro_batch_tokens: int | None = None,
+    ref_model: Any | None = None,
+    bf16: bool = False,
+    logprob_chunk: int | None = None,
+) -> FirstPass:
+    """The part of an update that needs no reward: old and reference log-probs and the first micro-batch's
+    forward pass with grad. The loop runs it while the scoring workers are still judging ``batch``."""
+    device = next(model.parameters()).device
+    slices = micro_batches(batch.prompt_mask, batch.completion_mask, micro_batch_size, micro_batch_tokens)
+    trimmed = [_trim(batch, s) for s in slices]
+
+    def forward(m: Any, k: int, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        with autocast(device, bf16):
+            return completion_logprobs(m, *trimmed[k][:3], temperature, with_entropy=with_entropy, chunk=logprob_chunk)
+
+    with torch.no_grad():
+        old_logp = [forward(model, k)[0] for k in range(len(slices))] if mu > 1 else None
+        ref_logp = [forward(ref_model, k)[0] for k in range(len(slices))] if ref_model is not None else None
+    first = forward(model, 0, True)
+    return FirstPass(model, batch, slices, trimmed, forward, mu, old_logp, ref_logp, first)
+
+
+def apply_update(
+    passes: FirstPass,
+    inputs: UpdateInputs,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    loss_cfg: LossConfig,
+    *,
+    max_grad_norm: float | None = None,
+    dist: DistInfo = DistInfo(),
+    is_cap: float | None = None,
+) -> dict[str, float]:
+    """Take ``passes.mu`` optimizer steps on the batch of ``passes`` with the advantages and mask of ``inputs``;
+    returns loss, clip fractions, KL, entropy, grad norm, lr (and ``is_ratio/*`` when the off-policy correction
+    ran)."""
+    model, batch, slices, trimmed = passes.model, passes.batch, passes.slices, passes.trimmed
+    device = next(model.parameters()).device
+    n_seq, n_tok = all_reduce_sum([float(len(batch)), float(inputs.loss_mask.sum())], dist)
+    stats: dict[str, float] = {
+        "loss": 0.0,
+        "clip_ratio/low_mean": 0.0,
+        "clip_ratio/high_mean": 0.0,
+        "kl": 0.0,
+        "entropy": 0.0,
+        "grad_norm": 0.0,
+    }
+    sampler_logp = batch.sampler_logp if is_cap is not None else None
+    weights: list[torch.Tensor | None] = [None] * len(slices)
+    is_stats: list[tuple[TISStats, float]] = []
+    entropy_tokens = 0.0
+    for it in range(passes.mu):
+        optimizer.zero_grad(set_to_none=True)
+        for k, rows in enumerate(slices):
+            logp, ent = passes.first if it == 0 and k == 0 else passes.forward(model, k, it == 0)
+            t_len = trimmed[k][3]
+            mask = inputs.loss_mask[rows, :t_len].to(device)
+            old_k = passes.old_logp[k] if passes.old_logp is not None else logp.detach()
+            if sampler_logp is not None and is_cap is not None and it == 0:
+                weights[k], st = tis_weights(
+                    old_k, sampler_logp[rows, :t_len].to(device), mask, is_cap, sequence=loss_cfg.loss_type == "gspo"
+                )
+                is_stats.append((st, float(mask.sum())))
+            out = policy_loss(
+                logp,
+                old_k,
+                inputs.advantages[rows].to(device),
+                mask,
+                loss_cfg,
+                ref_logp=passes.ref_logp[k] if passes.ref_logp is not None else None,
+                num_sequences=int(n_seq),
+                num_tokens=int(n_tok),
+                is_weight=weights[k],
+            )
+            out.loss.backward()
+            if it == 0:
+                entropy_tokens += _accumulate(stats, out, ent, batch.completion_mask[rows, :t_len].to(device), n_tok)
+        stats["grad_norm"] = _optimizer_step(model, optimizer, scheduler, dist, max_grad_norm)
+    stats["entropy"] /= max(entropy_tokens, 1.0)
+    if is_stats:
+        stats.update(_is_metrics(is_stats))
+    stats["lr"] = float(scheduler.get_last_lr()[0])
+    stats["micro_batches"] = float(len(slices))
+    return stats
+
+
 def policy_update(
     model: Any,
     optimizer: torch.optim.Optimizer,
     scheduler: Any,
     batch: RolloutBatch,
-    get_inputs: Callable[[], UpdateInputs],
+    inputs: UpdateInputs,
     loss_cfg: LossConfig,
     *,
     temperature: float,
@@ -125,72 +263,36 @@ def policy_update(
     is_cap: float | None = None,
     logprob_chunk: int | None = None,
 ) -> dict[str, float]:
-    """Take ``mu`` optimizer steps on ``batch``; returns loss, clip fractions, KL, entropy, grad norm, timings
-    (and ``is_ratio/*`` when the off-policy correction ran).
-
-    ``get_inputs`` is called once, after the first forward pass, and may block on scoring.
-    """
-    device = next(model.parameters()).device
-    slices = micro_batches(batch.prompt_mask, batch.completion_mask, micro_batch_size, micro_batch_tokens)
-    trimmed = [_trim(batch, s) for s in slices]
-
-    def fwd(m: Any, k: int, ent: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        with autocast(device, bf16):
-            return completion_logprobs(m, *trimmed[k][:3], temperature, with_entropy=ent, chunk=logprob_chunk)
-
-    with torch.no_grad():
-        old = [fwd(model, k)[0] for k in range(len(slices))] if mu > 1 else None
-        ref = [fwd(ref_model, k)[0] for k in range(len(slices))] if ref_model is not None else None
-    first = fwd(model, 0, True)
-    t0 = time.perf_counter()
-    inputs = get_inputs()
-    wait_s = time.perf_counter() - t0
-    n_seq, n_tok = all_reduce_sum([float(len(batch)), float(inputs.loss_mask.sum())], dist)
-    stats: dict[str, float] = {"loss": 0.0, "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0, "kl": 0.0,
-                               "entropy": 0.0, "grad_norm": 0.0}
-    sampler_logp = batch.sampler_logp if is_cap is not None else None
-    weights: list[torch.Tensor | None] = [None] * len(slices)
-    is_stats: list[tuple[TISStats, float]] = []
-    ent_n = 0.0
-    for it in range(mu):
-        optimizer.zero_grad(set_to_none=True)
-        for k, s in enumerate(slices):
-            logp, ent = first if it == 0 and k == 0 else fwd(model, k, it == 0)
-            t_len = trimmed[k][3]
-            mask = inputs.loss_mask[s, :t_len].to(device)
-            old_k = old[k] if old is not None else logp.detach()
-            if sampler_logp is not None and is_cap is not None and it == 0:
-                weights[k], st = tis_weights(old_k, sampler_logp[s, :t_len].to(device), mask, is_cap,
-                                             sequence=loss_cfg.loss_type == "gspo")
-                is_stats.append((st, float(mask.sum())))
-            out = policy_loss(
-                logp, old_k, inputs.advantages[s].to(device), mask, loss_cfg,
-                ref_logp=ref[k] if ref is not None else None, num_sequences=int(n_seq), num_tokens=int(n_tok),
-                is_weight=weights[k],
-            )
-            out.loss.backward()
-            if it == 0:
-                ent_n += _accumulate(stats, out, ent, batch.completion_mask[s, :t_len].to(device), n_tok)
-        stats["grad_norm"] = _optimizer_step(model, optimizer, scheduler, dist, max_grad_norm)
-    stats["entropy"] /= max(ent_n, 1.0)
-    if is_stats:
-        stats.update(_is_metrics(is_stats))
-    stats["timing/score_wait_s"] = wait_s
-    stats["lr"] = float(scheduler.get_last_lr()[0])
-    stats["micro_batches"] = float(len(slices))
-    return stats
+    """:func:`first_forward` then :func:`apply_update`, for a batch whose advantages are already known."""
+    passes = first_forward(
+        model,
+        batch,
+        temperature=temperature,
+        mu=mu,
+        micro_batch_size=micro_batch_size,
+        micro_batch_tokens=micro_batch_tokens,
+        ref_model=ref_model,
+        bf16=bf16,
+        logprob_chunk=logprob_chunk,
+    )
+    return apply_update(
+        passes, inputs, optimizer, scheduler, loss_cfg, max_grad_norm=max_grad_norm, dist=dist, is_cap=is_cap
+    )
 
 
 def _is_metrics(parts: list[tuple[TISStats, float]]) -> dict[str, float]:
     """Token-weighted mean, max and capped fraction of the importance ratios over the micro-batches."""
     w = sum(n for _, n in parts) or 1.0
-    return {"is_ratio/mean": sum(st.mean * n for st, n in parts) / w,
-            "is_ratio/max": max(st.max for st, _ in parts),
-            "is_ratio/capped_frac": sum(st.capped_frac * n for st, n in parts) / w}
+    return {
+        "is_ratio/mean": sum(st.mean * n for st, n in parts) / w,
+        "is_ratio/max": max(st.max for st, _ in parts),
+        "is_ratio/capped_frac": sum(st.capped_frac * n for st, n in parts) / w,
+    }
 
 
-def _accumulate(stats: dict[str, float], out: LossOutput, ent: torch.Tensor | None, cmask: torch.Tensor,
-                n_tok: float) -> float:
+def _accumulate(
+    stats: dict[str, float], out: LossOutput, ent: torch.Tensor | None, cmask: torch.Tensor, n_tok: float
+) -> float:
     """Add one micro-batch's statistics (token-weighted); returns the tokens its entropy covered."""
     w = out.tokens / max(n_tok, 1.0)
     stats["loss"] += float(out.loss.detach())
@@ -204,8 +306,9 @@ def _accumulate(stats: dict[str, float], out: LossOutput, ent: torch.Tensor | No
     return float(cm.sum())
 
 
-def _optimizer_step(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, dist: DistInfo,
-                    max_grad_norm: float | None) -> float:
+def _optimizer_step(
+    model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, dist: DistInfo, max_grad_norm: float | None
+) -> float:
     """Sum gradients over ranks, clip, step; returns the gradient norm before clipping (0 when not clipped)."""
     params = [p for p in model.parameters() if p.requires_grad]
     sync_gradients(params, dist)

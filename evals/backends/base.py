@@ -10,8 +10,9 @@ This module holds data types and the protocol only; it imports no model library.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = ["SamplingParams", "PromptRequest", "Generation", "Backend", "FinishReason", "prompt_seed"]
 
@@ -75,5 +76,5 @@ def prompt_seed(run_seed: int, prompt_id: str) -> int:
     >>> prompt_seed(0, "a") == prompt_seed(0, "a") != prompt_seed(1, "a")
     True
     """
-    h = hashlib.sha256(f"{run_seed}\x1f{prompt_id}".encode("utf-8")).digest()
+    h = hashlib.sha256(f"{run_seed}\x1f{prompt_id}".encode()).digest()
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF

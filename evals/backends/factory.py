@@ -31,19 +31,38 @@ def make_backend(
     if name == "hf":
         from evals.backends.hf import HFBackend
 
-        return HFBackend(model_path, tokenizer_path=tokenizer_path, device=settings.device, batch_size=settings.batch_size,
-                         chat_template=chat_template, system_prompt=system_prompt, gguf_file=gguf_file)
+        return HFBackend(
+            model_path,
+            tokenizer_path=tokenizer_path,
+            device=settings.device,
+            batch_size=settings.batch_size,
+            chat_template=chat_template,
+            system_prompt=system_prompt,
+            gguf_file=gguf_file,
+        )
     if name == "vllm":
         from evals.backends.vllm import VLLMBackend
 
-        return VLLMBackend(settings.model or str(model_path), seed=settings.seed, chat_template=chat_template,
-                           system_prompt=system_prompt, gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
-                           kv_cache_bytes=settings.vllm_kv_cache_bytes, enforce_eager=settings.vllm_enforce_eager)
+        return VLLMBackend(
+            settings.model or str(model_path),
+            seed=settings.seed,
+            chat_template=chat_template,
+            system_prompt=system_prompt,
+            gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
+            kv_cache_bytes=settings.vllm_kv_cache_bytes,
+            enforce_eager=settings.vllm_enforce_eager,
+        )
     if name == "openai":
         from evals.backends.openai import OpenAIBackend
 
-        return OpenAIBackend(settings.base_url or "", model=settings.model, api_key_env=settings.api_key_env,
-                             concurrency=settings.concurrency, timeout=settings.request_timeout,
-                             max_retries=settings.max_retries, chat_template=chat_template,
-                             system_prompt=system_prompt)
+        return OpenAIBackend(
+            settings.base_url or "",
+            model=settings.model,
+            api_key_env=settings.api_key_env,
+            concurrency=settings.concurrency,
+            timeout=settings.request_timeout,
+            max_retries=settings.max_retries,
+            chat_template=chat_template,
+            system_prompt=system_prompt,
+        )
     raise BackendError(f"unknown backend {name!r}; expected hf, vllm or openai")

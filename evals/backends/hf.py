@@ -13,10 +13,11 @@ strings other than the tokenizer's end-of-sequence tokens.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from evals.backends.base import Generation, PromptRequest, SamplingParams
+from evals.backends.base import FinishReason, Generation, PromptRequest, SamplingParams
 from evals.errors import BackendError
 from harness.data import render_prompt
 
@@ -70,7 +71,7 @@ class HFBackend:
             self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch_dtype, **kw)
         except (OSError, ValueError) as e:
             raise BackendError(f"hf backend: cannot load model/tokenizer from {self.model_path}: {e}") from None
-        self.model.to(device).eval()
+        self.model.to(device).eval()  # type: ignore[arg-type]  # transformers' typed .to() wrapper drops `self`
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -87,8 +88,9 @@ class HFBackend:
 
     def render(self, request: PromptRequest) -> str:
         """The prompt text given to the model (chat template applied when enabled and available)."""
-        return render_prompt(request.prompt, self.tokenizer, chat_template=self.chat_template,
-                             system_prompt=self.system_prompt)
+        return render_prompt(
+            request.prompt, self.tokenizer, chat_template=self.chat_template, system_prompt=self.system_prompt
+        )
 
     def generate(self, requests: Sequence[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:
         """``k`` completions per request, ``batch_size`` requests per generate call."""
@@ -104,8 +106,12 @@ class HFBackend:
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         sample = params.temperature > 0
         per_prompt = k if sample else 1  # greedy: one decode per prompt, repeated k times
-        gen_kw: dict[str, Any] = {"do_sample": sample, "max_new_tokens": params.max_new_tokens,
-                                  "num_return_sequences": per_prompt, "pad_token_id": self.tokenizer.pad_token_id}
+        gen_kw: dict[str, Any] = {
+            "do_sample": sample,
+            "max_new_tokens": params.max_new_tokens,
+            "num_return_sequences": per_prompt,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
         if sample:
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         else:
@@ -123,11 +129,15 @@ class HFBackend:
         pad = self.tokenizer.pad_token_id
         for n, tok in enumerate(row):
             if tok in self._eos:
-                return Generation(self.tokenizer.decode(row[:n], skip_special_tokens=True), "stop", n + 1)
+                return Generation(self._decode(row[:n]), "stop", n + 1)
         while row and row[-1] == pad and pad not in self._eos:
             row = row[:-1]
-        reason = "length" if len(row) >= limit else "stop"
-        return Generation(self.tokenizer.decode(row, skip_special_tokens=True), reason, len(row))
+        reason: FinishReason = "length" if len(row) >= limit else "stop"
+        return Generation(self._decode(row), reason, len(row))
+
+    def _decode(self, ids: list[int]) -> str:
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return text if isinstance(text, str) else "".join(text)  # one sequence of ids decodes to one string
 
     def describe(self) -> dict[str, Any]:
         """Model path, device, dtype, batch size and chat settings."""
@@ -143,4 +153,4 @@ class HFBackend:
 
     def close(self) -> None:
         """Drop the model (frees GPU memory when there is one)."""
-        self.model = None  # type: ignore[assignment]
+        self.model = None  # type: ignore[assignment]  # dropped to free memory; nothing uses it after close()

@@ -22,7 +22,8 @@ import os
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from evals.backends.base import Generation, PromptRequest, SamplingParams
 from evals.errors import BackendError

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evals.backends.base import Generation, PromptRequest, SamplingParams
 from evals.errors import BackendError
@@ -36,8 +37,9 @@ __all__ = ["VLLMBackend", "memory_settings"]
 log = logging.getLogger(__name__)
 
 
-def memory_settings(free: int | None, total: int | None, utilization: float | None,
-                    kv_cache_bytes: int | None) -> dict[str, Any]:
+def memory_settings(
+    free: int | None, total: int | None, utilization: float | None, kv_cache_bytes: int | None
+) -> dict[str, Any]:
     """The engine's memory arguments: ``gpu_memory_utilization`` (given, else 90% of ``free`` over ``total``; left
     to vLLM when the memory is unknown) and ``kv_cache_memory_bytes`` when given.
 
@@ -108,8 +110,13 @@ class VLLMBackend:
         self.chat_template = chat_template
         self.system_prompt = system_prompt
         self.checkpoints_loaded = 1
-        kw = {"model": self.model_path, "dtype": dtype, "seed": seed,
-              **memory_settings(*_gpu_memory(), gpu_memory_utilization, kv_cache_bytes), **(engine_kwargs or {})}
+        kw = {
+            "model": self.model_path,
+            "dtype": dtype,
+            "seed": seed,
+            **memory_settings(*_gpu_memory(), gpu_memory_utilization, kv_cache_bytes),
+            **(engine_kwargs or {}),
+        }
         if enforce_eager:
             kw["enforce_eager"] = True
         self.engine_args = kw
@@ -129,16 +136,18 @@ class VLLMBackend:
         self.checkpoints_loaded += 1
 
     def _prompt_ids(self, request: PromptRequest) -> list[int]:
-        text = render_prompt(request.prompt, self.tokenizer, chat_template=self.chat_template,
-                             system_prompt=self.system_prompt)
+        text = render_prompt(
+            request.prompt, self.tokenizer, chat_template=self.chat_template, system_prompt=self.system_prompt
+        )
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def generate(self, requests: Sequence[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:
         """``k`` completions per request in one ``LLM.generate`` call."""
         prompts = [{"prompt_token_ids": self._prompt_ids(r)} for r in requests]
         sps = [
-            self._vllm.SamplingParams(n=k, temperature=params.temperature, top_p=params.top_p,
-                                      max_tokens=params.max_new_tokens, seed=r.seed)
+            self._vllm.SamplingParams(
+                n=k, temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_new_tokens, seed=r.seed
+            )
             for r in requests
         ]
         outputs = self.llm.generate(prompts, sps, use_tqdm=False)

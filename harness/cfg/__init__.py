@@ -4,9 +4,9 @@
 `harness.config`.
 """
 
+from harness.cfg.common import DataSection, ModelSection
 from harness.cfg.eval import EvalSection
 from harness.cfg.telemetry import TelemetrySection
 from harness.cfg.trainer import TrainerSection
-from harness.cfg.common import DataSection, ModelSection
 
 __all__ = ["DataSection", "EvalSection", "ModelSection", "TelemetrySection", "TrainerSection"]

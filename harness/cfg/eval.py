@@ -26,10 +26,16 @@ class EvalSection(BaseModel):
     backend: BackendName = "hf"
     temperature: float = Field(0.6, ge=0.0)
     top_p: float = Field(0.95, gt=0.0, le=1.0)
-    max_new_tokens: int | None = Field(None, ge=1, description="default: the run's trainer.max_completion_length, else 1024")
+    max_new_tokens: int | None = Field(
+        None, ge=1, description="default: the run's trainer.max_completion_length, else 1024"
+    )
     seed: int = 0
-    batch_size: int = Field(1, ge=1, description="hf: prompts per generate call; >1 is faster, and outputs then "
-                                                   "depend on which prompts share a batch (vllm, openai: at least)")
+    batch_size: int = Field(
+        1,
+        ge=1,
+        description="hf: prompts per generate call; >1 is faster, and outputs then "
+        "depend on which prompts share a batch (vllm, openai: at least)",
+    )
     success_reward: str | None = Field(None, description="reward judged for pass@k/maj@k; default: the first one")
     success_threshold: float = Field(1.0, description="a sample succeeds when that reward is >= this")
     ngram: int = Field(13, ge=1, description="n-gram size of the contamination check")
@@ -42,10 +48,15 @@ class EvalSection(BaseModel):
     base_url: str | None = Field(None, description="openai: server base URL, e.g. http://127.0.0.1:8000/v1")
     model: str | None = Field(None, description="openai: model name sent to the server; vllm: model path override")
     vllm_gpu_memory_utilization: float | None = Field(
-        None, gt=0.0, lt=1.0, description="vllm: share of the GPU the engine takes (vLLM checks it against the free "
-        "memory at start-up); default: 90% of the memory free at start-up, so it starts beside a training job")
-    vllm_kv_cache_bytes: int | None = Field(None, ge=1, description="vllm: KV cache size (default: what the "
-                                            "memory share leaves)")
+        None,
+        gt=0.0,
+        lt=1.0,
+        description="vllm: share of the GPU the engine takes (vLLM checks it against the free "
+        "memory at start-up); default: 90% of the memory free at start-up, so it starts beside a training job",
+    )
+    vllm_kv_cache_bytes: int | None = Field(
+        None, ge=1, description="vllm: KV cache size (default: what the memory share leaves)"
+    )
     vllm_enforce_eager: bool = Field(False, description="vllm: no CUDA graphs (faster start-up, slower decoding)")
     api_key_env: str = Field("OPENAI_API_KEY", description="openai: environment variable holding the API key")
     concurrency: int = Field(4, ge=1, description="openai: requests in flight at once")

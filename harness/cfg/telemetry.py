@@ -27,8 +27,10 @@ class AlarmSection(BaseModel):
     window: int = Field(3, ge=2, description="checkpoints compared (first vs last of the window)")
     train_rise: float = Field(0.05, ge=0.0, description="training reward rise that counts as rising")
     heldout_min_rise: float = Field(0.01, description="held-out rise below which it counts as flat or falling")
-    saturated_at: float | None = Field(1.0, description="a held-out score at or above this cannot rise (the top of "
-                                       "a 0-1 reward); None: never saturated")
+    saturated_at: float | None = Field(
+        1.0,
+        description="a held-out score at or above this cannot rise (the top of a 0-1 reward); None: never saturated",
+    )
 
 
 class TelemetrySection(BaseModel):
@@ -39,10 +41,14 @@ class TelemetrySection(BaseModel):
     enabled: bool = Field(True, description="false: no spans at all (nothing written, nothing exported)")
     file_store: bool = Field(True, description="write runs/<run_id>/traces.jsonl (OTLP JSON)")
     service_name: str = Field("grpo-harness", description="resource service.name (OTEL_SERVICE_NAME wins)")
-    project_name: str | None = Field(None, description="openinference.project.name (Phoenix project); default: service_name")
+    project_name: str | None = Field(
+        None, description="openinference.project.name (Phoenix project); default: service_name"
+    )
     otlp_endpoint: str | None = Field(None, description="OTLP traces endpoint; none: file store only")
     otlp_protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
-    otlp_headers: dict[str, str] = Field(default_factory=dict, description="extra request headers, e.g. x-mlflow-experiment-id")
+    otlp_headers: dict[str, str] = Field(
+        default_factory=dict, description="extra request headers, e.g. x-mlflow-experiment-id"
+    )
     export_timeout_s: float = Field(5.0, gt=0, description="per export request to the OTLP backend")
     max_queue_size: int = Field(2048, ge=1, description="spans waiting for the OTLP exporter; more are dropped")
     max_export_batch_size: int = Field(512, ge=1)

@@ -13,23 +13,67 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["TrainerSection", "VLLMSection", "LoraSection", "MonitorSection", "LossType", "ScaleRewards", "LOSS_DEFAULTS"]
+__all__ = [
+    "TrainerSection",
+    "VLLMSection",
+    "LoraSection",
+    "MonitorSection",
+    "LossType",
+    "ScaleRewards",
+    "LOSS_DEFAULTS",
+]
 
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "gspo", "cispo"]
 ScaleRewards = Literal["group", "batch", "none"]
 
 #: Per-loss defaults from the source papers, applied where a field is left as None.
 LOSS_DEFAULTS: dict[str, dict[str, object]] = {
-    "grpo": {"scale_rewards": "group", "epsilon": 0.2, "epsilon_high": None, "dynamic_sampling": False, "mask_truncated": False},
-    "bnpo": {"scale_rewards": "group", "epsilon": 0.2, "epsilon_high": None, "dynamic_sampling": False, "mask_truncated": False},
+    "grpo": {
+        "scale_rewards": "group",
+        "epsilon": 0.2,
+        "epsilon_high": None,
+        "dynamic_sampling": False,
+        "mask_truncated": False,
+    },
+    "bnpo": {
+        "scale_rewards": "group",
+        "epsilon": 0.2,
+        "epsilon_high": None,
+        "dynamic_sampling": False,
+        "mask_truncated": False,
+    },
     # Dr. GRPO (2503.20783): no std scaling and a constant normalizer; both or neither.
-    "dr_grpo": {"scale_rewards": "none", "epsilon": 0.2, "epsilon_high": None, "dynamic_sampling": False, "mask_truncated": False},
+    "dr_grpo": {
+        "scale_rewards": "none",
+        "epsilon": 0.2,
+        "epsilon_high": None,
+        "dynamic_sampling": False,
+        "mask_truncated": False,
+    },
     # DAPO (2503.14476): clip-higher 0.2/0.28, dynamic sampling, overlong filtering, token-level loss.
-    "dapo": {"scale_rewards": "group", "epsilon": 0.2, "epsilon_high": 0.28, "dynamic_sampling": True, "mask_truncated": True},
+    "dapo": {
+        "scale_rewards": "group",
+        "epsilon": 0.2,
+        "epsilon_high": 0.28,
+        "dynamic_sampling": True,
+        "mask_truncated": True,
+    },
     # GSPO (2507.18071): sequence-level ratio with a much smaller clip range (3e-4 / 4e-4).
-    "gspo": {"scale_rewards": "group", "epsilon": 3e-4, "epsilon_high": 4e-4, "dynamic_sampling": False, "mask_truncated": False},
+    "gspo": {
+        "scale_rewards": "group",
+        "epsilon": 3e-4,
+        "epsilon_high": 4e-4,
+        "dynamic_sampling": False,
+        "mask_truncated": False,
+    },
     # CISPO (2506.13585): the IS weight is capped by cispo_cap, not by epsilon.
-    "cispo": {"scale_rewards": "group", "epsilon": 0.2, "epsilon_high": None, "dynamic_sampling": False, "mask_truncated": False},
+    "cispo": {
+        "scale_rewards": "group",
+        "epsilon": 0.2,
+        "epsilon_high": None,
+        "dynamic_sampling": False,
+        "mask_truncated": False,
+    },
 }
 
 
@@ -62,14 +106,23 @@ class VLLMSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gpu_memory_utilization: float | None = Field(
-        None, gt=0.0, lt=1.0, description="share of the GPU the engine may claim at start-up (vLLM checks it against "
-        "free memory); default: what the weights and KV cache need, within the free memory")
-    kv_cache_bytes: int | None = Field(None, ge=1, description="KV cache size; default: one rollout call's "
-                                       "sequences at full length, plus 25%")
+        None,
+        gt=0.0,
+        lt=1.0,
+        description="share of the GPU the engine may claim at start-up (vLLM checks it against "
+        "free memory); default: what the weights and KV cache need, within the free memory",
+    )
+    kv_cache_bytes: int | None = Field(
+        None, ge=1, description="KV cache size; default: one rollout call's sequences at full length, plus 25%"
+    )
     enforce_eager: bool = Field(False, description="no CUDA graphs (faster start-up, slower decoding)")
     sleep: bool = Field(True, description="free the engine's GPU memory during the update (vLLM sleep mode)")
-    is_cap: float | None = Field(3.0, gt=1.0, description="cap of the truncated importance-sampling weight "
-                                 "pi_trainer / pi_sampler per token; null turns the correction off")
+    is_cap: float | None = Field(
+        3.0,
+        gt=1.0,
+        description="cap of the truncated importance-sampling weight "
+        "pi_trainer / pi_sampler per token; null turns the correction off",
+    )
 
 
 class TrainerSection(BaseModel):
@@ -88,8 +141,12 @@ class TrainerSection(BaseModel):
     num_generations: int = Field(8, ge=2, description="G, completions per prompt")
     prompts_per_step: int = Field(2, ge=1, description="groups per optimizer step (all ranks together)")
     micro_batch_size: int | None = Field(None, ge=1, description="completions per forward/backward (accumulation)")
-    micro_batch_tokens: int | None = Field(None, ge=1, description="padded tokens (rows x (prompt + completion)) "
-                                           "per forward/backward; with micro_batch_size, both bound each one")
+    micro_batch_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="padded tokens (rows x (prompt + completion)) "
+        "per forward/backward; with micro_batch_size, both bound each one",
+    )
     mu: int = Field(1, ge=1, description="optimizer passes over each generation batch")
     # sampling
     max_prompt_length: int = Field(256, ge=1)
@@ -107,10 +164,12 @@ class TrainerSection(BaseModel):
     warmup_steps: int = Field(0, ge=0)
     weight_decay: float = Field(0.0, ge=0.0)
     max_grad_norm: float | None = Field(1.0, gt=0.0)
-    bf16: bool | None = Field(None, description="bf16 autocast over float32 weights; default: on with a CUDA GPU "
-                              "or model.dtype bfloat16")
-    gradient_checkpointing: bool | None = Field(None, description="recompute activations in backward; default: on "
-                                                "with a CUDA GPU")
+    bf16: bool | None = Field(
+        None, description="bf16 autocast over float32 weights; default: on with a CUDA GPU or model.dtype bfloat16"
+    )
+    gradient_checkpointing: bool | None = Field(
+        None, description="recompute activations in backward; default: on with a CUDA GPU"
+    )
     lora: LoraSection | None = None
     # machinery
     backend: Literal["hf", "vllm"] = "hf"
@@ -121,8 +180,10 @@ class TrainerSection(BaseModel):
     monitors: MonitorSection = Field(default_factory=MonitorSection)
     # sharding over ranks (trainer/fsdp.py)
     parallel: Literal["auto", "ddp", "fsdp"] = Field(
-        "auto", description="ddp: the whole model on every rank; fsdp: parameters, gradients and optimizer state "
-        "sharded over ranks (FSDP2); auto: ddp on one node whose GPU holds the training state, fsdp otherwise")
+        "auto",
+        description="ddp: the whole model on every rank; fsdp: parameters, gradients and optimizer state "
+        "sharded over ranks (FSDP2); auto: ddp on one node whose GPU holds the training state, fsdp otherwise",
+    )
     fsdp_cpu_offload: bool = Field(False, description="fsdp: keep shards, gradients and optimizer state in host memory")
 
     @model_validator(mode="after")
@@ -144,7 +205,7 @@ class TrainerSection(BaseModel):
         if self.warmup_steps > self.max_steps:
             raise ValueError(f"warmup_steps={self.warmup_steps} exceeds max_steps={self.max_steps}")
         eps = self.resolved_value("epsilon")
-        if float(eps) >= 1.0:  # type: ignore[arg-type]
+        if isinstance(eps, (int, float)) and eps >= 1.0:
             raise ValueError(f"epsilon={eps} must be below 1 (the ratio is clipped at 1 - epsilon)")
         return self
 

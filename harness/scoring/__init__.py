@@ -5,7 +5,7 @@ scoring overlaps generation. Rewards run in warm worker processes with a hard wa
 """
 
 from harness.scoring._pool import WorkerPool, default_pool, shutdown_default_pool
-from harness.scoring._result import BatchResult, percentile, reward_summary, weighted_total
+from harness.scoring._result import BatchResult, reward_summary, weighted_total
 from harness.scoring._session import DEFAULT_TIMEOUT_S, PendingBatch, ScoringSession, score_batch
 
 __all__ = [
@@ -15,7 +15,6 @@ __all__ = [
     "BatchResult",
     "weighted_total",
     "reward_summary",
-    "percentile",
     "WorkerPool",
     "default_pool",
     "shutdown_default_pool",

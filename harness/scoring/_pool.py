@@ -28,9 +28,11 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable
+from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+from typing import Any, Literal
 
 from harness.errors import ScoringError
 from harness.registry import BUILTIN_MODULES, default_registry
@@ -80,7 +82,7 @@ class _Worker:
     ready: bool = False
     warming: bool = False  # building the pool's known plugins before its first task
     started: float = field(default_factory=time.monotonic)
-    inflight: collections.deque = field(default_factory=collections.deque)
+    inflight: collections.deque[Task] = field(default_factory=collections.deque)
     head_since: float = 0.0
     building: bool = False  # the head task's plugin is being built; its call clock has not started
     built: set = field(default_factory=set)  # (name, params_key) of plugins this worker has built
@@ -98,6 +100,16 @@ def _describe_exit(code: int | None) -> str:
     return f"worker exited with code {code}"
 
 
+StartMethod = Literal["forkserver", "spawn", "fork"]
+
+
+def _context(method: StartMethod) -> ForkServerContext | SpawnContext | ForkContext:
+    """The multiprocessing context of ``method``, typed as the concrete context (they have ``Process``)."""
+    if method == "forkserver":
+        return mp.get_context("forkserver")
+    return mp.get_context("spawn") if method == "spawn" else mp.get_context("fork")
+
+
 class WorkerPool:
     """``workers`` warm processes serving :class:`Task` s; see the module docstring."""
 
@@ -106,7 +118,7 @@ class WorkerPool:
         workers: int | None = None,
         *,
         memory_limit_mb: int | None = 8192,
-        start_method: str = "forkserver",
+        start_method: StartMethod = "forkserver",
         build_grace_s: float = BUILD_GRACE_S,
     ):
         self.size = max(1, workers or os.cpu_count() or 1)
@@ -114,7 +126,7 @@ class WorkerPool:
         self.memory_limit_mb = memory_limit_mb
         if start_method == "forkserver" and _in_forked_child:
             start_method = "spawn"  # the parent's fork-server state came along with the fork and is not ours to use
-        self._ctx = mp.get_context(start_method)
+        self._ctx = _context(start_method)
         if start_method == "forkserver":  # a replacement worker is a fork of a warm process: milliseconds, not seconds
             self._ctx.set_forkserver_preload(list(_PRELOAD))
         self._queue: collections.deque[Task] = collections.deque()
@@ -133,7 +145,7 @@ class WorkerPool:
 
     # -- public -----------------------------------------------------------------------------------------
     def submit(self, tasks: list[Task]) -> None:
-        """Queue ``tasks``; each one's ``done(task, score_dict | None, seconds, (kind, reason) | None)`` is called once."""
+        """Queue ``tasks``; each one's ``done(task, score_dict | None, seconds, (kind, reason) | None)`` runs once."""
         if self._closed:
             raise ScoringError("the scoring pool is closed")
         with self._lock:
@@ -236,7 +248,7 @@ class WorkerPool:
             try:
                 plugins = default_registry().plugins
                 if len(plugins) > w.nplugins:  # added (--plugin, plugins:) after this worker started
-                    w.conn.send(("plugins", plugins[w.nplugins:]))
+                    w.conn.send(("plugins", plugins[w.nplugins :]))
                     w.nplugins = len(plugins)
                 w.conn.send(("tasks", [t.wire() for t in chunk]))
             except (OSError, ValueError) as e:
@@ -296,9 +308,15 @@ class WorkerPool:
                 limit = self.build_limit(head.key, head.timeout) if w.building else head.timeout
                 left = limit - (now - w.head_since)
                 if left <= 0 and w.building:
-                    self._replace(w, f"reward {head.name!r} took more than {limit:g} s to build; worker killed", "timeout")
+                    self._replace(
+                        w, f"reward {head.name!r} took more than {limit:g} s to build; worker killed", "timeout"
+                    )
                 elif left <= 0:
-                    self._replace(w, f"reward {head.name!r} ran past its {head.timeout:g} s wall-clock limit; worker killed", "timeout")
+                    self._replace(
+                        w,
+                        f"reward {head.name!r} ran past its {head.timeout:g} s wall-clock limit; worker killed",
+                        "timeout",
+                    )
                 else:
                     wait_s = min(wait_s, left)
         return max(wait_s, 0.001)
@@ -333,7 +351,7 @@ class WorkerPool:
             self._fail_all(f"scoring pool failed: {type(e).__name__}: {e}")
 
     def _fail_all(self, reason: str) -> None:
-        pending = []
+        pending: list[Task] = []
         for w in self._workers:
             pending.extend(w.inflight)
             w.inflight.clear()

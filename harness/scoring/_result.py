@@ -5,14 +5,15 @@ Pure data and arithmetic; nothing here runs a reward.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
+from harness.stats import score_summary
 from harness.types import RewardSpec, Score
 
-__all__ = ["BatchResult", "weighted_total", "percentile", "reward_summary"]
+__all__ = ["BatchResult", "weighted_total", "reward_summary"]
 
 
 def weighted_total(scores: Mapping[str, Score], specs: Sequence[RewardSpec]) -> float | None:
@@ -24,7 +25,8 @@ def weighted_total(scores: Mapping[str, Score], specs: Sequence[RewardSpec]) -> 
     >>> specs = [RewardSpec(name="a", weight=1.0), RewardSpec(name="b", weight=0.5), RewardSpec(name="c", weight=0)]
     >>> weighted_total({"a": Score(value=1.0), "b": Score(value=None, status="error"), "c": Score(value=9.0)}, specs)
     1.0
-    >>> weighted_total({"a": Score(value=None, status="timeout"), "b": Score(value=None, status="error")}, specs) is None
+    >>> unscored = {"a": Score(value=None, status="timeout"), "b": Score(value=None, status="error")}
+    >>> weighted_total(unscored, specs) is None
     True
     """
     total, any_scored = 0.0, False
@@ -39,30 +41,12 @@ def weighted_total(scores: Mapping[str, Score], specs: Sequence[RewardSpec]) -> 
     return total if any_scored else None
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile (0-100) by linear interpolation; None for no values."""
-    if not values:
-        return None
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 def reward_summary(scores: Sequence[Score], latencies: Sequence[float] = ()) -> dict[str, Any]:
-    """Mean and std over scored values, counts per status, latency percentiles."""
-    vals = [s.value for s in scores if s.value is not None]
-    mean = sum(vals) / len(vals) if vals else None
-    std = math.sqrt(sum((v - mean) ** 2 for v in vals) / len(vals)) if vals else None
-    return {
-        "mean": mean,
-        "std": std,
-        "count": len(scores),
-        "scored": len(vals),
-        "statuses": dict(Counter(s.status for s in scores)),
-        "p50_s": percentile(latencies, 50),
-        "p99_s": percentile(latencies, 99),
-    }
+    """Mean and sample std over scored values, counts per status, latency percentiles.
+
+    The statistics are :func:`harness.stats.score_summary`'s (std with n - 1, None below two scored values).
+    """
+    return score_summary([s.value for s in scores], [s.status for s in scores], latencies)
 
 
 @dataclass

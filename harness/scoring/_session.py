@@ -19,7 +19,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -28,14 +29,13 @@ from harness.registry import RewardEntry, get_entry
 from harness.scoring._inline import DEFAULT_THREADS, InlineRunner
 from harness.scoring._pool import Task, WorkerPool, default_pool
 from harness.scoring._result import BatchResult
-from harness.types import RewardSpec, Sample, Score
+from harness.types import DATA_FAULT_STATUSES, UNCACHED_STATUSES, RewardSpec, Sample, Score
 
 __all__ = ["ScoringSession", "PendingBatch", "score_batch", "DEFAULT_TIMEOUT_S"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
-_UNCACHED = frozenset({"timeout", "error", "sandbox_error", "bad_input"})
 
 
 def _params_key(params: Mapping[str, Any]) -> str:
@@ -58,7 +58,7 @@ class _Cache:
             return s
 
     def put(self, key: str, score: Score) -> None:
-        if self.size <= 0 or score.status in _UNCACHED:
+        if self.size <= 0 or score.status in UNCACHED_STATUSES:
             return
         with self._lock:
             self._d[key] = score
@@ -110,7 +110,7 @@ class PendingBatch:
     def __init__(self, session: ScoringSession, n: int) -> None:
         self.specs = session.specs
         self._n_left = n * len(self.specs)
-        self._scores = {s.name: [None] * n for s in self.specs}
+        self._scores: dict[str, list[Score | None]] = {s.name: [None] * n for s in self.specs}
         self._lat = {s.name: [0.0] * n for s in self.specs}
         self.cached = {s.name: 0 for s in self.specs}
         self._lock = threading.Lock()
@@ -141,9 +141,10 @@ class PendingBatch:
         if self._progress is not None:
             self._progress.close()
             self._progress = None
-        res = BatchResult(specs=list(self.specs), scores=self._scores, latency_s=self._lat, cached=self.cached)  # type: ignore[arg-type]
+        scores = cast("dict[str, list[Score]]", self._scores)  # done: every slot holds a Score
+        res = BatchResult(specs=list(self.specs), scores=scores, latency_s=self._lat, cached=self.cached)
         for name, counts in res.failures().items():
-            if set(counts) - {"gold_unparseable", "bad_input"}:
+            if set(counts) - DATA_FAULT_STATUSES:
                 detail = ", ".join(f"{n} {st}" for st, n in counts.most_common())
                 log.warning("reward %r left %d/%d samples unscored (%s)", name, sum(counts.values()), len(res), detail)
         return res
@@ -207,23 +208,23 @@ class ScoringSession:
     def submit(self, samples: Sequence[Sample | Mapping[str, Any]], completions: Sequence[str]) -> PendingBatch:
         """Start scoring; one sample per completion (repeat a sample for each of its G completions)."""
         if len(samples) != len(completions):
-            raise ScoringError(f"got {len(samples)} samples but {len(completions)} completions; pass one sample per completion")
+            raise ScoringError(
+                f"got {len(samples)} samples but {len(completions)} completions; pass one sample per completion"
+            )
         pending = PendingBatch(self, len(completions))
         if self.progress and len(completions):
             from tqdm.auto import tqdm
 
             pending._progress = tqdm(total=len(completions) * len(self.specs), desc="scoring", unit="call", leave=False)
         tasks: list[Task] = []
-        for i, (raw, completion) in enumerate(zip(samples, completions)):
+        for i, (raw, completion) in enumerate(zip(samples, completions, strict=True)):
             sample = _to_sample(raw, i)
-            bad = sample if isinstance(sample, str) else None
-            if bad is None and not isinstance(completion, str):
-                bad = f"sample {i}: completion must be a string, got {type(completion).__name__}"
-            if bad is not None:
+            if isinstance(sample, str) or not isinstance(completion, str):
+                bad = sample if isinstance(sample, str) else _not_a_string(i, completion)
                 for spec in self.specs:
                     pending._set(spec.name, i, Score.unscored("bad_input", bad), 0.0)
                 continue
-            sdict = sample.model_dump()  # type: ignore[union-attr]
+            sdict = sample.model_dump()
             for spec in self.specs:
                 tasks.extend(self._task(pending, spec, i, sdict, completion))
         if tasks:
@@ -242,7 +243,7 @@ class ScoringSession:
         def done(task: Task, score: dict | None, seconds: float, failure: tuple[str, str] | None) -> None:
             if score is None:
                 kind, reason = failure or ("crash", "unknown failure")
-                result = Score.unscored("timeout" if kind == "timeout" else "error", reason)  # type: ignore[arg-type]
+                result = Score.unscored("timeout" if kind == "timeout" else "error", reason)
             else:
                 result = Score.model_construct(**score)
                 if key:
@@ -305,3 +306,7 @@ def score_batch(
     """
     with ScoringSession(specs, timeout=timeout, workers=workers, cache=cache, progress=progress) as session:
         return session.score(samples, completions)
+
+
+def _not_a_string(i: int, completion: object) -> str:
+    return f"sample {i}: completion must be a string, got {type(completion).__name__}"

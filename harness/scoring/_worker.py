@@ -136,8 +136,9 @@ def _run_task(conn: Connection, fns: dict, task: tuple) -> None:
     conn.send(("done", tid, out, time.perf_counter() - t0))
 
 
-def worker_main(conn: Connection, memory_limit_mb: int | None, plugins: tuple[str, ...] = (),
-                environ: dict[str, str] | None = None) -> None:
+def worker_main(
+    conn: Connection, memory_limit_mb: int | None, plugins: tuple[str, ...] = (), environ: dict[str, str] | None = None
+) -> None:
     """Serve the pool until the pipe closes.
 
     Messages in: ``("tasks", [(tid, name, module, params, params_key, sample, completion), ...])`` and

@@ -22,8 +22,19 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanContext
 
-__all__ = ["spans_to_otlp_json", "spans_to_otlp_json_line", "group_spans", "attribute_items", "span_attribute_items", "otlp_json_to_request", "iter_spans", "read_requests", "any_value"]
+__all__ = [
+    "spans_to_otlp_json",
+    "spans_to_otlp_json_line",
+    "group_spans",
+    "attribute_items",
+    "span_attribute_items",
+    "otlp_json_to_request",
+    "iter_spans",
+    "read_requests",
+    "any_value",
+]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,8 +95,14 @@ def _flags(ctx: Any) -> int:
     return 0x100 | (0x200 if ctx is not None and ctx.is_remote else 0)
 
 
-def _span_json(sp: ReadableSpan) -> dict[str, Any]:
+def _context(sp: ReadableSpan) -> SpanContext:
     ctx = sp.get_span_context()
+    assert ctx is not None, f"span {sp.name!r} has no span context"  # every span the SDK finishes has one
+    return ctx
+
+
+def _span_json(sp: ReadableSpan) -> dict[str, Any]:
+    ctx = _context(sp)
     out: dict[str, Any] = {
         "traceId": format(ctx.trace_id, "032x"),
         "spanId": format(ctx.span_id, "016x"),
@@ -94,23 +111,34 @@ def _span_json(sp: ReadableSpan) -> dict[str, Any]:
         "startTimeUnixNano": str(sp.start_time or 0),
         "endTimeUnixNano": str(sp.end_time or 0),
         "attributes": _kvs(sp.attributes),
-        "status": {"code": sp.status.status_code.value, **({"message": sp.status.description}
-                                                          if sp.status.description else {})},
+        "status": {
+            "code": sp.status.status_code.value,
+            **({"message": sp.status.description} if sp.status.description else {}),
+        },
         "flags": _flags(sp.parent),
     }
     if sp.parent is not None:
         out["parentSpanId"] = format(sp.parent.span_id, "016x")
     if sp.events:
-        out["events"] = [{"timeUnixNano": str(e.timestamp), "name": e.name, "attributes": _kvs(e.attributes)}
-                         for e in sp.events]
+        out["events"] = [
+            {"timeUnixNano": str(e.timestamp), "name": e.name, "attributes": _kvs(e.attributes)} for e in sp.events
+        ]
     if sp.links:
-        out["links"] = [{"traceId": format(ln.context.trace_id, "032x"), "spanId": format(ln.context.span_id, "016x"),
-                         "attributes": _kvs(ln.attributes), "flags": _flags(ln.context)} for ln in sp.links]
+        out["links"] = [
+            {
+                "traceId": format(ln.context.trace_id, "032x"),
+                "spanId": format(ln.context.span_id, "016x"),
+                "attributes": _kvs(ln.attributes),
+                "flags": _flags(ln.context),
+            }
+            for ln in sp.links
+        ]
     return out
 
 
-def group_spans(spans: Sequence[ReadableSpan], encode: Callable[[ReadableSpan], T]
-                ) -> list[tuple[Any, dict[tuple[str, str | None], list[T]]]]:
+def group_spans(
+    spans: Sequence[ReadableSpan], encode: Callable[[ReadableSpan], T]
+) -> list[tuple[Any, dict[tuple[str, str | None], list[T]]]]:
     """``encode`` applied to each span, grouped as a request nests them: by resource, then by scope
     (name, version), in order of first appearance."""
     groups: dict[int, tuple[Any, dict[tuple[str, str | None], list[T]]]] = {}
@@ -129,11 +157,15 @@ def spans_to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """
     resource_spans = []
     for resource, scopes in group_spans(spans, _span_json):
-        resource_spans.append({
-            "resource": {"attributes": _kvs(resource.attributes if resource is not None else {})},
-            "scopeSpans": [{"scope": {"name": n, **({"version": v} if v else {})}, "spans": sps}
-                           for (n, v), sps in scopes.items()],
-        })
+        resource_spans.append(
+            {
+                "resource": {"attributes": _kvs(resource.attributes if resource is not None else {})},
+                "scopeSpans": [
+                    {"scope": {"name": n, **({"version": v} if v else {})}, "spans": sps}
+                    for (n, v), sps in scopes.items()
+                ],
+            }
+        )
     return {"resourceSpans": resource_spans}
 
 
@@ -206,25 +238,63 @@ def _jkvs(attrs: Any) -> str:
 
 
 def _span_text(sp: ReadableSpan) -> str:
-    ctx = sp.get_span_context()
+    ctx = _context(sp)
     status = sp.status
-    out = ['{"traceId":"', format(ctx.trace_id, "032x"), '","spanId":"', format(ctx.span_id, "016x"),
-           '","name":', _jstr(sp.name), ',"kind":', str(sp.kind.value + 1),
-           ',"startTimeUnixNano":"', str(sp.start_time or 0), '","endTimeUnixNano":"', str(sp.end_time or 0),
-           '","attributes":', _jkvs_items(span_attribute_items(sp)), ',"status":{"code":', str(status.status_code.value)]
+    out = [
+        '{"traceId":"',
+        format(ctx.trace_id, "032x"),
+        '","spanId":"',
+        format(ctx.span_id, "016x"),
+        '","name":',
+        _jstr(sp.name),
+        ',"kind":',
+        str(sp.kind.value + 1),
+        ',"startTimeUnixNano":"',
+        str(sp.start_time or 0),
+        '","endTimeUnixNano":"',
+        str(sp.end_time or 0),
+        '","attributes":',
+        _jkvs_items(span_attribute_items(sp)),
+        ',"status":{"code":',
+        str(status.status_code.value),
+    ]
     if status.description:
         out += [',"message":', _jstr(status.description)]
     out += ['},"flags":', str(_flags(sp.parent))]
     if sp.parent is not None:
         out += [',"parentSpanId":"', format(sp.parent.span_id, "016x"), '"']
     if sp.events:
-        out += [',"events":[', ",".join('{"timeUnixNano":"' + str(e.timestamp) + '","name":' + _jstr(e.name)
-                                        + ',"attributes":' + _jkvs(e.attributes) + "}" for e in sp.events), "]"]
+        out += [
+            ',"events":[',
+            ",".join(
+                '{"timeUnixNano":"'
+                + str(e.timestamp)
+                + '","name":'
+                + _jstr(e.name)
+                + ',"attributes":'
+                + _jkvs(e.attributes)
+                + "}"
+                for e in sp.events
+            ),
+            "]",
+        ]
     if sp.links:
-        out += [',"links":[', ",".join(
-            '{"traceId":"' + format(ln.context.trace_id, "032x") + '","spanId":"' + format(ln.context.span_id, "016x")
-            + '","attributes":' + _jkvs(ln.attributes) + ',"flags":' + str(_flags(ln.context)) + "}"
-            for ln in sp.links), "]"]
+        out += [
+            ',"links":[',
+            ",".join(
+                '{"traceId":"'
+                + format(ln.context.trace_id, "032x")
+                + '","spanId":"'
+                + format(ln.context.span_id, "016x")
+                + '","attributes":'
+                + _jkvs(ln.attributes)
+                + ',"flags":'
+                + str(_flags(ln.context))
+                + "}"
+                for ln in sp.links
+            ),
+            "]",
+        ]
     out.append("}")
     return "".join(out)
 
@@ -248,8 +318,15 @@ def spans_to_otlp_json_line(spans: Sequence[ReadableSpan]) -> str:
     """
     parts = []
     for resource, scopes in group_spans(spans, _span_text):
-        scope_texts = ['{"scope":{"name":' + _jstr(n) + (',"version":' + _jstr(v) if v else "") + '},"spans":['
-                       + ",".join(sps) + "]}" for (n, v), sps in scopes.items()]
+        scope_texts = [
+            '{"scope":{"name":'
+            + _jstr(n)
+            + (',"version":' + _jstr(v) if v else "")
+            + '},"spans":['
+            + ",".join(sps)
+            + "]}"
+            for (n, v), sps in scopes.items()
+        ]
         parts.append('{"resource":' + _resource_text(resource) + ',"scopeSpans":[' + ",".join(scope_texts) + "]}")
     return '{"resourceSpans":[' + ",".join(parts) + "]}"
 

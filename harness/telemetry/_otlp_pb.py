@@ -98,9 +98,12 @@ def _span(sp: dict[str, Any]) -> bytes:
     parts.append(b"\x41" + _fixed64(int(sp.get("endTimeUnixNano", 0))))
     parts.append(_attributes(b"\x4a", sp.get("attributes")))
     for e in sp.get("events", ()):
-        body = (b"\x09" + _fixed64(int(e.get("timeUnixNano", 0)))
-                + _field(b"\x12", str(e.get("name", "")).encode("utf-8", "surrogatepass"))
-                + _attributes(b"\x1a", e.get("attributes")))
+        body = (
+            b"\x09"
+            + _fixed64(int(e.get("timeUnixNano", 0)))
+            + _field(b"\x12", str(e.get("name", "")).encode("utf-8", "surrogatepass"))
+            + _attributes(b"\x1a", e.get("attributes"))
+        )
         parts.append(_field(b"\x5a", body))
     for ln in sp.get("links", ()):
         body = _field(b"\x0a", _id(ln["traceId"])) + _field(b"\x12", _id(ln["spanId"]))

@@ -125,8 +125,9 @@ class EvalSpan:
             if heldout is not None:
                 attrs["harness.reward.gap"] = train_mean - float(heldout)
         attrs.update(flat_metrics("harness.metric.", metrics or {}))
-        link = link_to(train, {"harness.link.kind": "train_reward", "harness.reward.name": name,
-                                "harness.train.step": self.step})
+        link = link_to(
+            train, {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
+        )
         attrs["harness.link.linked"] = link is not None
         with self._tel._tracer.start_as_current_span(
             f"eval.reward/{name}", attributes=attrs, links=[link] if link else None
@@ -140,8 +141,15 @@ class RunTelemetry:
     Create with :meth:`start`; call :meth:`shutdown` at the end (or use it as a context manager).
     """
 
-    def __init__(self, run_dir: Path, run_id: str, section: TelemetrySection, provider: TracerProvider | None,
-                 file_store: TraceWriter | None, exporter: OtlpShipper | OtlpSender | None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        run_id: str,
+        section: TelemetrySection,
+        provider: TracerProvider | None,
+        file_store: TraceWriter | None,
+        exporter: OtlpShipper | OtlpSender | None,
+    ) -> None:
         self.run_dir = run_dir
         self.run_id = run_id
         self.config = section
@@ -154,9 +162,15 @@ class RunTelemetry:
         self._closed = False
 
     @classmethod
-    def start(cls, run_dir: str | Path, run_id: str, config: TelemetrySection | None = None, *,
-              environ: Mapping[str, str] | None = None,
-              extra_processors: Sequence[SpanProcessor] = ()) -> RunTelemetry:
+    def start(
+        cls,
+        run_dir: str | Path,
+        run_id: str,
+        config: TelemetrySection | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        extra_processors: Sequence[SpanProcessor] = (),
+    ) -> RunTelemetry:
         """Set up tracing for a run.
 
         Args:
@@ -181,22 +195,33 @@ class RunTelemetry:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         service = env.get("OTEL_SERVICE_NAME") or section.service_name
-        resource = Resource.create({
-            "service.name": service,
-            "harness.run.id": run_id,
-            "openinference.project.name": section.project_name or service,
-        })
+        resource = Resource.create(
+            {
+                "service.name": service,
+                "harness.run.id": run_id,
+                "openinference.project.name": section.project_name or service,
+            }
+        )
         provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
         sender: OtlpShipper | OtlpSender | None = None
         if otlp is not None:
-            knobs = dict(max_queue_spans=section.max_queue_size, max_batch_spans=section.max_export_batch_size,
-                         schedule_delay_s=section.schedule_delay_s, retry_after_s=section.retry_after_s)
+            settings = otlp
+
+            def make(kind: type[OtlpShipper] | type[OtlpSender]) -> OtlpShipper | OtlpSender:
+                return kind(
+                    settings,
+                    max_queue_spans=section.max_queue_size,
+                    max_batch_spans=section.max_export_batch_size,
+                    schedule_delay_s=section.schedule_delay_s,
+                    retry_after_s=section.retry_after_s,
+                )
+
             try:
                 try:
-                    sender = OtlpShipper(otlp, **knobs)
+                    sender = make(OtlpShipper)
                 except OSError as e:  # no second process to be had: export from a thread of this one
                     logger.info("OTLP export process not started (%s); exporting in-process", e)
-                    sender = OtlpSender(otlp, **knobs)
+                    sender = make(OtlpSender)
             except ValueError as e:
                 raise ConfigError(f"telemetry.otlp_endpoint: {e}") from None
             logger.info("tracing run %s to %s and %s", run_id, otlp.endpoint, run_dir / TRACES_FILE)
@@ -254,8 +279,8 @@ class RunTelemetry:
         Holds the ids of the ``train.step`` span of ``step`` (or of the latest traced step before it) and of its
         reward spans, and per reward the mean training reward over the steps since the previous checkpoint.
         Call it for checkpoints in step order (a repeated call returns the same context): the per-step records it
-        has averaged are then dropped, so a long run keeps only the steps since its last checkpoint in memory. After a resume, the first window starts
-        at the first step traced by this process (``since_step`` is None).
+        has averaged are then dropped, so a long run keeps only the steps since its last checkpoint in memory. After
+        a resume, the first window starts at the first step traced by this process (``since_step`` is None).
         """
         step = int(step)
         if self._file_store is not None:  # the spans a checkpoint points to are on disk before it is saved
@@ -270,8 +295,7 @@ class RunTelemetry:
         names = sorted({n for s in window for n in self._steps[s]["rewards"]})
         rewards: dict[str, dict[str, Any]] = {}
         for name in names:
-            means = [self._steps[s]["rewards"][name].get("mean") for s in window
-                     if name in self._steps[s]["rewards"]]
+            means = [self._steps[s]["rewards"][name].get("mean") for s in window if name in self._steps[s]["rewards"]]
             means = [m for m in means if m is not None]
             ids = rec.get("rewards", {}).get(name, {})
             rewards[name] = {
@@ -306,16 +330,22 @@ class RunTelemetry:
             checkpoint_ctx: what :meth:`checkpoint_context` returned for it (read from the checkpoint directory);
                 None: looked up in this process when the step was trained here, else the span is not linked.
         """
-        ctx = checkpoint_ctx if checkpoint_ctx is not None else (
-            self.checkpoint_context(step) if int(step) in self._steps or int(step) in self._checkpoints else None)
+        ctx = (
+            checkpoint_ctx
+            if checkpoint_ctx is not None
+            else (self.checkpoint_context(step) if int(step) in self._steps or int(step) in self._checkpoints else None)
+        )
         if ctx and ctx.get("run_id") not in (None, self.run_id):
-            logger.warning("checkpoint context is from run %s, not %s; evaluating anyway", ctx.get("run_id"), self.run_id)
+            logger.warning(
+                "checkpoint context is from run %s, not %s; evaluating anyway", ctx.get("run_id"), self.run_id
+            )
         attrs = self._common(step, "CHAIN")
         attrs["harness.checkpoint.step"] = int(step)
         link = link_to(ctx, {"harness.link.kind": "train_step", "harness.train.step": int(step)})
         attrs["harness.link.linked"] = link is not None
-        with self._tracer.start_as_current_span("eval.checkpoint", context=Context(), attributes=attrs,
-                                                links=[link] if link else None) as span:
+        with self._tracer.start_as_current_span(
+            "eval.checkpoint", context=Context(), attributes=attrs, links=[link] if link else None
+        ) as span:
             yield EvalSpan(self, step, span, ctx)
 
     def flush(self, timeout_s: float = 30.0) -> bool:

@@ -2,11 +2,12 @@
 
 :class:`OtlpSender` is handed each finished trace as an OTLP/JSON request, which it encodes to the protobuf wire
 form (:mod:`harness.telemetry._otlp_pb`), or as serialized bytes. It runs in the export process (see
-:mod:`harness.telemetry._shipper`), and in the training process only when no export process could start. It queues it (at most ``max_queue_spans`` spans; beyond that traces are dropped and counted) and its
-thread sends a batch every ``schedule_delay_s``, or as soon as ``max_batch_spans`` spans wait. A batch is the
-queued bodies joined: concatenated requests are one request. When a send fails, one warning is logged for the
-whole run and batches are dropped without a network call for ``retry_after_s``; then one send is tried again.
-Nothing here ever blocks the caller of :meth:`OtlpSender.offer` or raises into it.
+:mod:`harness.telemetry._shipper`), and in the training process only when no export process could start. It queues
+it (at most ``max_queue_spans`` spans; beyond that traces are dropped and counted) and its thread sends a batch
+every ``schedule_delay_s``, or as soon as ``max_batch_spans`` spans wait. A batch is the queued bodies joined:
+concatenated requests are one request. When a send fails, one warning is logged for the whole run and batches are
+dropped without a network call for ``retry_after_s``; then one send is tried again. Nothing here ever blocks the
+caller of :meth:`OtlpSender.offer` or raises into it.
 
 :class:`Transport` is the wire: http/protobuf over one kept-alive connection, or grpc with the request passed as
 bytes. This module does not decide what is traced.
@@ -61,14 +62,17 @@ class Transport:
             import grpc
 
             target = settings.endpoint.split("://", 1)[-1].rstrip("/")
-            self._channel = (grpc.secure_channel(target, grpc.ssl_channel_credentials())
-                             if settings.endpoint.startswith("https://") else grpc.insecure_channel(target))
+            self._channel = (
+                grpc.secure_channel(target, grpc.ssl_channel_credentials())
+                if settings.endpoint.startswith("https://")
+                else grpc.insecure_channel(target)
+            )
             self._grpc = self._channel.unary_unary(_GRPC_METHOD)  # no serializers: bytes in, bytes out
             self._metadata = [(k.lower(), v) for k, v in settings.headers.items()]
         else:
             url = check_endpoint(settings)
             self._https = url.scheme == "https"
-            self._host, self._port = url.hostname, url.port
+            self._host, self._port = url.hostname or "", url.port  # check_endpoint refused a URL without a host
             self._path = (url.path or "/") + (f"?{url.query}" if url.query else "")
             self._headers = {"Content-Type": "application/x-protobuf", **settings.headers}
 
@@ -134,8 +138,15 @@ class OtlpSender:
         queue_full: spans dropped because the outbox was full.
     """
 
-    def __init__(self, settings: OtlpSettings, *, max_queue_spans: int = 2048, max_batch_spans: int = 512,
-                 schedule_delay_s: float = 1.0, retry_after_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        settings: OtlpSettings,
+        *,
+        max_queue_spans: int = 2048,
+        max_batch_spans: int = 512,
+        schedule_delay_s: float = 1.0,
+        retry_after_s: float = 30.0,
+    ) -> None:
         self.settings = settings
         self.destination = f"{settings.endpoint} ({settings.protocol})"
         self._transport = Transport(settings)
@@ -185,7 +196,8 @@ class OtlpSender:
                 self.offer_request(doc)
 
     def _take(self) -> list[tuple[bytes, int]]:
-        batch, n = [], 0
+        batch: list[tuple[bytes, int]] = []
+        n = 0
         while self._queue and (not batch or n + self._queue[0][1] <= self._max_batch):
             item = self._queue.pop(0)
             batch.append(item)
@@ -231,7 +243,10 @@ class OtlpSender:
                 logger.warning(
                     "OTLP export to %s failed (%s); spans still go to the file store, export is retried every "
                     "%.0f s; replay later with `harness traces push RUN_DIR --endpoint URL`",
-                    self.destination, e, self._retry_after)
+                    self.destination,
+                    e,
+                    self._retry_after,
+                )
             return
         self.sent += n
 
@@ -263,5 +278,10 @@ class OtlpSender:
         self._thread.join(timeout=self.settings.timeout_s + 5)
         self._transport.close()
         if self.dropped or self.queue_full:
-            logger.info("OTLP export to %s: %d spans sent, %d not delivered, %d dropped by the full queue",
-                        self.destination, self.sent, self.dropped, self.queue_full)
+            logger.info(
+                "OTLP export to %s: %d spans sent, %d not delivered, %d dropped by the full queue",
+                self.destination,
+                self.sent,
+                self.dropped,
+                self.queue_full,
+            )

@@ -66,8 +66,16 @@ class OtlpShipper:
         OSError: when the shipper process cannot be started (the caller then exports in-process).
     """
 
-    def __init__(self, settings: OtlpSettings, *, max_queue_spans: int = 2048, max_batch_spans: int = 512,
-                 schedule_delay_s: float = 1.0, retry_after_s: float = 30.0, max_buffer_bytes: int = 16 << 20) -> None:
+    def __init__(
+        self,
+        settings: OtlpSettings,
+        *,
+        max_queue_spans: int = 2048,
+        max_batch_spans: int = 512,
+        schedule_delay_s: float = 1.0,
+        retry_after_s: float = 30.0,
+        max_buffer_bytes: int = 16 << 20,
+    ) -> None:
         check_endpoint(settings)
         self.settings = settings
         self.destination = f"{settings.endpoint} ({settings.protocol})"
@@ -81,17 +89,34 @@ class OtlpShipper:
         self._flush_seq = 0
         self._stats: dict[str, int] | None = None
         self._dead = False
-        cfg = {"settings": {"endpoint": settings.endpoint, "protocol": settings.protocol,
-                            "headers": settings.headers, "timeout_s": settings.timeout_s},
-               "max_queue_spans": max_queue_spans, "max_batch_spans": max_batch_spans,
-               "schedule_delay_s": schedule_delay_s, "retry_after_s": retry_after_s}
-        boot = (f"import sys; sys.path[:0] = {json.dumps([p for p in sys.path if p])}; "
-                f"from harness.telemetry._shipper import main; main({json.dumps(json.dumps(cfg))})")
+        cfg = {
+            "settings": {
+                "endpoint": settings.endpoint,
+                "protocol": settings.protocol,
+                "headers": settings.headers,
+                "timeout_s": settings.timeout_s,
+            },
+            "max_queue_spans": max_queue_spans,
+            "max_batch_spans": max_batch_spans,
+            "schedule_delay_s": schedule_delay_s,
+            "retry_after_s": retry_after_s,
+        }
+        boot = (
+            f"import sys; sys.path[:0] = {json.dumps([p for p in sys.path if p])}; "
+            f"from harness.telemetry._shipper import main; main({json.dumps(json.dumps(cfg))})"
+        )
         # its own session: a Ctrl-C meant for training must not kill it before the last batch is out; it ends
         # when its stdin closes (also when this process dies)
-        self._proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      close_fds=True, start_new_session=True)
-        self._fd = self._proc.stdin.fileno()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", boot],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,
+        )
+        assert self._proc.stdin is not None and self._proc.stdout is not None  # both are pipes
+        self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
+        self._fd = self._stdin.fileno()
         os.set_blocking(self._fd, False)
         try:  # room for about a second of a small model's traces before the buffer here is used
             fcntl.fcntl(self._fd, _F_SETPIPE_SZ, 1 << 20)
@@ -137,8 +162,12 @@ class OtlpShipper:
             self.dropped += sum(spans for _, spans in self._chunks)
             self._chunks.clear()
             self._buf.clear()
-            logger.warning("the OTLP export process for %s stopped (%s); spans still go to the file store; replay "
-                           "later with `harness traces push RUN_DIR --endpoint URL`", self.destination, why)
+            logger.warning(
+                "the OTLP export process for %s stopped (%s); spans still go to the file store; replay "
+                "later with `harness traces push RUN_DIR --endpoint URL`",
+                self.destination,
+                why,
+            )
 
     def _drain(self, deadline: float) -> bool:
         """Write the whole buffer, waiting for the pipe until ``deadline``; True when it is empty."""
@@ -155,7 +184,7 @@ class OtlpShipper:
         return not self._buf
 
     def _read(self) -> None:
-        for msg in _objects(self._proc.stdout):
+        for msg in _objects(self._stdout):
             if "warning" in msg:
                 logger.warning("%s", msg["warning"])
             with self._cv:
@@ -199,7 +228,7 @@ class OtlpShipper:
                 self._chunks.clear()
                 self._buf.clear()
         try:
-            self._proc.stdin.close()
+            self._stdin.close()
         except OSError:
             pass
         try:
@@ -213,8 +242,13 @@ class OtlpShipper:
             self.dropped += self._stats.get("dropped", 0)
             self.queue_full += self._stats.get("queue_full", 0)
         if self.dropped or self.queue_full:
-            logger.info("OTLP export to %s: %d spans sent, %d not delivered, %d dropped by the full queue",
-                        self.destination, self.sent, self.dropped, self.queue_full)
+            logger.info(
+                "OTLP export to %s: %d spans sent, %d not delivered, %d dropped by the full queue",
+                self.destination,
+                self.sent,
+                self.dropped,
+                self.queue_full,
+            )
 
 
 class _Relay(logging.Handler):

@@ -53,8 +53,9 @@ def _only_run(spans: list[dict[str, Any]], run_id: str | None) -> list[dict[str,
 
 def _get_json(url: str, *, data: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
     body = json.dumps(data).encode() if data is not None else None
-    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json",
-                                                          "Accept": "application/json"})
+    req = urllib.request.Request(
+        url, data=body, headers={"Content-Type": "application/json", "Accept": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.load(r)
@@ -84,13 +85,16 @@ def _phoenix_span(sp: dict[str, Any]) -> dict[str, Any]:
         "start_ns": _iso_ns(sp.get("start_time")),
         "end_ns": _iso_ns(sp.get("end_time")),
         "attributes": attrs,
-        "events": [{"name": e.get("name", ""), "attributes": e.get("attributes") or {}} for e in sp.get("events") or ()],
+        "events": [
+            {"name": e.get("name", ""), "attributes": e.get("attributes") or {}} for e in sp.get("events") or ()
+        ],
         "links": [],
     }
 
 
-def load_phoenix(url: str, *, project: str = "grpo-harness", run_id: str | None = None,
-                 timeout: float = 30.0, page_size: int = 1000) -> list[dict[str, Any]]:
+def load_phoenix(
+    url: str, *, project: str = "grpo-harness", run_id: str | None = None, timeout: float = 30.0, page_size: int = 1000
+) -> list[dict[str, Any]]:
     """All spans of a Phoenix project (``GET /v1/projects/{project}/spans``, followed page by page).
 
     Raises:
@@ -140,14 +144,23 @@ def _mlflow_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]
         "start_ns": int(sp.get("start_time_unix_nano") or 0),
         "end_ns": int(sp.get("end_time_unix_nano") or 0),
         "attributes": {**resource, **_pb_attrs(sp.get("attributes"))},
-        "events": [{"name": e.get("name", ""), "attributes": _pb_attrs(e.get("attributes"))} for e in sp.get("events") or ()],
-        "links": [{"trace_id": _b64_hex(ln.get("trace_id")), "span_id": _b64_hex(ln.get("span_id")),
-                   "attributes": _pb_attrs(ln.get("attributes"))} for ln in sp.get("links") or ()],
+        "events": [
+            {"name": e.get("name", ""), "attributes": _pb_attrs(e.get("attributes"))} for e in sp.get("events") or ()
+        ],
+        "links": [
+            {
+                "trace_id": _b64_hex(ln.get("trace_id")),
+                "span_id": _b64_hex(ln.get("span_id")),
+                "attributes": _pb_attrs(ln.get("attributes")),
+            }
+            for ln in sp.get("links") or ()
+        ],
     }
 
 
-def load_mlflow(url: str, *, experiment_id: str = "0", run_id: str | None = None,
-                timeout: float = 30.0, batch: int = 50) -> list[dict[str, Any]]:
+def load_mlflow(
+    url: str, *, experiment_id: str = "0", run_id: str | None = None, timeout: float = 30.0, batch: int = 50
+) -> list[dict[str, Any]]:
     """All spans of the traces of an MLflow experiment (``traces/search`` then ``traces/batchGet``).
 
     Raises:
@@ -157,9 +170,10 @@ def load_mlflow(url: str, *, experiment_id: str = "0", run_id: str | None = None
     ids: list[str] = []
     token: str | None = None
     while True:
-        body: dict[str, Any] = {"locations": [{"type": "MLFLOW_EXPERIMENT",
-                                               "mlflow_experiment": {"experiment_id": str(experiment_id)}}],
-                                "max_results": 500}
+        body: dict[str, Any] = {
+            "locations": [{"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": str(experiment_id)}}],
+            "max_results": 500,
+        }
         if token:
             body["page_token"] = token
         page = _get_json(base + "/search", data=body, timeout=timeout)

@@ -48,8 +48,14 @@ class TraceWriter(SpanProcessor):
             or None for no backend.
     """
 
-    def __init__(self, path: str | Path | None, sender: OtlpSender | OtlpShipper | None = None, *,
-                 max_traces: int = 32, max_delay_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: str | Path | None,
+        sender: OtlpSender | OtlpShipper | None = None,
+        *,
+        max_traces: int = 32,
+        max_delay_s: float = 1.0,
+    ) -> None:
         self.path = Path(path) if path is not None else None
         self._fd = -1
         if self.path is not None:
@@ -79,8 +85,11 @@ class TraceWriter(SpanProcessor):
                 self._oldest = now
             self._ready.append(self._pending)
             self._pending = []
-            if (len(self._ready) >= self._max_traces or now - self._oldest >= self._max_delay
-                    or not span.name.startswith("train.")):
+            if (
+                len(self._ready) >= self._max_traces
+                or now - self._oldest >= self._max_delay
+                or not span.name.startswith("train.")
+            ):
                 self._write_ready()
 
     def _write_ready(self) -> None:
@@ -101,8 +110,12 @@ class TraceWriter(SpanProcessor):
         except Exception as e:  # noqa: BLE001 - a full disk must not stop training; say so once
             if not self._failed:
                 self._failed = True
-                logger.warning("writing traces to %s failed (%s: %s); later traces may be missing",
-                               self.path or "the OTLP outbox", type(e).__name__, e)
+                logger.warning(
+                    "writing traces to %s failed (%s: %s); later traces may be missing",
+                    self.path or "the OTLP outbox",
+                    type(e).__name__,
+                    e,
+                )
         finally:
             self.busy_s += time.perf_counter() - t0
 

@@ -34,8 +34,15 @@ def _alarm_config(args: argparse.Namespace) -> AlarmSection:
             if args.config:
                 raise
             logger.warning("alarm thresholds: defaults used, %s does not load: %s", cfg_path, e)
-    overrides = {k: v for k, v in (("window", args.window), ("train_rise", args.train_rise),
-                                   ("heldout_min_rise", args.heldout_min_rise)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (
+            ("window", args.window),
+            ("train_rise", args.train_rise),
+            ("heldout_min_rise", args.heldout_min_rise),
+        )
+        if v is not None
+    }
     try:
         return AlarmSection.model_validate({**base.model_dump(), **overrides})
     except ValueError as e:
@@ -53,8 +60,10 @@ def _load_spans(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     if backend == "phoenix":
         return load_phoenix(url, project=args.project, run_id=args.run_id), f"Phoenix {url} project {args.project}"
     if backend == "mlflow":
-        return (load_mlflow(url, experiment_id=args.experiment_id, run_id=args.run_id),
-                f"MLflow {url} experiment {args.experiment_id}")
+        return (
+            load_mlflow(url, experiment_id=args.experiment_id, run_id=args.run_id),
+            f"MLflow {url} experiment {args.experiment_id}",
+        )
     raise HarnessError(f"--from: expected phoenix or mlflow, got {backend!r}")
 
 
@@ -79,8 +88,13 @@ def add_report_parser(sub: Any) -> None:
     """Add ``harness report`` to an argparse subparsers object."""
     p = sub.add_parser("report", help="training reward vs held-out score per checkpoint, with a divergence alarm")
     p.add_argument("run_dir", nargs="?", help="run directory (reads its traces.jsonl; outputs go here)")
-    p.add_argument("--from", dest="source", nargs=2, metavar=("BACKEND", "URL"),
-                   help="read spans from a backend instead: phoenix URL or mlflow URL")
+    p.add_argument(
+        "--from",
+        dest="source",
+        nargs=2,
+        metavar=("BACKEND", "URL"),
+        help="read spans from a backend instead: phoenix URL or mlflow URL",
+    )
     p.add_argument("--run-id", help="the run to report (default: the only or latest run found)")
     p.add_argument("--project", default="grpo-harness", help="Phoenix project (default: grpo-harness)")
     p.add_argument("--experiment-id", default="0", help="MLflow experiment id (default: 0)")
@@ -116,10 +130,17 @@ def add_traces_parser(sub: Any) -> None:
     tsub = p.add_subparsers(dest="traces_command", metavar="SUBCOMMAND")
     push = tsub.add_parser("push", help="replay RUN_DIR/traces.jsonl into an OTLP backend")
     push.add_argument("run_dir", help="run directory or traces.jsonl file")
-    push.add_argument("--endpoint", required=True,
-                      help="http/protobuf: full traces URL (http://host:4318/v1/traces); grpc: http://host:4317")
+    push.add_argument(
+        "--endpoint",
+        required=True,
+        help="http/protobuf: full traces URL (http://host:4318/v1/traces); grpc: http://host:4317",
+    )
     push.add_argument("--protocol", choices=("http/protobuf", "grpc"), default="http/protobuf")
-    push.add_argument("--header", action="append", metavar="KEY=VALUE",
-                      help="request header, e.g. x-mlflow-experiment-id=1 (repeatable)")
+    push.add_argument(
+        "--header",
+        action="append",
+        metavar="KEY=VALUE",
+        help="request header, e.g. x-mlflow-experiment-id=1 (repeatable)",
+    )
     push.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
     push.set_defaults(func=cmd_traces_push)

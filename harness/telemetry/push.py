@@ -37,8 +37,9 @@ class PushResult:
 
 
 def _send_http(endpoint: str, body: bytes, headers: Mapping[str, str], timeout: float) -> None:
-    req = urllib.request.Request(endpoint, data=body, method="POST",
-                                 headers={"Content-Type": "application/x-protobuf", **headers})
+    req = urllib.request.Request(
+        endpoint, data=body, method="POST", headers={"Content-Type": "application/x-protobuf", **headers}
+    )
     with urllib.request.urlopen(req, timeout=timeout) as r:
         r.read()
 
@@ -48,8 +49,11 @@ def _grpc_sender(endpoint: str, headers: Mapping[str, str], timeout: float):
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
     target = endpoint.split("://", 1)[-1].rstrip("/")
-    channel = (grpc.secure_channel(target, grpc.ssl_channel_credentials()) if endpoint.startswith("https://")
-               else grpc.insecure_channel(target))
+    channel = (
+        grpc.secure_channel(target, grpc.ssl_channel_credentials())
+        if endpoint.startswith("https://")
+        else grpc.insecure_channel(target)
+    )
     stub = TraceServiceStub(channel)
     metadata = [(k.lower(), v) for k, v in headers.items()]
 
@@ -59,8 +63,14 @@ def _grpc_sender(endpoint: str, headers: Mapping[str, str], timeout: float):
     return send, channel
 
 
-def push_file_store(path: str | Path, endpoint: str, *, protocol: str = "http/protobuf",
-                    headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> PushResult:
+def push_file_store(
+    path: str | Path,
+    endpoint: str,
+    *,
+    protocol: str = "http/protobuf",
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> PushResult:
     """Send every request of a file store (a run directory or a ``traces.jsonl``) to ``endpoint``.
 
     Args:

@@ -8,7 +8,8 @@ backends that drop span links; where links survive, the report also says whether
 
 The alarm (see :class:`harness.cfg.telemetry.AlarmSection`): over the last ``window`` checkpoints, training
 reward rose by at least ``train_rise`` while the held-out score rose by less than ``heldout_min_rise``, unless
-the held-out score is saturated and at or above the training reward. This module does not query backends and does not print; the CLI does.
+the held-out score is saturated and at or above the training reward. This module does not query backends and
+does not print; the CLI does.
 """
 
 from __future__ import annotations
@@ -22,8 +23,16 @@ from typing import Any
 
 from harness.cfg.telemetry import AlarmSection
 
-__all__ = ["CheckpointRow", "Report", "build_report", "divergence_alarms", "format_table", "to_markdown",
-           "plot_report", "write_report"]
+__all__ = [
+    "CheckpointRow",
+    "Report",
+    "build_report",
+    "divergence_alarms",
+    "format_table",
+    "to_markdown",
+    "plot_report",
+    "write_report",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +66,13 @@ class Report:
         return [r for r in self.rows if r.alarm]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "source": self.source, "alarm_config": self.alarm_config.model_dump(),
-                "rows": [asdict(r) for r in self.rows],
-                "train_curve": {k: [list(p) for p in v] for k, v in self.train_curve.items()}}
+        return {
+            "run_id": self.run_id,
+            "source": self.source,
+            "alarm_config": self.alarm_config.model_dump(),
+            "rows": [asdict(r) for r in self.rows],
+            "train_curve": {k: [list(p) for p in v] for k, v in self.train_curve.items()},
+        }
 
 
 def _pick_run(spans: list[dict[str, Any]], run_id: str | None) -> tuple[str | None, list[dict[str, Any]]]:
@@ -71,9 +84,13 @@ def _pick_run(spans: list[dict[str, Any]], run_id: str | None) -> tuple[str | No
         if rid is not None:
             last[rid] = max(last.get(rid, 0), s["end_ns"])
     if len(last) > 1:
-        chosen = max(last, key=last.get)
-        logger.warning("spans of %d runs found (%s); reporting the latest, %s (choose with --run-id)",
-                       len(last), ", ".join(sorted(last)), chosen)
+        chosen = max(last, key=lambda rid: last[rid])
+        logger.warning(
+            "spans of %d runs found (%s); reporting the latest, %s (choose with --run-id)",
+            len(last),
+            ", ".join(sorted(last)),
+            chosen,
+        )
         return chosen, [s for s in spans if s["attributes"].get("harness.run.id") == chosen]
     return (next(iter(last)) if last else None), spans
 
@@ -93,7 +110,7 @@ def _latest(spans: list[dict[str, Any]], prefix: str) -> dict[str, dict[int, dic
         if not s["name"].startswith(prefix):
             continue
         a = s["attributes"]
-        name = a.get("harness.reward.name") or s["name"][len(prefix):]
+        name = a.get("harness.reward.name") or s["name"][len(prefix) :]
         step = a.get("harness.train.step")
         if step is None:
             continue
@@ -128,17 +145,21 @@ def divergence_alarms(train: list[float | None], heldout: list[float | None], cf
     return out
 
 
-def build_report(spans: list[dict[str, Any]], alarm: AlarmSection | None = None, *, run_id: str | None = None,
-                 source: str = "") -> Report:
+def build_report(
+    spans: list[dict[str, Any]], alarm: AlarmSection | None = None, *, run_id: str | None = None, source: str = ""
+) -> Report:
     """Join training and held-out spans of one run into per-checkpoint rows with alarms."""
     cfg = alarm or AlarmSection()
     run_id, spans = _pick_run(spans, run_id)
     known = {s["span_id"] for s in spans}
     train = _latest(spans, "reward/")
     evals = _latest(spans, "eval.reward/")
-    curve = {name: sorted((st, m) for st, s in by_step.items()
-                          if (m := _num(s["attributes"].get("harness.reward.mean"))) is not None)
-             for name, by_step in train.items()}
+    curve = {
+        name: sorted(
+            (st, m) for st, s in by_step.items() if (m := _num(s["attributes"].get("harness.reward.mean"))) is not None
+        )
+        for name, by_step in train.items()
+    }
     rows: list[CheckpointRow] = []
     for name in sorted(evals):
         steps = sorted(evals[name])
@@ -157,8 +178,11 @@ def build_report(spans: list[dict[str, Any]], alarm: AlarmSection | None = None,
                 link = "none"
             reward_rows.append(CheckpointRow(step, name, train_mean, heldout, gap, len(window), link))
             prev = step
-        for row, msg in zip(reward_rows, divergence_alarms([r.train_mean for r in reward_rows],
-                                                           [r.heldout for r in reward_rows], cfg)):
+        for row, msg in zip(
+            reward_rows,
+            divergence_alarms([r.train_mean for r in reward_rows], [r.heldout for r in reward_rows], cfg),
+            strict=True,
+        ):
             row.alarm = msg
         rows.extend(reward_rows)
     rows.sort(key=lambda r: (r.step, r.reward))
@@ -175,8 +199,7 @@ _HEADER = ("step", "reward", "train (since prev ckpt)", "held-out", "gap (train 
 
 
 def _cells(r: CheckpointRow) -> tuple[str, ...]:
-    return (str(r.step), r.reward, _f(r.train_mean), _f(r.heldout), _f(r.gap, True), r.link,
-            "ALARM" if r.alarm else "")
+    return (str(r.step), r.reward, _f(r.train_mean), _f(r.heldout), _f(r.gap, True), r.link, "ALARM" if r.alarm else "")
 
 
 def format_table(report: Report) -> str:
@@ -187,7 +210,7 @@ def format_table(report: Report) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     lines = [f"run {report.run_id}" + (f" ({report.source})" if report.source else "")]
     for k, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines.extend(f"ALARM {r.reward} @ step {r.step}: {r.alarm}" for r in report.alarms)
@@ -213,8 +236,10 @@ def to_markdown(report: Report, plot_name: str | None = "report.png") -> str:
         out += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
         out += ["| " + " | ".join(_cells(r)) + " |" for r in report.rows]
         out.append("")
-    out.append(f"Alarm rule: over the last {c.window} checkpoints, training reward rose by at least {c.train_rise} "
-               f"while held-out rose by less than {c.heldout_min_rise}.")
+    out.append(
+        f"Alarm rule: over the last {c.window} checkpoints, training reward rose by at least {c.train_rise} "
+        f"while held-out rose by less than {c.heldout_min_rise}."
+    )
     out.append("")
     if report.alarms:
         out += ["## Alarms", ""] + [f"- **{r.reward}** at step {r.step}: {r.alarm}" for r in report.alarms] + [""]
@@ -234,18 +259,24 @@ def plot_report(report: Report, path: str | Path) -> Path:
 
     names = sorted(set(report.train_curve) | {r.reward for r in report.rows}) or ["(none)"]
     fig, axes = plt.subplots(len(names), 1, figsize=(8, 2.8 * len(names)), squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
+    for ax, name in zip(axes[:, 0], names, strict=True):
         curve = report.train_curve.get(name, [])
         if curve:
-            ax.plot([s for s, _ in curve], [m for _, m in curve], color="tab:blue", alpha=0.35, lw=1,
-                    label="training (per step)")
+            ax.plot(
+                [s for s, _ in curve],
+                [m for _, m in curve],
+                color="tab:blue",
+                alpha=0.35,
+                lw=1,
+                label="training (per step)",
+            )
         rows = [r for r in report.rows if r.reward == name]
         tr = [(r.step, r.train_mean) for r in rows if r.train_mean is not None]
         ho = [(r.step, r.heldout) for r in rows if r.heldout is not None]
         if tr:
-            ax.plot(*zip(*tr), "o-", color="tab:blue", label="training (since previous checkpoint)")
+            ax.plot(*zip(*tr, strict=True), "o-", color="tab:blue", label="training (since previous checkpoint)")
         if ho:
-            ax.plot(*zip(*ho), "s-", color="tab:orange", label="held-out")
+            ax.plot(*zip(*ho, strict=True), "s-", color="tab:orange", label="held-out")
         for r in rows:
             if r.alarm:
                 ax.axvline(r.step, color="tab:red", ls="--", lw=1)

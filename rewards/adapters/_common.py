@@ -5,7 +5,8 @@ This module does not score anything; the adapters call :func:`harness.score_batc
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from harness.errors import ScoringError
 from harness.registry import get_reward

@@ -23,7 +23,8 @@ import hashlib
 import json
 import logging
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from harness.scoring import BatchResult, score_batch
 from harness.types import RewardSpec
@@ -67,7 +68,9 @@ class _SharedBatch:
         with self._lock:
             if self._last is not None and self._last[0] == key:
                 return self._last[1]
-            result = score_batch(samples, texts, self.specs, timeout=self.timeout, workers=self.workers, cache=self.cache)
+            result = score_batch(
+                samples, texts, self.specs, timeout=self.timeout, workers=self.workers, cache=self.cache
+            )
             self._last = (key, result)
             return result
 

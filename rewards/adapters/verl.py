@@ -38,7 +38,8 @@ module does not import verl.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from harness.scoring import ScoringSession, WorkerPool, default_pool
 from harness.types import RewardSpec, Score
@@ -183,7 +184,7 @@ class VerlBatchComputeScore(_VerlScorer):
             names = ("data_sources", "solution_strs", "ground_truths", "extra_infos")
         if len(args) > len(names):
             raise TypeError(f"compute_score takes at most {len(names)} positional arguments, got {len(args)}")
-        got = dict(zip(names, args))
+        got = dict(zip(names, args, strict=False))  # fewer positional arguments than names is allowed
         for name in names:
             if name in kwargs:
                 if name in got:

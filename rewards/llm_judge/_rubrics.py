@@ -92,7 +92,7 @@ def _fields(text: str, origin: str) -> tuple[str, ...]:
 def load_rubric(rubric: str) -> Rubric:
     """A built-in rubric by name, or a template file by path; a bad template is a ValueError naming it."""
     if rubric in BUILTIN_RUBRICS:
-        text = resources.files("rewards.llm_judge").joinpath("rubrics", f"{rubric}.txt").read_text("utf-8")
+        text = (resources.files("rewards.llm_judge") / "rubrics" / f"{rubric}.txt").read_text("utf-8")
         return Rubric(rubric, text, _fields(text, f"{rubric!r}"))
     path = Path(rubric).expanduser()
     if not path.is_file():

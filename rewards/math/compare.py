@@ -34,9 +34,7 @@ from sympy.functions.elementary.trigonometric import TrigonometricFunction
 from rewards.math.exact import confirmed_zero, decimal_matches
 from rewards.math.labels import unassign
 from rewards.math.sets import as_intervals, intervals_equal
-from rewards.math.values import (
-    DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value,
-)
+from rewards.math.values import DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value
 
 __all__ = ["Options", "equivalent", "OutOfTime", "expand_values", "numeric_value"]
 
@@ -158,7 +156,9 @@ def _unassign(v: Value) -> Value:
 
 
 def _sides_equal(x: object, y: object) -> bool:
-    wrap = lambda t: t if isinstance(t, Seq) else Expr(t)  # noqa: E731
+    def wrap(t: object) -> Value:
+        return t if isinstance(t, Seq) else Expr(t)
+
     try:
         return equivalent(wrap(x), wrap(y), _EXACT)[0]
     except OutOfTime:
@@ -173,7 +173,7 @@ def _expand(v: Value) -> list[Value]:
             items.extend(_expand(it))
         return items
     if isinstance(v, Rel) and v.ops == ("=",) and any(isinstance(t, sp.Basic) and t.has(PM) for t in v.terms):
-        signs = (Rel(tuple(t.subs(PM, s) for t in v.terms), v.ops) for s in (1, -1))  # type: ignore[union-attr]
+        signs = (Rel(tuple(t.subs(PM, s) if isinstance(t, sp.Basic) else t for t in v.terms), v.ops) for s in (1, -1))
         return [_unassign(r) for r in signs]
     v = _unassign(v)
     if isinstance(v, Expr) and not isinstance(v.e, sp.MatrixBase) and v.e.has(PM):
@@ -195,7 +195,7 @@ def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: 
         a_items = _ordered_items(ans)
         if a_items is None or len(a_items) != len(gold.items):
             return False, "tuple of a different length"
-        ok = all(equivalent(g, a, opt)[0] for g, a in zip(gold.items, a_items))
+        ok = all(equivalent(g, a, opt)[0] for g, a in zip(gold.items, a_items, strict=True))
         return ok, "tuples compared in order"
     if isinstance(ans, Seq) and ans.kind == "tuple" and len(gs) == 1:
         return equivalent(gs[0], ans, opt) if not isinstance(gs[0], Seq) else (False, "tuple against a list")
@@ -241,7 +241,7 @@ def _ordered_items(v: Value) -> list[Value] | None:
     if isinstance(v, Seq):
         items = list(v.items)
         if all(isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in items):
-            items = sorted(items, key=lambda r: str(r.terms[0]))  # type: ignore[union-attr]
+            items = sorted(items, key=lambda r: str(r.terms[0]))  # type: ignore[union-attr]  # Rels (checked above)
         return [_unassign(i) for i in items]
     if isinstance(v, Expr) and isinstance(v.e, sp.MatrixBase) and 1 in v.e.shape:
         return [Expr(x) for x in v.e]
@@ -262,7 +262,7 @@ def _solutions(v: Value) -> list[Value] | None:
     """Roots of a one-variable polynomial equation (degree <= 4 with small rational coefficients, else <= 2)."""
     if not (isinstance(v, Rel) and v.ops == ("=",) and all(isinstance(t, sp.Basic) for t in v.terms)):
         return None
-    d = v.terms[0] - v.terms[1]  # type: ignore[operator]
+    d = v.terms[0] - v.terms[1]  # type: ignore[operator]  # sympy sides (checked above)
     syms = d.free_symbols - MARKERS
     if len(syms) != 1 or d.free_symbols & MARKERS:
         return None
@@ -293,11 +293,11 @@ def _rel_equal(g: Value, a: Value, opt: Options) -> tuple[bool, str]:
     if g.ops != a.ops or len(g.terms) != 2 or not all(isinstance(t, sp.Basic) for t in g.terms + a.terms):
         return False, "different relations"
     if g.ops == ("=",):
-        dg = g.terms[0] - g.terms[1]  # type: ignore[operator]
-        da = a.terms[0] - a.terms[1]  # type: ignore[operator]
+        dg = g.terms[0] - g.terms[1]  # type: ignore[operator]  # sympy sides (checked above)
+        da = a.terms[0] - a.terms[1]  # type: ignore[operator]  # sympy sides (checked above)
         ok = _proportional(dg, da, opt)
         return ok, "equations with the same solution set" if ok else "equations with different solution sets"
-    ok = all(expr_equal(x, y, opt) for x, y in zip(g.terms, a.terms))  # type: ignore[arg-type]
+    ok = all(expr_equal(x, y, opt) for x, y in zip(g.terms, a.terms, strict=True))
     return ok, "relations compared side by side"
 
 
@@ -366,7 +366,7 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
     if gm or am:
         if not (gm and am) or g.shape != a.shape:
             return False
-        return all(_plain_equal(x, y, opt) for x, y in zip(g, a))
+        return all(_plain_equal(x, y, opt) for x, y in zip(g, a, strict=True))
     if isinstance(g, sp.Rational) and isinstance(a, sp.Rational):
         if not opt.gold_inexact:
             return decimal_matches(g, None, a)  # 0.0833333333333333 = 1/12 (see rewards.math.exact)
@@ -494,11 +494,11 @@ def _evaluable(x: sp.Basic, point: dict | None) -> bool:
     return True
 
 
-def _close(x: object, y: object, opt: Options) -> bool:
+def _close(x: sp.Basic | None, y: sp.Basic | None, opt: Options) -> bool:
     if x is None or y is None:
         return False
-    diff = abs(x - y)  # type: ignore[operator]
-    scale = max(abs(x), abs(y))  # type: ignore[arg-type]
+    diff = abs(x - y)
+    scale = max(abs(x), abs(y))
     if scale < sp.Float("1e-45"):
         return True
     rel = diff / scale

@@ -181,7 +181,9 @@ def _final_box(text: str) -> tuple[Extraction, int] | None:
     found = [f for f in found if f[2]]
     if not found:
         return None
-    key = lambda b: re.sub(r"\s+|\$", "", b)  # noqa: E731
+    def key(b: str) -> str:
+        return re.sub(r"\s+|\$", "", b)
+
     last_at, last_end, last = found[-1]
     end = last_end + 1
     earlier = [(at, b) for at, _, b in found if key(b) != key(last)]
@@ -291,10 +293,10 @@ def _last_match(rx: re.Pattern[str], text: str, tail: int = 4000) -> re.Match[st
     """The last match of ``rx``: searched in the tail first (any match there starts after every match before it),
     the whole text only when the tail has none."""
     last = None
-    for last in rx.finditer(text, max(0, len(text) - tail)):
+    for last in rx.finditer(text, max(0, len(text) - tail)):  # noqa: B007 (keeps the last match, read below)
         pass
     if last is None and len(text) > tail:
-        for last in rx.finditer(text):
+        for last in rx.finditer(text):  # noqa: B007 (keeps the last match, read below)
             pass
     return last
 
@@ -311,7 +313,7 @@ def _anchored(text: str) -> tuple[str, int] | None:
         found.append((choice.start(), choice.group(1), choice.end()))
     base = max(0, len(text) - 3000)
     trailing = None
-    for trailing in _IS_THE_ANSWER.finditer(text, base):
+    for trailing in _IS_THE_ANSWER.finditer(text, base):  # noqa: B007 (keeps the last match, read below)
         pass
     if trailing is not None:
         found.append((trailing.start(), _answer_before(text, trailing.start()), trailing.end()))
@@ -397,8 +399,8 @@ def _anchored_after(text: str, end: int) -> bool:
     """An explicit final-answer statement ("Final Answer:", "The answer is", ``####``) after ``end``, with no box
     in it: it, not an earlier box (an intermediate result), is the final answer."""
     anchor = None
-    for anchor in _ANCHOR.finditer(text, end):  # only the text after the box: usually a few characters
-        pass
+    for found in _ANCHOR.finditer(text, end):  # only the text after the box: usually a few characters
+        anchor = found
     if anchor is None or re.search(r"would|will|must|should", anchor.group(0), re.I):
         return False  # "if the die were biased the answer would be different" is no statement of the answer
     stmt, _ = _statement(text[anchor.end() :])

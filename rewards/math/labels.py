@@ -17,7 +17,7 @@ Equality of the sides is the caller's (passed in). This module does not parse or
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import sympy as sp
 
@@ -51,7 +51,7 @@ def _numeric(t: object) -> bool:
 
 
 def _value(t: object) -> Value:
-    return t if isinstance(t, Seq) else Expr(t)  # type: ignore[arg-type]
+    return t if isinstance(t, Seq) else Expr(t)
 
 
 def _by_name(label: object, value: object) -> object:
@@ -68,8 +68,9 @@ def unassign(v: Value, same: Callable[[object, object], bool]) -> Value:
     if not (isinstance(v, Rel) and v.ops and set(v.ops) == {"="}):
         return v
     first, rest = v.terms[0], v.terms[1:]
-    if len(v.terms) == 2 and first == sp.E and _numeric(rest[0]) and not rest[0].has(sp.E):
-        return Expr(rest[0])  # e = \frac{\sqrt5}{5}: an eccentricity named e, not Euler's number
+    second = rest[0] if len(rest) == 1 else None
+    if first == sp.E and isinstance(second, sp.Basic) and _numeric(second) and not second.has(sp.E):
+        return Expr(second)  # e = \frac{\sqrt5}{5}: an eccentricity named e, not Euler's number
     if len(v.terms) > 2 and _numeric(v.terms[-1]) and all(isinstance(t, sp.Symbol) for t in v.terms[:-1]):
         if len(set(v.terms[:-1])) == len(v.terms) - 1:
             return _value(v.terms[-1])  # x = y = z = 1: every variable has the value

@@ -15,7 +15,7 @@ LaTeX (see :mod:`rewards.math.normalize`) and does not compare.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import sympy as sp
 
@@ -23,7 +23,19 @@ from rewards.math.lexer import ParseError, Token, tokenize
 from rewards.math.structures import StructureMixin
 from rewards.math.tables import ATOM_CMDS, CONSTS, FRACS, FUNCS, GREEK, MUL_CMDS, RELOPS, TRIG
 from rewards.math.values import (
-    DEG, PCT, PM, Based, Expr, HugeValue, Ivl, Rel, Seq, Value, safe_binomial, safe_factorial, safe_pow,
+    DEG,
+    PCT,
+    PM,
+    Based,
+    Expr,
+    HugeValue,
+    Ivl,
+    Rel,
+    Seq,
+    Value,
+    safe_binomial,
+    safe_factorial,
+    safe_pow,
     safe_root,
 )
 
@@ -112,7 +124,7 @@ class _Parser(StructureMixin):
 
     @staticmethod
     def _as_value(x: object) -> Value:
-        return Expr(x) if _is_sym(x) else x  # type: ignore[return-value]
+        return Expr(x) if _is_sym(x) else x  # type: ignore[return-value]  # what is not sympy is a parsed Value
 
     def parse_rel(self) -> Value:
         first = self.parse_ratio()
@@ -139,10 +151,10 @@ class _Parser(StructureMixin):
             return parts[0]
         self._need_scalar(*parts)
         if len(parts) == 2:
-            return parts[0] / parts[1]  # type: ignore[operator]
+            return parts[0] / parts[1]  # type: ignore[operator]  # sympy values (_need_scalar)
         if parts[0] == 0:
             raise ParseError("a ratio whose first part is 0")
-        return Seq("tuple", tuple(Expr(p / parts[0]) for p in parts))  # type: ignore[operator]
+        return Seq("tuple", tuple(Expr(p / parts[0]) for p in parts))  # type: ignore[operator]  # sympy (_need_scalar)
 
     def _relop(self) -> str | None:
         t = self.peek()
@@ -170,11 +182,11 @@ class _Parser(StructureMixin):
                 right = self.parse_mul()
                 self._need_scalar(left, right)
                 if t.text == "+":
-                    left = left + right  # type: ignore[operator]
+                    left = left + right  # type: ignore[operator]  # sympy values (_need_scalar)
                 elif t.text == "-":
-                    left = left - right  # type: ignore[operator]
+                    left = left - right  # type: ignore[operator]  # sympy values (_need_scalar)
                 else:
-                    left = left + (PM if t.text == "pm" else -PM) * right  # type: ignore[operator]
+                    left = left + (PM if t.text == "pm" else -PM) * right
             else:
                 return left
 
@@ -198,13 +210,14 @@ class _Parser(StructureMixin):
                 self.next()
                 right = self.parse_unary()
                 self._need_scalar(left, right)
-                left = left / right  # type: ignore[operator]
+                left = left / right  # type: ignore[operator]  # sympy values (_need_scalar)
             elif self._starts_atom(t):
                 at = self.pos
                 right = self.parse_power()
                 self._need_scalar(left, right)
-                if int_literal and t.is_cmd(*FRACS) and self._only(at, _frac_token) and right.is_Rational:
-                    left = left - right if left.is_negative else left + right  # type: ignore[operator]
+                if int_literal and t.is_cmd(*FRACS) and self._only(at, _frac_token) and isinstance(right, sp.Rational):
+                    # (left is a sympy value, _need_scalar checked it, and sympy is untyped)
+                    left = left - right if left.is_negative else left + right  # type: ignore[attr-defined]
                 else:
                     left = _product(left, right)
                 int_literal = False
@@ -234,10 +247,10 @@ class _Parser(StructureMixin):
             self.depth -= 1
             self._need_scalar(v)
             if t.text == "-":
-                return -v  # type: ignore[operator]
+                return -v  # type: ignore[operator]  # sympy values (_need_scalar)
             if t.text == "+":
                 return v
-            return (PM if t.text == "pm" else -PM) * v  # type: ignore[operator]
+            return (PM if t.text == "pm" else -PM) * v
         return self.parse_power()
 
     def parse_power(self) -> object:
@@ -249,7 +262,7 @@ class _Parser(StructureMixin):
             exp = self._group_or_unary()
             self.depth -= 1
             self._need_scalar(base, exp)
-            base = self._postfix(safe_pow(base, exp))  # type: ignore[arg-type]
+            base = self._postfix(safe_pow(base, exp))
         return base
 
     def _group_or_unary(self) -> object:
@@ -263,15 +276,15 @@ class _Parser(StructureMixin):
             if t.is_op("!") and not self.peek(1).is_op("="):
                 self.next()
                 self._need_scalar(v)
-                v = safe_factorial(v)  # type: ignore[arg-type]
+                v = safe_factorial(v)
             elif t.is_op("%"):
                 self.next()
                 self._need_scalar(v)
-                v = v * PCT  # type: ignore[operator]
+                v = v * PCT
             elif t.is_op("°"):
                 self.next()
                 self._need_scalar(v)
-                v = v * DEG  # type: ignore[operator]
+                v = v * DEG
             elif t.is_op("'"):
                 self.next()
             else:
@@ -393,7 +406,7 @@ class _Parser(StructureMixin):
             self.expect_op("]")
             arg = self._arg(single=True)
             self._need_scalar(n, arg)
-            return safe_root(arg, n)  # type: ignore[arg-type]
+            return safe_root(arg, n)
         if name in TRIG and power is not None and power == -1:
             name, power = "arc" + name if "arc" + name in FUNCS else name, None  # \tan^{-1} x is arctan x
         arg = self._arg(single=name == "sqrt")
@@ -405,25 +418,25 @@ class _Parser(StructureMixin):
         if name in TRIG and isinstance(arg, sp.Basic) and DEG in arg.free_symbols:
             arg = arg.subs(DEG, sp.pi / 180)
         if name == "exp":
-            out = safe_pow(sp.E, arg)  # type: ignore[arg-type]
+            out = safe_pow(sp.E, arg)
         elif name == "abs":
-            out = _abs(arg)  # type: ignore[arg-type]
+            out = _abs(arg)
         elif name == "sqrt":
-            out = safe_root(arg, sp.Integer(2))  # type: ignore[arg-type]
+            out = safe_root(arg, sp.Integer(2))
         elif name == "cbrt":  # the real cube root
             neg = bool(getattr(arg, "is_negative", False))
-            out = safe_root(-arg if neg else arg, sp.Integer(3))  # type: ignore[operator]
+            out = safe_root(-arg if neg else arg, sp.Integer(3))  # type: ignore[operator]  # sympy (_need_scalar)
             out = -out if neg else out
         else:
             out = sp.log(arg, base) if base is not None else FUNCS[name](arg)
-        return safe_pow(out, power) if power is not None else out  # type: ignore[arg-type]
+        return safe_pow(out, power) if power is not None else out
 
     def _command(self, name: str) -> object:
         if name in FRACS:
             num = self._arg(single=True)
             den = self._arg(single=True)
             self._need_scalar(num, den)
-            return num / den  # type: ignore[operator]
+            return num / den  # type: ignore[operator]  # sympy values (_need_scalar)
         if name in FUNCS or name in ("pi", "infty", "infinity"):
             return self._name(name)
         if name in GREEK:
@@ -431,7 +444,7 @@ class _Parser(StructureMixin):
         if name in ("binom", "dbinom", "tbinom"):
             n, k = self._arg(single=True), self._arg(single=True)
             self._need_scalar(n, k)
-            return safe_binomial(n, k)  # type: ignore[arg-type]
+            return safe_binomial(n, k)
         if name in ("lfloor", "lceil"):
             inner = self.parse_add()
             closer = self.next()
@@ -462,7 +475,7 @@ def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
     """``x = 1, y = 2; x = 3, y = 4`` (groups split by ``;`` or "or", each assigning the same two or more
     variables) -> the list of tuples ``(1, 2), (3, 4)``, in the variables' alphabetical order; else None."""
     bounds = [0, *(s for s in starts if 0 < s < len(items)), len(items)]
-    groups = [items[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    groups = [items[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
     if len(groups) < 2:
         return None
     names: set[tuple[str, ...]] = set()
@@ -471,7 +484,7 @@ def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
         if len(g) < 2 or not all(isinstance(r, Rel) and r.ops == ("=",) and isinstance(r.terms[0], sp.Symbol)
                                  and isinstance(r.terms[1], sp.Basic) for r in g):
             return None
-        # each r is a Rel (checked above)
+        # each r is a Rel (checked above): hence the ignore
         pairs = sorted(((str(r.terms[0]), r.terms[1]) for r in g), key=lambda p: p[0])  # type: ignore[attr-defined]
         names.add(tuple(n for n, _ in pairs))
         tuples.append(Seq("tuple", tuple(Expr(v) for _, v in pairs)))
@@ -506,9 +519,9 @@ def _gaussian(x: sp.Basic) -> bool:
 
 def _product(left: object, right: object) -> object:
     """``left * right``; a product of symbolic matrices that swells past a size cap is :class:`HugeValue`."""
-    out = left * right  # type: ignore[operator]
+    out = left * right  # type: ignore[operator]  # sympy values: every caller ran _need_scalar
     if isinstance(out, sp.MatrixBase) and out.free_symbols:
-        nodes = sum(1 for _ in zip(range(MAX_MATRIX_NODES + 1), sp.preorder_traversal(out)))
+        nodes = sum(1 for _ in zip(range(MAX_MATRIX_NODES + 1), sp.preorder_traversal(out), strict=False))
         if nodes > MAX_MATRIX_NODES:
             raise HugeValue("product of symbolic matrices too large")
     return out

@@ -32,15 +32,16 @@ import functools
 import logging
 import re
 import time
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import sympy as sp
 
 from harness.registry import reward
 from harness.types import Sample, Score, Status
 from rewards.math.compare import Options, OutOfTime, equivalent, numeric_value
-from rewards.math.extract import Extraction, extract_answer
+from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
 from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value, show
@@ -157,6 +158,7 @@ def verify(
     """Score one completion against one gold answer (gold first). See the module docstring for the statuses."""
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
     gold_s, several = _gold_text(gold)
+    g: Value | None  # None only when even the raw gold is unusable
     try:
         several_letters = _choice_letters(gold_s)  # a multi-select gold, "ABD"
         g = Text(several_letters, choice=True) if several_letters else _gold_choice(gold_s) or parse_answer(gold_s)
@@ -171,38 +173,45 @@ def verify(
     info.update(extracted=ex.answer[:500] if ex.answer else None, source=ex.source)
     if ex.answer is None:
         return Score(value=0.0, status="no_answer", info={**info, "reason": ex.reason})
+    answer = ex.answer
     if ex.hedged and ex.last is not None and not isinstance(g, Seq):
-        ex = Extraction(ex.last, ex.source)  # boxed steps, one after another: the last is a single-valued answer
-        info.update(extracted=ex.answer[:500], steps=True)
+        answer = ex.last  # boxed steps, one after another: the last is a single-valued gold's answer
+        info.update(extracted=answer[:500], steps=True)
     elif ex.hedged:
         info["hedged"] = True  # several different boxes: compared as a list, so a single-valued gold fails
-    fast = _fast_verdict(gold_s, ex.answer)
+    return _compare(g, gold_s, answer, info, (percent_optional, tolerance, deadline))
+
+
+def _compare(g: Value, gold_s: str, answer: str, info: dict[str, Any], settings: tuple[bool, float, float]) -> Score:
+    """The verdict on one extracted answer: the fast path, else parse and compare (see :func:`verify`)."""
+    fast = _fast_verdict(gold_s, answer)
     if fast is not None:
         same, reason = fast
         info["answer_parsed"] = info["gold_parsed"] if same else None
-        return Score(value=float(same), status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
+        return Score(value=float(same), status="ok", answer=answer[:500], info={**info, "reason": reason})
     try:
-        a = _parse_for(g, ex.answer)
+        a = _parse_for(g, answer)
     except ParseError as e:
-        return _zero("parse_error", ex.answer, info, f"answer cannot be parsed: {e}")
+        return _zero("parse_error", answer, info, f"answer cannot be parsed: {e}")
     info["answer_parsed"] = show(a)
     if isinstance(g, Text) and g.choice and not (isinstance(a, Text) and a.choice):
         g = _choice_content(gold_s) or g  # "C: \frac12" answered by the option's content
+    percent_optional, tolerance, deadline = settings
     opt = Options(percent_optional=percent_optional, tolerance=tolerance, deadline=deadline,
                   gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)))
     try:
         same, reason = equivalent(g, a, opt)
     except OutOfTime:
-        return _zero("timeout", ex.answer, info, "comparison ran past the time limit")
+        return _zero("timeout", answer, info, "comparison ran past the time limit")
     except RecursionError:
         same, reason = False, "comparison nested too deeply"
     except _SYMPY_REFUSALS as e:
         # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
         log.debug("math: comparison raised %s: %s", type(e).__name__, e)
         same, reason = False, f"values cannot be compared ({type(e).__name__})"
-    if not same and _rounds_to_gold(gold_s, ex.answer, a):
+    if not same and _rounds_to_gold(gold_s, answer, a):
         same, reason = True, "the gold is this exact value rounded to its decimals"
-    return Score(value=1.0 if same else 0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
+    return Score(value=1.0 if same else 0.0, status="ok", answer=answer[:500], info={**info, "reason": reason})
 
 
 _PLAIN_NUMBER = re.compile(r"-?\d{1,300}(?:\.\d{1,300})?")

@@ -9,7 +9,7 @@ other side of the comparison is a set. Endpoint equality is the caller's (passed
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import sympy as sp
 import sympy.physics.units  # noqa: F401  # solveset imports it on its first call (0.3 s): paid at start-up, not by a pair
@@ -73,7 +73,7 @@ def _rel_intervals(r: Rel) -> list[Ivl] | None:
             hi, hc = bound, op == "<="
         else:
             lo, lc = bound, op == ">="
-    return [Ivl(lo, hi, lc, hc)]  # type: ignore[arg-type]
+    return [Ivl(lo, hi, lc, hc)]
 
 
 _RELATIONS = {"<": sp.StrictLessThan, "<=": sp.LessThan, ">": sp.StrictGreaterThan, ">=": sp.GreaterThan}
@@ -87,9 +87,11 @@ def _solved(r: Rel) -> list[Ivl] | None:
     """
     if len(r.ops) != 1 or r.ops[0] not in _RELATIONS:
         return None
-    d = r.terms[0] - r.terms[1]  # type: ignore[operator]
+    d = r.terms[0] - r.terms[1]  # type: ignore[operator]  # sympy sides (as_intervals checked)
     syms = d.free_symbols
-    if len(syms) != 1 or sum(1 for _ in zip(range(_MAX_NODES + 1), sp.preorder_traversal(d))) > _MAX_NODES:
+    if len(syms) != 1:
+        return None
+    if sum(1 for _ in zip(range(_MAX_NODES + 1), sp.preorder_traversal(d), strict=False)) > _MAX_NODES:
         return None
     x = next(iter(syms))
     absolutes = d.atoms(sp.Function)
@@ -155,12 +157,14 @@ def intervals_equal(gs: list[Ivl], as_: list[Ivl], same: Callable[[sp.Basic, sp.
     """Equal unions of intervals: same count, endpoints equal by ``same``, same closedness at finite ends."""
     if len(gs) != len(as_):
         return False
-    key = lambda v: float(sp.N(v.lo)) if v.lo.is_number else 0.0  # noqa: E731
+    def key(v: Ivl) -> float:
+        return float(sp.N(v.lo)) if v.lo.is_number else 0.0
+
     try:
         gs, as_ = sorted(gs, key=key), sorted(as_, key=key)
     except (TypeError, ValueError):
         pass
-    for g, a in zip(gs, as_):
+    for g, a in zip(gs, as_, strict=True):
         if not (same(g.lo, a.lo) and same(g.hi, a.hi)):
             return False
         if (g.lo.is_finite is not False and g.lo_closed != a.lo_closed) or (

@@ -7,19 +7,36 @@ anything with an infinite end are intervals, ``\\cup`` joins intervals (and fini
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 import sympy as sp
 
-from rewards.math.lexer import ParseError
-from rewards.math.values import Expr, Ivl, IvlUnion, Seq
+from rewards.math.lexer import ParseError, Token
+from rewards.math.values import Expr, Ivl, IvlUnion, Seq, Value
 
 __all__ = ["StructureMixin"]
+
+
+class _Parser(Protocol):
+    """What the mixin's methods use of :class:`rewards.math.parse._Parser` (their ``self``)."""
+
+    depth: int
+
+    def peek(self, k: int = 0) -> Token: ...
+    def next(self) -> Token: ...
+    def parse_list(self, closers: tuple[str, ...]) -> Value: ...
+    def parse_add(self) -> object: ...
+    def _raw_arg(self) -> str: ...
+    def _enter(self) -> None: ...
+    def _need_scalar(self, *xs: object) -> None: ...
 
 
 class StructureMixin:
     """Parser methods for bracketed structures; :class:`rewards.math.parse._Parser` supplies ``next``, ``peek``,
     ``parse_list``, ``parse_add``, ``_raw_arg``, ``_enter`` and ``_need_scalar``."""
 
-    def _union(self, items: list[object]) -> IvlUnion:
+    def _union(self, items: Sequence[object]) -> IvlUnion:
         parts: list[Ivl] = []
         for it in items:
             if isinstance(it, Ivl):
@@ -30,12 +47,12 @@ class StructureMixin:
                 a, b = (x.e if isinstance(x, Expr) else x for x in it.items)
                 parts.append(Ivl(a, b, False, False))
             elif isinstance(it, Seq) and it.kind == "set" and all(isinstance(x, Expr) for x in it.items):
-                parts.extend(Ivl(x.e, x.e, True, True) for x in it.items)  # type: ignore[union-attr]
+                parts.extend(Ivl(x.e, x.e, True, True) for x in it.items if isinstance(x, Expr))
             else:
                 raise ParseError("\\cup joins something that is not an interval")
         return IvlUnion(tuple(parts))
 
-    def _bracket(self, opener: str) -> object:
+    def _bracket(self: _Parser, opener: str) -> object:
         self._enter()
         v = self.parse_list(closers=(")", "]"))
         self.depth -= 1
@@ -56,7 +73,7 @@ class StructureMixin:
             return Ivl(ends[0], ends[1], opener == "[", closer.text == "]")
         return Seq("tuple", items)
 
-    def _matrix(self) -> sp.Basic:
+    def _matrix(self: _Parser) -> sp.Basic:
         env = self._raw_arg()
         if env.rstrip("*") not in ("pmatrix", "bmatrix", "matrix", "Bmatrix", "vmatrix", "array"):
             raise ParseError(f"unsupported environment {env!r}")

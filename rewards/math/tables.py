@@ -5,7 +5,7 @@ Data only; :mod:`rewards.math.parse` reads it.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import sympy as sp
 

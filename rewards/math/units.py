@@ -31,7 +31,7 @@ _KNOWN = set(
 _NOT_NOUNS = {
     "perhaps", "maybe", "yes", "this", "thus", "is", "has", "was", "does", "less", "unless", "plus", "minus",
     "times", "its", "his", "hers", "ours", "yours", "theirs", "always", "sometimes", "besides", "whereas",
-    "possibly", "regardless", "nevertheless", "otherwise", "across", "towards", "afterwards", "was", "as",
+    "possibly", "regardless", "nevertheless", "otherwise", "across", "towards", "afterwards", "as",
 }
 
 

@@ -14,7 +14,6 @@ their result stays under :data:`MAX_BITS`; otherwise :class:`HugeValue` is raise
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 import sympy as sp
 
@@ -54,7 +53,7 @@ class Expr:
 class Rel:
     """A relation chain ``terms[0] ops[0] terms[1] ...``; ops among ``= < > <= >= != in``."""
 
-    terms: tuple[object, ...]
+    terms: tuple[sp.Basic | Value, ...]  # sympy expressions, or parsed values such as tuples and intervals
     ops: tuple[str, ...]
 
 
@@ -63,7 +62,7 @@ class Seq:
     """Several answers: ``kind`` is ``list`` (bare commas, "or"), ``tuple`` (parenthesized), or ``set``."""
 
     kind: str
-    items: tuple["Value", ...]
+    items: tuple[Value, ...]
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ class Huge:
     src: str
 
 
-Value = Union[Expr, Rel, Seq, Ivl, IvlUnion, Based, Text, Huge]
+Value = Expr | Rel | Seq | Ivl | IvlUnion | Based | Text | Huge
 
 
 def _int_bits(x: sp.Basic) -> int | None:
@@ -227,7 +226,7 @@ def _show(v: Value | None) -> str | None:
     if isinstance(v, Rel):
         parts = [show(t) if not isinstance(t, sp.Basic) else _sstr(t) for t in v.terms]
         out = str(parts[0])
-        for op, p in zip(v.ops, parts[1:]):
+        for op, p in zip(v.ops, parts[1:], strict=True):
             out += f" {op} {p}"
         return _short(out)
     if isinstance(v, Seq):

@@ -145,7 +145,7 @@ def test_one_vllm_engine_serves_every_checkpoint_and_is_released(monkeypatch: py
                                                                  tiny_model_dir: Path) -> None:
     import shutil
 
-    from conftest import make_run
+    from eval_runs import make_run
     from transformers import AutoTokenizer
 
     from evals.cli import main

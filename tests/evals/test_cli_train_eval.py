@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import write_jsonl
+from eval_runs import write_jsonl
 
 pytestmark = pytest.mark.slow
 

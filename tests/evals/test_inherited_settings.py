@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evals.cli import main
 
-from conftest import HELDOUT, make_run, write_jsonl
+from eval_runs import HELDOUT, make_run, write_jsonl
 
 
 def _prompts(out: Path) -> int:

@@ -16,7 +16,7 @@ from evals import evaluate
 from evals.outputs import EvalOutput, read_records
 from harness.cfg.eval import EvalSection
 
-from conftest import HERE, write_jsonl
+from eval_runs import HERE, write_jsonl
 
 pytestmark = pytest.mark.slow
 

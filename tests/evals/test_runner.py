@@ -13,7 +13,7 @@ from evals.errors import ContaminationError, EvalError, ResumeError
 from harness.errors import DataError
 from harness.telemetry import iter_spans
 
-from conftest import HELDOUT, TRAIN, write_jsonl
+from eval_runs import HELDOUT, TRAIN, write_jsonl
 
 
 def _ckpt(run: Path) -> Path:

@@ -14,7 +14,7 @@ import yaml
 from evals import evaluate
 from harness.config import dump_config, load_config
 
-from conftest import TRAIN, make_run, write_jsonl
+from eval_runs import TRAIN, make_run, write_jsonl
 
 
 def test_a_saved_run_config_holds_absolute_data_paths(tmp_path: Path, monkeypatch) -> None:

@@ -71,6 +71,13 @@ def test_format_regex_rejects_bad_parameters_at_load(params: dict, fragment: str
     assert fragment in str(err.value)
 
 
+def test_regex_flags_refuse_a_bool_by_name() -> None:
+    from rewards.format import parse_regex_flags
+
+    with pytest.raises(RewardParameterError, match="flags must be letters, names or an int, got True"):
+        parse_regex_flags(True)
+
+
 def test_format_regex_caps_input_length() -> None:
     fn = get_reward("format_regex", pattern="a", max_chars=100)
     assert fn({}, "a" * 100).value == 1.0

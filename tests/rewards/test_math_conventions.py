@@ -170,7 +170,7 @@ PLAIN_TEXT = [
     EXTRACTION + FORMS + EXACT_AND_APPROXIMATE + MIXED + UNITS_PERCENT + EQUATIONS_INTERVALS + LISTS + TEXT_CHOICE
     + COMPLEX_SPECIAL + PLAIN_TEXT,
 )
-def test_convention(gold: str, completion: str, expected: float) -> None:
+def test_completion_matches_gold_by_the_documented_convention(gold: str, completion: str, expected: float) -> None:
     _check(gold, completion, expected)
 
 

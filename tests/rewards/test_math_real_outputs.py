@@ -1,4 +1,4 @@
-"""Answer shapes from real model outputs (MATH, NuminaMath, OpenThoughts, Minerva, GSM8K styles) that a second
+r"""Answer shapes from real model outputs (MATH, NuminaMath, OpenThoughts, Minerva, GSM8K styles) that a second
 pass found misjudged, each positive next to its hard negatives.
 
 Every case is (gold, completion, expected value) through the public ``get_reward("math")`` in its default (strict)
@@ -244,6 +244,10 @@ WORDS = [  # an ordinal suffix is dropped; a number word is not a number (as "Th
     ("1", "\\boxed{\\text{no one}}", 0.0),
 ]
 
+STEP_THEN_FINAL = (
+    "$0.05 \\cdot 10,200 \\cdot \\frac{1}{2} = \\boxed{255}$ So she has $10,455. "
+    "Final Answer: The final answer is $10,455$. I hope it is correct."
+)
 MINERVA = [  # typeset separators as real outputs write them; a final statement after intermediate boxes
     ("11111111100", "The count is $\\boxed{11,\\! 111,\\! 111,\\! 100}$.", 1.0),
     ("32349", "So $\\boxed{32,\\! 349}$.", 1.0),
@@ -254,10 +258,8 @@ MINERVA = [  # typeset separators as real outputs write them; a final statement 
     ("12102", "\\boxed{(12,102)}", 0.0),
     ("12102", "\\boxed{12,102}", 1.0),
     ("28\\%", "\\boxed{28 pct}", 1.0),
-    ("10455", "$0.05 \\cdot 10,200 \\cdot \\frac{1}{2} = \\boxed{255}$ So she has $10,455. "
-              "Final Answer: The final answer is $10,455$. I hope it is correct.", 1.0),
-    ("255", "$0.05 \\cdot 10,200 \\cdot \\frac{1}{2} = \\boxed{255}$ So she has $10,455. "
-            "Final Answer: The final answer is $10,455$. I hope it is correct.", 0.0),
+    ("10455", STEP_THEN_FINAL, 1.0),
+    ("255", STEP_THEN_FINAL, 0.0),
     ("8", "\\boxed{7}\n\nFinal Answer: 8", 1.0),  # the last statement is final
     ("7", "\\boxed{7}\n\nFinal Answer: 8", 0.0),
     ("7", "So it is $\\boxed{7}$.\n\nNote: if the die were biased the answer would be different.", 1.0),

@@ -27,7 +27,7 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "math_labeled.jsonl"
 x = sp.Symbol("x")
 
 
-def test_statuses() -> None:
+def test_each_failure_mode_has_its_own_status_and_value() -> None:
     assert verify("5", "\\boxed{5}").status == "ok"
     s = verify("5", "I am not sure what the answer could be.")
     assert (s.value, s.status) == (0.0, "no_answer")
@@ -55,7 +55,15 @@ def test_fast_path_decides_plain_numbers_and_identical_strings() -> None:
     assert verify("2.5", "\\boxed{2.50}").value == 1.0
 
 
-def test_parameters() -> None:
+def test_a_plus_minus_equation_with_a_tuple_side_is_expanded_not_crashed() -> None:
+    """Both signs of ``(1, 2) = \\pm 2`` are compared; the tuple side is kept as it is (it has no ``subs``: before
+    the fix this pair was "values cannot be compared (AttributeError)")."""
+    s = verify("2", "\\boxed{(1,2) = \\pm 2}")
+    assert (s.value, s.status) == (0.0, "ok") and "AttributeError" not in s.info["reason"]
+    assert s.info["reason"].startswith("2 distinct answers")
+
+
+def test_strict_percent_and_tolerance_parameters_change_the_verdict() -> None:
     strict = get_reward("math")
     lenient = get_reward("math", strict=False)
     text = "So the total comes to 3 + 4 = 7"

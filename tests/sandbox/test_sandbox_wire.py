@@ -56,6 +56,20 @@ def test_subclasses_arrive_as_their_base_value_without_their_eq():
     assert out[0] != 1
 
 
+def test_a_complex_subclass_arrives_as_its_base_value():
+    """Read through ``complex.__pos__``, which Python 3.10 has too (``complex.__complex__`` is 3.11+)."""
+
+    class Odd(complex):
+        real = property(lambda self: 99.0)
+
+        def __complex__(self):
+            return 7j
+
+    out, _ = _roundtrip(Odd(-0.0, float("inf")))
+    assert type(out) is complex and out.imag == float("inf")
+    assert math.copysign(1.0, out.real) == -1.0  # -0.0 kept, not the subclass's 99.0
+
+
 def test_other_objects_become_handles():
     obj = object()
     out, handles = _roundtrip({"k": obj, "f": len})

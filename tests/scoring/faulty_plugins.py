@@ -1,6 +1,7 @@
 """Reward plugins that misbehave on purpose, for the scoring path's fault-injection tests.
 
-Each fault fires only for one trigger completion, so a batch mixes faulty and healthy samples.
+``test_faulty``'s faults fire only for their trigger completion, so a batch mixes faulty and healthy samples;
+``test_hang`` and ``test_slow_build`` hang on every call, ``test_env`` ends its worker only for ``exit``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def test_faulty(*, scale: float = 1.0):
 
 @reward("test_counter", cacheable=True, reads=())
 def test_counter():
-    """Value = the worker's pid parity; lets tests see whether a result came from the cache."""
+    """Value = len(completion); ``info`` carries the worker's pid and the time, so tests can see whether a result
+    came from the cache (a cached Score repeats them)."""
 
     def score(sample, completion: str) -> Score:
         return Score(value=float(len(completion)), info={"pid": os.getpid(), "t": time.time()})

@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-HERE = str(Path(__file__).resolve().parent)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)  # the helpers tel_backends and tel_runs
-
-from tel_backends import start_mlflow, start_phoenix  # noqa: E402
+from tel_backends import start_mlflow, start_phoenix  # this directory is on pytest's pythonpath
 
 
 @pytest.fixture(scope="session")

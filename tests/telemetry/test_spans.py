@@ -49,8 +49,8 @@ def test_train_step_tree_and_attributes(tmp_path):
     assert a["harness.reward.mean"] == pytest.approx((0.25 * 3 + 0.75) / 4)
     assert a["harness.reward.count"] == 6 and a["harness.reward.scored"] == 4 and a["harness.reward.unscored"] == 2
     assert a["harness.reward.status.error"] == 2 and a["harness.reward.status.ok"] == 4
-    # groups of 2: (0.25, 0.25) flat, (None, None) left out, (0.75, 0.25) not flat
-    assert a["harness.reward.zero_variance_group_frac"] == pytest.approx(0.5)
+    # groups of 2: (0.25, 0.25) flat, (None, None) no signal either, (0.75, 0.25) not flat
+    assert a["harness.reward.zero_variance_group_frac"] == pytest.approx(2 / 3)
     assert a["harness.reward.weight"] == 0.5
     assert a["gen_ai.evaluation.name"] == "math"
     assert math1.resource.attributes["service.name"] == "grpo-harness"

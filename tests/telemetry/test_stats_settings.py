@@ -1,4 +1,5 @@
-"""Pure parts of harness.telemetry: reward statistics, OTEL_* resolution, the OTLP JSON round trip."""
+"""Pure parts of harness.telemetry: reward statistics on spans (the statistics themselves are tested in
+tests/test_stats.py), OTEL_* resolution, the OTLP JSON round trip."""
 
 from __future__ import annotations
 
@@ -13,29 +14,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from harness.cfg.telemetry import TelemetrySection
 from harness.telemetry import RewardStats, parse_headers, resolve_otlp
 from harness.telemetry._otlp_json import otlp_json_to_request, spans_to_otlp_json
-from harness.telemetry._stats import mean_std, percentile, zero_variance_group_frac
 from harness.types import Score
-
-
-def test_mean_std_skips_unscored_and_nan():
-    m, s = mean_std([1.0, None, 3.0, float("nan")])
-    assert m == 2.0 and s == 1.0
-    assert mean_std([None]) == (None, None)
-
-
-def test_zero_variance_groups():
-    vals = [1, 1, 0, 1, None, None, 0.5, None]
-    # groups of 2: (1,1) flat, (0,1) not, (None,None) left out, (0.5,None) one scored -> flat
-    assert zero_variance_group_frac(vals, 2) == pytest.approx(2 / 3)
-    assert zero_variance_group_frac(vals, None) is None
-    assert zero_variance_group_frac([None, None], 2) is None
-
-
-def test_percentile_interpolates():
-    assert percentile([1, 2, 3, 4], 50) == 2.5
-    assert percentile([5.0], 99) == 5.0
-    assert percentile([0, 10], 99) == pytest.approx(9.9)
-    assert percentile([], 50) is None
 
 
 class _Batch:  # the two attributes of harness.scoring.BatchResult that from_batch reads

@@ -55,7 +55,7 @@ def continue_on_fixed_batch(model, optimizer, scheduler, loss_cfg, info, updates
     batch, adv = fixed_batch(rank_rows(info))
     out = []
     for _ in range(updates):
-        st = policy_update(model, optimizer, scheduler, batch, lambda: UpdateInputs(adv, batch.completion_mask.float()),
+        st = policy_update(model, optimizer, scheduler, batch, UpdateInputs(adv, batch.completion_mask.float()),
                            loss_cfg, temperature=1.0, mu=2, micro_batch_size=4, max_grad_norm=1.0, dist=info, ref_model=ref)
         loss, kl = all_reduce_sum([st["loss"], st["kl"]], info)
         out.append({"loss": loss, "kl": kl, "grad_norm": st["grad_norm"]})
@@ -89,7 +89,7 @@ def update_rank(rank: int, out: str) -> None:
             model(input_ids=torch.randint(3, 40, (2, 5)))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
-    stats = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", 0.2, 0.2, 5.0, 0.0, 6), info, updates=3)
+    stats = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", max_completion_length=6), info, updates=3)
     states = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0]
     mem = {"params": local_bytes(model.parameters()), "grads": local_bytes(p.grad for p in model.parameters()),
            "optim": local_bytes(states)}
@@ -122,18 +122,18 @@ def resume_and_continue(rank: int, out: str, run_id: str, tag: str, trainer: dic
 
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
     from _trainer_helpers import toy_config
-    from trainer.loop import _setup
+    from trainer.loop import setup_training
 
-    c, _, start = _setup(toy_config(out, run_id, **trainer), resume=True)
+    ctx, _, start = setup_training(toy_config(out, run_id, **trainer), resume=True)
     try:
-        before = full_weights(c.model)
-        stats = continue_on_fixed_batch(c.model, c.optimizer, c.scheduler, c.loss_cfg, c.info, ref=c.ref)
-        full = full_weights(c.model)
+        before = full_weights(ctx.model)
+        stats = continue_on_fixed_batch(ctx.model, ctx.optimizer, ctx.scheduler, ctx.loss_cfg, ctx.dist, ref=ctx.reference)
+        full = full_weights(ctx.model)
     finally:
-        c.session.close()
-    if c.info.rank == 0:
-        torch.save({"start": start, "stats": stats, "weights": full, "weights_at_resume": before, "world": c.info.world_size,
-                    "parallel": c.info.parallel}, f"{out}/{tag}.pt")
+        ctx.session.close()
+    if ctx.dist.rank == 0:
+        torch.save({"start": start, "stats": stats, "weights": full, "weights_at_resume": before,
+                    "world": ctx.dist.world_size, "parallel": ctx.dist.parallel}, f"{out}/{tag}.pt")
 
 
 def chain(rank: int, *calls) -> None:

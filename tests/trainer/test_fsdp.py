@@ -44,7 +44,7 @@ def test_fsdp_updates_equal_the_single_process_update_with_half_the_state_per_ra
     model = tiny_model(len(char_tokenizer()), seed=0).eval()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
-    want = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", 0.2, 0.2, 5.0, 0.0, 6), DistInfo(), updates=3)
+    want = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", max_completion_length=6), DistInfo(), updates=3)
     # 3 AdamW steps at lr 3e-3 move weights by ~1e-2; summation order differs between 2 ranks and 1 process
     _close(got["weights"], {k: v.detach() for k, v in model.state_dict().items()}, tol=1e-5)
     for g, w in zip(got["stats"], want):

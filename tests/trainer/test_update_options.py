@@ -33,7 +33,7 @@ def _update(model, batch, **kw):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
     adv = torch.linspace(-1.0, 1.0, len(batch))
     inputs = UpdateInputs(adv, batch.completion_mask.float())
-    return policy_update(model, opt, sched, batch, lambda: inputs, kw.pop("loss", LossConfig("grpo")),
+    return policy_update(model, opt, sched, batch, inputs, kw.pop("loss", LossConfig("grpo")),
                          temperature=0.8, **kw)
 
 
@@ -121,7 +121,7 @@ def test_bfloat16_config_trains_float32_master_weights_under_autocast(tmp_path):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-6)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
         inputs = UpdateInputs(torch.tensor([1.0, -1.0, 0.5, -0.5]), batch.completion_mask.float())
-        policy_update(m, opt, sched, batch, lambda: inputs, LossConfig("grpo"), temperature=1.0, bf16=True)
+        policy_update(m, opt, sched, batch, inputs, LossConfig("grpo"), temperature=1.0, bf16=True)
         moved = sum(int((p.detach() != b).sum()) for p, b in zip(m.parameters(), before))
         return moved / sum(b.numel() for b in before)
 

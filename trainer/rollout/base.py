@@ -10,8 +10,9 @@ This module holds the contract and the shared helpers (left padding); it does no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import torch
 
@@ -68,8 +69,12 @@ class RolloutBatch:
         """The rows in ``index`` (a 1-D long tensor), in that order."""
         idx = index.tolist()
         return RolloutBatch(
-            self.prompt_ids[index], self.prompt_mask[index], self.completion_ids[index],
-            self.completion_mask[index], self.truncated[index], [self.texts[i] for i in idx],
+            self.prompt_ids[index],
+            self.prompt_mask[index],
+            self.completion_ids[index],
+            self.completion_mask[index],
+            self.truncated[index],
+            [self.texts[i] for i in idx],
             self.sampler_logp[index] if self.sampler_logp is not None else None,
         )
 
@@ -81,11 +86,12 @@ class RolloutBatch:
         p_ids, p_mask = left_pad([r for b in batches for r in _rows(b.prompt_ids, b.prompt_mask)], pad_id)
         c_ids, c_mask = right_pad([r for b in batches for r in _rows(b.completion_ids, b.completion_mask)], pad_id)
         lp = None
-        if all(b.sampler_logp is not None for b in batches):
+        sampler_logps = [b.sampler_logp for b in batches if b.sampler_logp is not None]
+        if len(sampler_logps) == len(batches):
             lp = torch.zeros(c_ids.shape, dtype=torch.float32)
-            rows = [r for b in batches for r in _rows(b.sampler_logp, b.completion_mask)]  # type: ignore[arg-type]
+            rows = [r for b, logp in zip(batches, sampler_logps, strict=True) for r in _rows(logp, b.completion_mask)]
             for i, r in enumerate(rows):
-                lp[i, :len(r)] = r
+                lp[i, : len(r)] = r
         texts = [t for b in batches for t in b.texts]
         return RolloutBatch(p_ids, p_mask, c_ids, c_mask, torch.cat([b.truncated for b in batches]), texts, lp)
 
@@ -95,11 +101,11 @@ def _rows(ids: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
 
 
 def _pad(rows: Sequence[torch.Tensor | list[int]], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    rows = [torch.as_tensor(r, dtype=torch.long) for r in rows]
-    width = max((len(r) for r in rows), default=0)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
+    tensors = [torch.as_tensor(r, dtype=torch.long) for r in rows]
+    width = max((len(r) for r in tensors), default=0)
+    ids = torch.full((len(tensors), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(tensors), width), dtype=torch.long)
+    for i, r in enumerate(tensors):
         if len(r):
             cols = slice(width - len(r), width) if left else slice(0, len(r))
             ids[i, cols] = r
@@ -130,4 +136,9 @@ class Rollout(Protocol):
 
     def sync_weights(self) -> None:
         """Make the next :meth:`generate` use the policy's current weights (a no-op when they are shared)."""
+        ...
+
+    @property
+    def pad_id(self) -> int:
+        """The token id that pads prompts (left) and completions (right) in the batches it returns."""
         ...

@@ -83,17 +83,23 @@ def _fuse(linears: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
     biases = [lin.bias for lin in linears]
     if all(b is None for b in biases):
         return w, None
-    return w, torch.cat([b if b is not None else torch.zeros(lin.weight.shape[0], dtype=w.dtype, device=w.device)
-                         for b, lin in zip(biases, linears)])
+    return w, torch.cat(
+        [
+            b if b is not None else torch.zeros(lin.weight.shape[0], dtype=w.dtype, device=w.device)
+            for b, lin in zip(biases, linears, strict=True)
+        ]
+    )
 
 
 def _fuse_qkv(attn: Any, nh: int, kvh: int, hd: int) -> tuple[torch.Tensor, torch.Tensor | None]:
     """q/k/v as one projection, with q and k head dims interleaved and q pre-scaled by 1/sqrt(head_dim)."""
     w, b = _fuse([attn.q_proj, attn.k_proj, attn.v_proj])
     perm = _interleave(hd).to(w.device)
-    rows = torch.cat([perm + hd * h for h in range(nh + kvh)] + [torch.arange(kvh * hd, device=w.device) + (nh + kvh) * hd])
+    rows = torch.cat(
+        [perm + hd * h for h in range(nh + kvh)] + [torch.arange(kvh * hd, device=w.device) + (nh + kvh) * hd]
+    )
     scale = torch.ones(w.shape[0], dtype=w.dtype, device=w.device)
-    scale[: nh * hd] = hd ** -0.5
+    scale[: nh * hd] = hd**-0.5
     w = w[rows] * scale[:, None]
     return w, (b[rows] * scale if b is not None else None)
 
@@ -128,7 +134,9 @@ class LeanDecoder:
         self.hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.nh
         p = next(model.parameters())
         n_layers = len(model.model.layers)
-        self.k = torch.zeros((n_layers, batch, self.kvh, max_len, self.hd), dtype=cache_dtype or p.dtype, device=p.device)
+        self.k = torch.zeros(
+            (n_layers, batch, self.kvh, max_len, self.hd), dtype=cache_dtype or p.dtype, device=p.device
+        )
         self.v = torch.zeros_like(self.k)
         self.key_ok = torch.zeros((batch, max_len), dtype=torch.bool, device=p.device)
         pos = torch.arange(max_len, device=p.device)[None]
@@ -139,8 +147,10 @@ class LeanDecoder:
         # q/k/v and gate/up fused into one matmul each; rebuilt per decoder, i.e. per generate call, so the
         # concatenated copies always hold the current weights
         with torch.no_grad():
-            self.layers = [_Layer(lyr, self.k[i], self.v[i], self.nh, self.kvh, self.hd)
-                           for i, lyr in enumerate(model.model.layers)]
+            self.layers = [
+                _Layer(lyr, self.k[i], self.v[i], self.nh, self.kvh, self.hd)
+                for i, lyr in enumerate(model.model.layers)
+            ]
         self.embed, self.norm_w = model.model.embed_tokens.weight, model.model.norm.weight
         self.head_w, self.head_b = model.lm_head.weight, getattr(model.lm_head, "bias", None)
 
@@ -154,7 +164,9 @@ class LeanDecoder:
         nh, nq, hd, eps, dtype = self.nh, self.nh + self.kvh, self.hd, self.eps, self.k.dtype
         for ly in self.layers:
             h = _rms(x, ly.ln1, eps)
-            qkv = F.linear(h, ly.qkv_w, ly.qkv_b).view(b, t, nq + self.kvh, hd).transpose(1, 2).to(dtype)  # (B, heads, t, hd)
+            qkv = (
+                F.linear(h, ly.qkv_w, ly.qkv_b).view(b, t, nq + self.kvh, hd).transpose(1, 2).to(dtype)
+            )  # (B, heads, t, hd)
             qk = _rotate(qkv[:, :nq], freqs)  # q and k heads rotated together
             ly.k[:, :, s:e] = qk[:, nh:]
             ly.v[:, :, s:e] = qkv[:, nq:]

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -61,8 +62,16 @@ class HFRollout:
         bf16: sample under bfloat16 autocast (CUDA only).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_prompt_length: int, generator: torch.Generator | None = None,
-                 lean: bool = True, bf16: bool = False):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_prompt_length: int,
+        generator: torch.Generator | None = None,
+        lean: bool = True,
+        bf16: bool = False,
+    ):
         self.model = model
         self.tokenizer = tokenizer
         self.max_prompt_length = max_prompt_length
@@ -82,7 +91,7 @@ class HFRollout:
         out = []
         for p in prompts:
             ids = self.tokenizer(p, add_special_tokens=False)["input_ids"]
-            out.append(list(ids)[-self.max_prompt_length:])
+            out.append(list(ids)[-self.max_prompt_length :])
         return out
 
     def sync_weights(self) -> None:
@@ -134,7 +143,6 @@ class HFRollout:
             logits = step_fn(tok)
         return tokens
 
-
     def _start(self, ids: torch.Tensor, attn: torch.Tensor, max_new: int) -> tuple[Any, torch.Tensor]:
         """Prefill; returns (a function from the last tokens to the next logits, the first logits)."""
         if self.lean:
@@ -147,8 +155,13 @@ class HFRollout:
 
         def step(tok: torch.Tensor) -> torch.Tensor:
             a = state["attn"] = torch.cat([state["attn"], torch.ones_like(state["attn"][:, :1])], dim=1)
-            o = self.model(input_ids=tok[:, None], attention_mask=a, position_ids=state["pos"], use_cache=True,
-                           **{self._cache_kw: state["cache"]})
+            o = self.model(
+                input_ids=tok[:, None],
+                attention_mask=a,
+                position_ids=state["pos"],
+                use_cache=True,
+                **{self._cache_kw: state["cache"]},
+            )
             state["cache"], state["pos"] = self._cache_of(o), state["pos"] + 1
             return o.logits[:, -1]
 

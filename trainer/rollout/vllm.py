@@ -33,7 +33,8 @@ import logging
 import math
 import os
 import tempfile
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -55,13 +56,16 @@ def _import_vllm() -> Any:
     try:
         import vllm
     except ImportError:
-        raise ConfigError("trainer.backend=vllm: the vllm package is not installed (make setup-gpu, or pip install "
-                          "-e '.[gpu]' on a CUDA machine), or use backend: hf") from None
+        raise ConfigError(
+            "trainer.backend=vllm: the vllm package is not installed (make setup-gpu, or pip install "
+            "-e '.[gpu]' on a CUDA machine), or use backend: hf"
+        ) from None
     return vllm
 
 
-def kv_cache_bytes(model_config: Any, num_seqs: int, max_len: int, *, dtype_bytes: int = 2, block: int = 16,
-                   margin: float = 1.25) -> int:
+def kv_cache_bytes(
+    model_config: Any, num_seqs: int, max_len: int, *, dtype_bytes: int = 2, block: int = 16, margin: float = 1.25
+) -> int:
     """KV cache for ``num_seqs`` sequences of ``max_len`` tokens (in ``block``-token pages), times ``margin``.
 
     Per token: 2 (K and V) x layers x KV heads x head dim x ``dtype_bytes``.
@@ -78,8 +82,9 @@ def kv_cache_bytes(model_config: Any, num_seqs: int, max_len: int, *, dtype_byte
     return int(per_token * tokens * margin)
 
 
-def engine_memory(kv_bytes: int, weight_bytes: int, free: int, total: int,
-                  utilization: float | None = None) -> tuple[int, float]:
+def engine_memory(
+    kv_bytes: int, weight_bytes: int, free: int, total: int, utilization: float | None = None
+) -> tuple[int, float]:
     """(kv_cache_memory_bytes, gpu_memory_utilization) for an engine beside a trainer.
 
     vLLM refuses to start unless ``free >= utilization * total``; with ``kv_cache_memory_bytes`` set it does not
@@ -102,14 +107,30 @@ def engine_memory(kv_bytes: int, weight_bytes: int, free: int, total: int,
     return kv_bytes, round(utilization, 4)
 
 
-def engine_kwargs(path: str, *, dtype: str, max_model_len: int, seed: int, settings: VLLMSection, kv_bytes: int,
-                  utilization: float, max_num_seqs: int) -> dict[str, Any]:
+def engine_kwargs(
+    path: str,
+    *,
+    dtype: str,
+    max_model_len: int,
+    seed: int,
+    settings: VLLMSection,
+    kv_bytes: int,
+    utilization: float,
+    max_num_seqs: int,
+) -> dict[str, Any]:
     """The ``vllm.LLM`` keyword arguments of the colocated engine (names as in vLLM 0.33.0)."""
     return {
-        "model": path, "dtype": dtype, "max_model_len": max_model_len, "seed": seed,
-        "distributed_executor_backend": "external_launcher", "enable_prefix_caching": True,
-        "kv_cache_memory_bytes": kv_bytes, "gpu_memory_utilization": utilization, "max_num_seqs": max_num_seqs,
-        "enforce_eager": settings.enforce_eager, "enable_sleep_mode": settings.sleep,
+        "model": path,
+        "dtype": dtype,
+        "max_model_len": max_model_len,
+        "seed": seed,
+        "distributed_executor_backend": "external_launcher",
+        "enable_prefix_caching": True,
+        "kv_cache_memory_bytes": kv_bytes,
+        "gpu_memory_utilization": utilization,
+        "max_num_seqs": max_num_seqs,
+        "enforce_eager": settings.enforce_eager,
+        "enable_sleep_mode": settings.sleep,
         "logprobs_mode": "processed_logprobs",
     }
 
@@ -132,8 +153,17 @@ class VLLMRollout:
         max_num_seqs: sequences of one rollout call (sizes the KV cache and the engine's batch).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_prompt_length: int, max_completion_length: int,
-                 settings: VLLMSection | None = None, seed: int = 0, max_num_seqs: int = 256) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_prompt_length: int,
+        max_completion_length: int,
+        settings: VLLMSection | None = None,
+        seed: int = 0,
+        max_num_seqs: int = 256,
+    ) -> None:
         vllm = _import_vllm()
         if hasattr(model, "peft_config"):
             raise ConfigError("trainer.backend=vllm does not take LoRA adapters; use backend: hf with trainer.lora")
@@ -147,17 +177,29 @@ class VLLMRollout:
         max_len = max_prompt_length + max_completion_length
         kv = self.settings.kv_cache_bytes or kv_cache_bytes(model.config, max_num_seqs, max_len)
         weights = sum(p.numel() for p in model.parameters()) * 2
-        self.kv_bytes, self.utilization = engine_memory(kv, weights, *_gpu_memory(),
-                                                        self.settings.gpu_memory_utilization)
+        self.kv_bytes, self.utilization = engine_memory(
+            kv, weights, *_gpu_memory(), self.settings.gpu_memory_utilization
+        )
         self._tmp = tempfile.TemporaryDirectory(prefix="vllm-policy-")
         model.save_pretrained(self._tmp.name)
         tokenizer.save_pretrained(self._tmp.name)
         dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
-        self.engine_args = engine_kwargs(self._tmp.name, dtype=dtype, max_model_len=max_len, seed=seed + rank,
-                                         settings=self.settings, kv_bytes=self.kv_bytes, utilization=self.utilization,
-                                         max_num_seqs=max_num_seqs)
-        log.info("vllm engine: KV cache %.2f GiB, gpu_memory_utilization %.3f, launcher variables added: %s",
-                 self.kv_bytes / _GIB, self.utilization, env)
+        self.engine_args = engine_kwargs(
+            self._tmp.name,
+            dtype=dtype,
+            max_model_len=max_len,
+            seed=seed + rank,
+            settings=self.settings,
+            kv_bytes=self.kv_bytes,
+            utilization=self.utilization,
+            max_num_seqs=max_num_seqs,
+        )
+        log.info(
+            "vllm engine: KV cache %.2f GiB, gpu_memory_utilization %.3f, launcher variables added: %s",
+            self.kv_bytes / _GIB,
+            self.utilization,
+            env,
+        )
         self.llm = vllm.LLM(**self.engine_args)
         self._vllm = vllm
         self.sleeping = False
@@ -193,13 +235,15 @@ class VLLMRollout:
         """Sample ``n`` completions per prompt; rows are group-major; sampler log-probs included."""
         if self.sleeping:
             self.sync_weights()
-        ids = [list(self.tokenizer(p, add_special_tokens=False)["input_ids"])[-self.max_prompt_length:]
-               for p in prompts]
-        params = self._vllm.SamplingParams(n=n, temperature=sampling.temperature, top_p=sampling.top_p,
-                                           max_tokens=sampling.max_new_tokens, logprobs=0)
+        ids = [
+            list(self.tokenizer(p, add_special_tokens=False)["input_ids"])[-self.max_prompt_length :] for p in prompts
+        ]
+        params = self._vllm.SamplingParams(
+            n=n, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens, logprobs=0
+        )
         outs = self.llm.generate([{"prompt_token_ids": x} for x in ids], sampling_params=params, use_tqdm=False)
         rows, truncated, prompt_rows, logps = [], [], [], []
-        for p_ids, out in zip(ids, outs):
+        for p_ids, out in zip(ids, outs, strict=True):
             for c in out.outputs:
                 rows.append(list(c.token_ids))
                 truncated.append(c.finish_reason == "length")
@@ -209,14 +253,15 @@ class VLLMRollout:
         completion_ids, completion_mask = right_pad(rows, self.pad_id)
         sampler_logp = torch.zeros(completion_ids.shape, dtype=torch.float32)
         for i, lp in enumerate(logps):
-            sampler_logp[i, :len(lp)] = torch.tensor(lp, dtype=torch.float32)
+            sampler_logp[i, : len(lp)] = torch.tensor(lp, dtype=torch.float32)
         texts = self.tokenizer.batch_decode(rows, skip_special_tokens=True)
-        return RolloutBatch(prompt_ids, prompt_mask, completion_ids, completion_mask, torch.tensor(truncated), texts,
-                            sampler_logp)
+        return RolloutBatch(
+            prompt_ids, prompt_mask, completion_ids, completion_mask, torch.tensor(truncated), texts, sampler_logp
+        )
 
 
 def _sampled_logprobs(c: Any) -> list[float]:
     """The log-prob of each sampled token from a ``CompletionOutput`` (``logprobs[i]`` maps token id -> Logprob)."""
     if c.logprobs is None:
         raise RuntimeError("vllm returned no logprobs although SamplingParams(logprobs=0) asked for them")
-    return [float(pos[tok].logprob) for pos, tok in zip(c.logprobs, c.token_ids)]
+    return [float(pos[tok].logprob) for pos, tok in zip(c.logprobs, c.token_ids, strict=True)]

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_server import ScriptedServer  # on pytest's pythonpath (pyproject.toml)
 
-HERE = str(Path(__file__).resolve().parent)
-if HERE not in sys.path:
-    sys.path.append(HERE)  # appended: scripted_server is a unique name, and this dir must not shadow other conftests
-
-from scripted_server import ScriptedServer  # noqa: E402
-
-from harness import get_reward  # noqa: E402
-from harness.registry import RewardFn  # noqa: E402
+from harness import get_reward
+from harness.registry import RewardFn
 
 
 @pytest.fixture()
