@@ -123,6 +123,46 @@ def hacks() -> list[tuple[str, str, str]]:
         ("lenient: x = 400 spaces =", "1", "x =" + " " * 400 + "="),
         ("lenient: x = 3000 spaces =", "1", "x =" + " " * 3000 + "="),
         ("lenient: 3000 spaces", "1", "2" + " " * 3000),
+        *_second_pass_hacks(),
+    ]
+
+
+def _second_pass_hacks() -> list[tuple[str, str, str]]:
+    """Hedges and hidden text around the readings added for real outputs (remarks, approximations, boxed steps,
+    option golds, labels, numbered statements, invisible commands)."""
+    return [
+        ("remark hedge (or 8), gold 8", "8", "The answer is 7 (or 8)."),
+        ("remark hedge (or 8), gold 7", "7", "The answer is 7 (or 8)."),
+        ("remark hedge inside a remark", "7", "The answer is 7 (rounded, or 8)."),
+        ("hidden white 8 before 7", "8", r"\boxed{\color{white}{8} 7}"),
+        ("phantom 8 before 7", "8", r"\boxed{\phantom{8}7}"),
+        ("two boxes in one box, gold 7", "7", r"\boxed{\boxed{7}\boxed{8}}"),
+        ("two boxes in one box, gold 8", "8", r"\boxed{\boxed{7}\boxed{8}}"),
+        ("false approximation", "0.5", r"\boxed{\frac{1}{3}\approx 0.5}"),
+        ("huge approximated", "1", r"\boxed{\sqrt{10^{10000}+1}\approx 1.0}"),
+        ("sin of huge approximated", "1", r"\boxed{\sin(10^{100})\approx 0.5}"),
+        ("approximation chain flood", "7", r"\boxed{7" + r" \approx 7.0" * 300 + "}"),
+        ("all numbered statements", "①③", "\\boxed{" + "".join(chr(0x2460 + k) for k in range(10)) + "}"),
+        ("statement hedge", "②", "\\boxed{① \\text{ or } ②}"),
+        ("label e, false chain", "6", r"\boxed{e = 5 = 6}"),
+        ("x = y = 2 = 3", "3", r"\boxed{x=y=2=3}"),
+        ("option hedge A or B", "A: 5", r"\boxed{A \text{ or } B}"),
+        ("option content hedge", "A: 5", r"\boxed{5 \text{ or } 6}"),
+        ("other option, same content", "(A) 5", r"\boxed{\text{(B) } 5}"),
+        ("boxed alternative", "6", r"We get \boxed{5}. Alternatively, it could be \boxed{6}."),
+        ("boxed cases", "5", r"In case (i) the count is \boxed{3}. In case (ii) it is \boxed{5}."),
+        ("boxes without prose", "5", "\\boxed{3}\n\\boxed{5}"),
+        ("angle label, false chain", "8", r"\boxed{\angle ABC = 7 = 8}"),
+        ("sentence: or after the math", "7", "Thus $7$ or $8$."),
+        ("sentence: hedge after the math", "7", "The area is $7$ maybe."),
+        ("3000 nested whole boxes", "8", r"\boxed{" * 3000 + "7" + "}" * 3000),
+        ("box, then a hedged statement", "7", "\\boxed{7}\n\nThe answer is 7 or 8."),
+        ("box, then a hedged statement 8", "8", "\\boxed{7}\n\nThe answer is 7 or 8."),
+        ("<answer> blocks disagree", "8", "<answer>7</answer><answer>8</answer>"),
+        ("value after <answer>", "8", "<answer>7</answer> or maybe 8"),
+        ("(12,102) as a number", "12102", r"\boxed{(12,102)}"),
+        ("anchored statement with or", "120", "Final Answer: The volume of $V$ is 120 or 121."),
+        ("<answer> flood", "7", "<answer>" * 30_000),
     ]
 
 

@@ -36,7 +36,7 @@ from rewards.math.labels import unassign
 from rewards.math.sets import as_intervals, intervals_equal
 from rewards.math.values import DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value
 
-__all__ = ["Options", "equivalent", "OutOfTime", "expand_values"]
+__all__ = ["Options", "equivalent", "OutOfTime", "expand_values", "numeric_value"]
 
 _EXACT_REL = sp.Float("1e-30", 60)
 _EXACT_REL_Q = sp.Rational(1, 10**30)
@@ -82,6 +82,9 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
         if same or isinstance(gv, Rel) or isinstance(av, Rel) or not _same_label(gold.terms[0], ans.terms[0]):
             return same, why  # x = 5 is not y = 5
         return equivalent(gv, av, opt)  # the same label: (a, b) = (3, -2) and (a, b) = (3, -2.0)
+    by_label = _by_label(gold, ans, opt)
+    if by_label is not None:
+        return by_label
     if isinstance(ans, Ivl) and isinstance(gold, Seq) and gold.kind == "list" and ans.lo_closed and ans.hi_closed:
         ans = Seq("list", (Expr(ans.lo), Expr(ans.hi)))  # [1, 2] written as a list
     gsol = _solutions(gold) if not isinstance(ans, Rel) else None
@@ -216,6 +219,21 @@ def _assignments(v: Value) -> bool:
     """A list of two or more ``variable = value`` items (``x = 1, y = 2``)."""
     return isinstance(v, Seq) and v.kind == "list" and len(v.items) >= 2 and all(
         isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in v.items)
+
+
+def _by_label(gold: Value, ans: Value, opt: Options) -> tuple[bool, str] | None:
+    """Two lists of assignments to distinct variables (``a = 1, b = 2``) compare value by variable, never as the
+    unordered set of their values (``a = 2, b = 1`` is another answer); None when either side is not one."""
+    if not (_assignments(gold) and _assignments(ans)):
+        return None
+    gl = {str(r.terms[0]): r for r in gold.items}  # type: ignore[union-attr]
+    al = {str(r.terms[0]): r for r in ans.items}  # type: ignore[union-attr]
+    if len(gl) != len(gold.items) or len(al) != len(ans.items):  # type: ignore[union-attr]
+        return None  # x = 1, x = 2: the roots of one variable, an unordered list
+    if set(gl) != set(al):
+        return False, "assignments to other variables"
+    ok = all(equivalent(_unassign(gl[k]), _unassign(al[k]), opt)[0] for k in gl)
+    return ok, "assignments compared variable by variable"
 
 
 def _ordered_items(v: Value) -> list[Value] | None:
@@ -423,6 +441,11 @@ def _points(syms: list[sp.Symbol], n: int, exact: bool = False) -> list[dict[sp.
         point = {s: sp.Rational(rng.randint(11, 97), rng.randint(7, 31)) for s in syms}
         out.append(point if exact else {s: sp.Float(v, 60) for s, v in point.items()})
     return out
+
+
+def numeric_value(x: sp.Basic) -> sp.Basic | None:
+    """``x`` (without variables) as a 50-digit number, or None when it cannot be evaluated safely."""
+    return _num(x)
 
 
 def _num(x: sp.Basic, point: dict | None = None) -> sp.Basic | None:

@@ -7,6 +7,7 @@ every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers)
 states a conclusion ("Therefore, the area of the triangle is 7/2."); else a bold final line; else the whole
 completion when it is a single short line that is only an answer.
 
+An ``<answer>...</answer>`` block (the R1 format) holds the final answer: the search runs inside the last one.
 Reasoning inside ``<think>...</think>`` (or ``<|begin_of_thought|>...<|end_of_thought|>``) never counts; an
 unclosed ``<think>``, or one reopened after the last ``</think>``, means no answer yet. Chat-template tokens end
 the completion: anything after ``<|im_end|>``, ``<|eot_id|>``, ``<|im_start|>`` ... is another turn. Several
@@ -29,6 +30,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rewards.math.sentences import one_value
+from rewards.math.units import is_unit_text
+
 __all__ = ["Extraction", "extract_answer", "MAX_COMPLETION_CHARS"]
 
 #: Only the tail of a longer completion is searched (the final answer is at the end).
@@ -41,7 +45,7 @@ _BRACE = re.compile(r"(?<!\\)[{}]")
 _ANCHOR = re.compile(  # the lookahead lets the scan skip positions that cannot start an anchor
     r"(?=[afoc#])(?:final[ \t]{1,3}answer[ \t]{0,3}(?:is|:|=)?|"
     r"(?:answer|option|choice)[ \t]{1,3}(?:is|(?:would|will|must|should)[ \t]{1,3}be)[ \t]{0,3}:?|"
-    r"\banswer[ \t]{0,3}(?:\*\*|\*|\})?[ \t]{0,3}[:：]|####)",
+    r"\banswer[ \t]{0,3}(?:\*\*|\*|\})?[ \t]{0,3}[:：]|####|\#{1,4}[ \t]{0,3}answer[ \t]*(?=\n))",
     re.IGNORECASE,
 )
 _REVISION = re.compile(
@@ -49,8 +53,15 @@ _REVISION = re.compile(
     r"revis\w*|final\s+answer|answer\s+is|fix\w*|therefore|thus|hence|in\s+conclusion|finally)\b",
     re.IGNORECASE,
 )
+_STEP_HEDGE = re.compile(  # a word between two boxes that offers the second as an alternative to the first
+    r"\b(?:or|alternatively|alternative|maybe|perhaps|possibly|could|might|either|also|another|other|otherwise|"
+    r"if|unless|else|but|however|part|parts|case|cases|subcase|option|options|possibility|possibilities|candidate|"
+    r"candidates|scenario|choice|answers|solutions|roots|one|second|both|each|respectively|together|and)\b|"
+    r"(?<![\w$^])\((?:[a-z]|i{1,3}|iv|\d{1,2})\)",
+    re.IGNORECASE,
+)
 _CHOICE = re.compile(
-    r"\b(?:(?:option|choice|answer)[ \t]{0,3})?\(?\b([A-J])\)?[ \t]{1,3}is[ \t]{1,3}(?:the[ \t]{1,3})?"
+    r"\b(?:(?:option|choice|answer)[ \t]{0,3})?\$?\(?\b([A-J])\)?\$?[ \t]{1,3}is[ \t]{1,3}(?:the[ \t]{1,3})?"
     r"(?:correct|right|best)\b",
     re.IGNORECASE,
 )
@@ -62,22 +73,43 @@ _LEAD_CLAUSES = re.compile(r"^(?:[A-Za-z']+(?:\s+[A-Za-z']+)*\s*,\s*)+")  # word
 _LEAD_WORDS = re.compile(r"^\s*(?:(?:so|thus|therefore|hence|and|then|finally)\b[\s,]*)+", re.IGNORECASE)
 _TAIL_NOISE = re.compile(r"[ \t]{0,3}(?:I[ \t]+hope[ \t]+it[ \t]+is[ \t]+correct\.?|\(?final\)?\.?)[ \t]*$", re.I)
 _SENTENCE_END = re.compile(
-    r"\.(?=\s|$)|[!?](?=\s|$)|,?[ \t]{1,3}(?:because|since|as|which|so|when|where|given|if)\b"
+    r"\.(?=\s|$)|[!?](?=\s|$)|,?[ \t]{1,3}(?:because|since|as|which|so|when|where|given|if)\b|"
+    r"[ \t]{1,3}\((?=(?:since|because|as|which|where|when|given|from|by|using|note|noting|rounded|"
+    r"approximately|exactly|simplified|in[ \t]+simplest)\b)"  # "2 (since the other root is negative)": a remark
 )
 _CONCLUSION = re.compile(
     r"^(?:therefore|thus|so|hence|consequently|in\s+conclusion|in\s+summary|in\s+total|finally|overall|altogether)"
     r"\b[ \t,]{0,3}(.{0,240})[ \t](?:is|are|was|equals|will[ \t]be)[ \t]{1,3}(.{1,160})$",
     re.IGNORECASE,
 )
-_STATED = re.compile(r"^the\b(.{0,240})[ \t](?:is|are|equals)[ \t]{1,3}(\$[^$]{1,160}\$)$", re.IGNORECASE)
-_HEDGE_AFTER = re.compile(r"^[\s.,;:!*)\]}$]{0,12}(?:or|maybe|perhaps|possibly)\b", re.IGNORECASE)
+_STATED = re.compile(
+    r"^the\b(.{0,240})[ \t](?:is|are|equals)[ \t]{1,3}(\$[^$]{1,160}\$)((?:[ \t]{1,3}[A-Za-z][A-Za-z.]{0,20}){0,3})$",
+    re.IGNORECASE,
+)
+_CONCLUDED_MATH = re.compile(  # "Thus $m = 2$.": a concluding word, then only inline math
+    r"^(?:therefore|thus|so|hence|consequently|finally)\b[ \t,]{0,3}(?:we[ \t]+(?:get|have|obtain)[ \t]+)?"
+    r"(\$[^$]{1,160}\$|\\\((?:[^\\]|\\[^)]){1,160}\\\))$",
+    re.IGNORECASE,
+)
+_IS_SOLUTION = re.compile(  # "$x = 2$ is the only solution": the value is before "is"
+    r"^(?:the|an?)[ \t]+(?:(?:only|unique|final|required|desired|correct)[ \t]+)?"
+    r"(?:solution|answer|value|root|result)$",
+    re.IGNORECASE,
+)
+_HEDGE_AFTER = re.compile(  # "or equivalently", "or in other words" restate the answer, they do not hedge it
+    r"^[\s.,;:!*()\[\]}$]{0,12}(?:or(?![ \t]+(?:equivalently|in[ \t]+other[ \t]+words|simply|written[ \t]+as)\b)|"
+    r"maybe|perhaps|possibly)\b",
+    re.IGNORECASE,
+)
+_REMARK_HEDGE = re.compile(r"\b(?:or|maybe|perhaps|possibly|might|could|not|unless|otherwise)\b", re.IGNORECASE)
+_NAMED_VALUE = re.compile(r"^the\b[^\n]{0,200}[ \t](?:is|are|equals)[ \t]+([^ \t][^\n]{0,300})$", re.IGNORECASE)
 _ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$": a hedge word right before a value
     r"\b(?:or[ \t]+(?:maybe|perhaps|possibly|is[ \t]+it)|maybe|perhaps|possibly|"
     r"(?:could|might)(?:[ \t]+also)?[ \t]+be|not[ \t]+sure)[ \t,:]{0,3}"
     r"(?:it'?s[ \t]+|it[ \t]+is[ \t]+|the[ \t]+answer[ \t]+is[ \t]+)?(?:\$|\\boxed|\\\(|\*\*)?[ \t]*-?\d",
     re.IGNORECASE,
 )
-_TURN = re.compile(r"<\|[A-Za-z0-9_\-]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|</s>")
+_TURN = re.compile(r"<\|[A-Za-z0-9_\-]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|</s>|<(?:start|end)_of_turn>")
 _THOUGHT = {"<|begin_of_thought|>": "<think>", "<|end_of_thought|>": "</think>", "<|begin_of_solution|>": "",
             "<|end_of_solution|>": ""}
 _MATH_WORDS = {"sqrt", "frac", "dfrac", "pi", "infty", "text", "boxed", "cdot", "times", "left", "right", "none",
@@ -93,12 +125,15 @@ class Extraction:
         source: ``boxed``, ``anchor``, ``sentence``, ``bold``, ``bare``, ``fallback`` or ``none``.
         hedged: True when several different boxed answers were given (``answer`` then lists them all).
         reason: why no answer was found, when ``answer`` is None.
+        last: for boxed steps (different boxes in separate sentences with prose and no hedge word between the
+            last two), the last box: the answer to a single-valued gold; a multi-valued gold takes the list.
     """
 
     answer: str | None
     source: str
     hedged: bool = False
     reason: str = ""
+    last: str | None = None
 
 
 def _brace_pairs(text: str) -> dict[int, int]:
@@ -159,7 +194,10 @@ def _final_box(text: str) -> tuple[Extraction, int] | None:
     distinct: dict[str, str] = {}
     for _, _, b in found:
         distinct.setdefault(key(b), b)
-    return Extraction(", ".join(distinct.values()), "boxed", hedged=True), end
+    between = text[earlier[-1][0] : last_at]
+    stepwise = (re.search(r"[.:;!?]\s|\n", between) and re.search(r"(?<![\\A-Za-z])[A-Za-z]{2,}", between)
+                and not _STEP_HEDGE.search(between))  # prose between: a step, not a list of boxes
+    return Extraction(", ".join(distinct.values()), "boxed", hedged=True, last=last if stepwise else None), end
 
 
 def _this_turn(text: str) -> str:
@@ -175,6 +213,24 @@ def _this_turn(text: str) -> str:
             return text[: m.start()]
         last = m.end()
     return text[last:]
+
+
+def _answer_tag(text: str) -> str | None:
+    """The content of the last ``<answer>...</answer>`` block (the rest of the text when it is not closed); None
+    when the block before it says something else, or a value follows the block (hedges across blocks)."""
+    low = text.lower()
+    last = low.rfind("<answer>")
+    close = low.find("</answer>", last)
+    inner = text[last + 8 : close if close >= 0 else len(text)]
+    if close >= 0 and re.search(r"\d|\\boxed|\\fbox", text[close + 9 : close + 2000]):
+        return None  # "<answer>7</answer> or maybe 8": another value after the block
+    prev = low.rfind("<answer>", 0, last)
+    if prev >= 0:
+        prev_close = low.find("</answer>", prev, last)
+        before = text[prev + 8 : prev_close if prev_close >= 0 else last]
+        if re.sub(r"\s+", "", before) != re.sub(r"\s+", "", inner):
+            return None
+    return inner.strip()
 
 
 def _strip_think(text: str) -> str | None:
@@ -209,11 +265,18 @@ def _statement(rest: str) -> tuple[str, int]:
     line = rest[:_MAX_LINE].split("\n", 1)[0]
     line = _TAIL_NOISE.sub("", line)
     m = _SENTENCE_END.search(line)
+    if m and m.group(0).endswith("("):
+        close = line.find(")", m.end())
+        if _REMARK_HEDGE.search(line, m.end(), close if close >= 0 else len(line)):
+            m = None  # a remark with a hedge in it, "7 (rounded, or 8)", stays part of the answer
     if m:
         line = line[: m.start()]
     span = skipped + len(line)
     line = re.sub(r"(?<![\w)}])\*\*|\*\*(?![\w({-])", "", line)  # bold markup, not a ** power
     line = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", line)  # inline math delimiters; every part of the sentence counts
+    named = _NAMED_VALUE.match(line.strip())
+    if named:
+        line = named.group(1)  # "Final Answer: The volume of $ABCD$ is 120."
     return line.strip(), span
 
 
@@ -272,12 +335,27 @@ def _conclusion(text: str) -> str | None:
     """The value a final concluding sentence states: "Therefore, the area of the triangle is $\\frac72$.", or
     "The sum is $42$." (without a concluding word, only a value that is wholly inline math counts)."""
     sentence = _last_sentence(text)
+    if sentence.endswith("?"):
+        return None  # "So is it 7?": a question states nothing
+    one = one_value(sentence)
+    if one:
+        return one  # "So she makes $18 per day.", "Thus, there are 10 ways to do it."
     m = _CONCLUSION.match(sentence)
-    if not m:
-        m = _STATED.match(sentence)
+    stated = m.group(2).strip() if m else ""
+    if m and _IS_SOLUTION.match(stated.rstrip(".")):
+        stated = m.group(1).strip()  # "Therefore, $x = 2$ is the only solution."
+        if not re.fullmatch(r"\$[^$]{1,160}\$", stated):
+            return None
+    elif not m:
+        m = _STATED.match(sentence) or _CONCLUDED_MATH.match(sentence)
         if not m:
             return None
-    value = _delimited(m.group(2).strip()).strip()
+        if m.re is _STATED and m.group(3).strip() and not is_unit_text(m.group(3)):
+            return None  # "The sum is $42$ less than ...": only unit words may follow the value
+        stated = m.group(2) if m.re is _STATED else m.group(1)
+    if len(re.findall(r"(?<!\\)\$[^$]{1,160}(?<!\\)\$", stated)) > 1:
+        return None  # "the total is $7$ apples and $8$ pears": two values
+    value = _delimited(stated.strip()).strip()
     value = re.sub(r"(?<!\\)\$|\\\(|\\\)", "", value).replace("**", "").strip().rstrip(".").strip()
     return value or None
 
@@ -317,6 +395,20 @@ def _fallback(text: str) -> str | None:
     return nums[-1] if nums else None
 
 
+def _anchored_after(text: str, end: int) -> bool:
+    """An explicit final-answer statement ("Final Answer:", "The answer is", ``####``) after ``end``, with no box
+    in it: it, not an earlier box (an intermediate result), is the final answer."""
+    anchor = None
+    for found in _ANCHOR.finditer(text, end):  # only the text after the box: usually a few characters
+        anchor = found
+    if anchor is None or re.search(r"would|will|must|should", anchor.group(0), re.I):
+        return False  # "if the die were biased the answer would be different" is no statement of the answer
+    stmt, _ = _statement(text[anchor.end() :])
+    if not re.search(r"\d|\\[A-Za-z]|^\(?[A-J]\)?$", stmt):
+        return False
+    return not _BOX.search(text, anchor.start())
+
+
 def _hedged_after(text: str, end: int) -> bool:
     """The final answer is followed at once by an alternative ("... 7. Or maybe 8.")."""
     after = text[end : end + 160]
@@ -326,12 +418,14 @@ def _hedged_after(text: str, end: int) -> bool:
     return bool(_ALTERNATIVE.search(after))
 
 
-def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
+def extract_answer(completion: str, *, strict: bool = True, hedges: bool = True) -> Extraction:
     r"""Find the final answer a completion commits to.
 
     Args:
         completion: the model's text.
         strict: when False, fall back to the last ``= value`` or number if nothing is anchored.
+        hedges: when False (a gold written as a solution, trusted), an alternative after the answer is not a hedge
+            ("$m = \\boxed{-1}$ or $m = 3$ (rejected)").
 
     >>> extract_answer("so $x=2$, hence \\boxed{\\frac{1}{2}}").answer
     '\\frac{1}{2}'
@@ -343,16 +437,22 @@ def extract_answer(completion: str, *, strict: bool = True) -> Extraction:
     text = _strip_think(_this_turn(completion[-MAX_COMPLETION_CHARS:]))
     if text is None:
         return Extraction(None, "none", reason="reasoning never closed (unterminated <think>)")
+    if "<answer>" in text.lower():
+        text = _answer_tag(text)
+        if text is None:
+            return Extraction(None, "none", reason="several different <answer> blocks, or a value after the last")
     boxed = _final_box(text)
+    if boxed is not None and _anchored_after(text, boxed[1]):
+        boxed = None  # "... = \boxed{255} ... Final Answer: The final answer is $10,455$": the statement is final
     if boxed is not None:
-        if _hedged_after(text, boxed[1]):
+        if hedges and _hedged_after(text, boxed[1]):
             return Extraction(None, "none", reason="the boxed answer is followed by an alternative")
         return boxed[0]
-    if _BOX.search(text):
+    if _BOX.search(text) and not _anchored_after(text, 0):
         return Extraction(None, "none", reason="empty \\boxed{}")
     anchored = _anchored(text)
     if anchored:
-        if _hedged_after(text, anchored[1]):
+        if hedges and _hedged_after(text, anchored[1]):
             return Extraction(None, "none", reason="the stated answer is followed by an alternative")
         return Extraction(anchored[0], "anchor")
     found = _conclusion(text)

@@ -6,6 +6,8 @@ r"""Labelled answers and chains: when ``lhs = value`` states ``value``, and when
   absolute value (``|PQ| = 2``), a ratio (``\frac{XY}{YZ} = \frac13``, ``V_1 : V_2 = 7 : 32``). ``label = value``
   states ``value``. A single variable may label an expression in other variables (``y = 2x + 1``); a composite
   label must label a number (``xy = 6`` states 6, ``x + y = 5`` is an equation and stays one).
+* ``e = value`` names an eccentricity (or any quantity called e) when the value is a number without e in it.
+  ``x = y = z = 1`` (distinct variables, then a number) states 1.
 * A **chain** ``a = b = c`` states its last term only when it is true as a whole (every side equal):
   ``1 + 1 = 2`` states 2, ``3 = 9`` and ``1 + 1 = 3 = 2`` state nothing (they stay false equations, which equal no
   number). A label may start a chain: ``x = 3 + 4 = 7``.
@@ -66,6 +68,12 @@ def unassign(v: Value, same: Callable[[object, object], bool]) -> Value:
     if not (isinstance(v, Rel) and v.ops and set(v.ops) == {"="}):
         return v
     first, rest = v.terms[0], v.terms[1:]
+    second = rest[0] if len(rest) == 1 else None
+    if first == sp.E and isinstance(second, sp.Basic) and _numeric(second) and not second.has(sp.E):
+        return Expr(second)  # e = \frac{\sqrt5}{5}: an eccentricity named e, not Euler's number
+    if len(v.terms) > 2 and _numeric(v.terms[-1]) and all(isinstance(t, sp.Symbol) for t in v.terms[:-1]):
+        if len(set(v.terms[:-1])) == len(v.terms) - 1:
+            return _value(v.terms[-1])  # x = y = z = 1: every variable has the value
     if len(v.terms) == 2 and isinstance(first, sp.Symbol) and isinstance(rest[0], sp.Basic):
         if first not in rest[0].free_symbols:
             return Expr(rest[0])  # x = 3, y = 2x + 1

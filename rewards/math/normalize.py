@@ -67,7 +67,7 @@ _TEXT_CMD = re.compile(
 )
 _THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.])")
-_BRACE_COMMA_THOUSANDS = re.compile(r"(?<=\d)\{,\}(?=\d{3}(?!\d))")
+_BRACE_COMMA_THOUSANDS = re.compile(r"(?<=\d)\s?(?:\{\s?,\s?\}|,\\!)\s?(?=\d{3}(?!\d))")  # 12{,}345, 32,\! 349
 _BRACE_COMMA_DECIMAL = re.compile(r"(?<=\d)\{,\}(?=\d)")
 _REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
 _ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d{2,40})\s*(?:\.\.\.|\\ldots|\\dots|\\cdots|…)")
@@ -75,6 +75,7 @@ _BASE = re.compile(r"(?<![A-Za-z\\\d])([0-9][0-9A-Za-z]*|[A-F][0-9A-F]*)_\{?\(?(
 _CONNECTIVES = {"or": " or ", "and": " and ", ",": ","}
 _NOSOL = {"nosolution", "nosolutions", "norealsolution", "norealsolutions", "none", "emptyset", "nosuchvalue",
           "thereisnosolution", "therearenosolutions", "novalue", "nointeger", "noreal", "nosuch"}
+_ALL_REALS = {"allrealnumbers", "allreals", "allrealvalues", "everyrealnumber", "realnumbers", "allrealx"}
 _UNDEF = {"undefined", "dne", "doesnotexist", "notdefined", "doesntexist"}
 
 
@@ -95,33 +96,95 @@ def clean(s: str) -> str:
     s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)
     s = re.sub(r"(?<=[\w)}])\*\*(?=[\w({-])", "^", s)
     s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
+    if "." in s:
+        s = re.sub(r"\\(?:left|right)\s*\.", "", s)  # the invisible delimiter of \left. 5 \right|
+    s = _BRACE_COMMA_THOUSANDS.sub("", s)  # before \! is dropped: 11,\! 111,\! 100 has spaces after the commas
     s = _DROP.sub("", s)
     s = s.replace("\x00", r"\\ ")
+    if "\\" in s:
+        s = _typesetting(s)
+    elif "^" in s:
+        s = _STYLE.sub("", s)  # 5^{}
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree", "°", s)
-    s = re.sub(r"\{\s*\}\s*(?=°)|(?<=°)\s*(?:\\mathrm\{\s*[CF]\s*\}|[CF](?![A-Za-z]))", "", s)  # 30{}°, 25°C
+    s = re.sub(r"\{\s*\}\s*(?=°)|(?<=°)\s*(?:\\(?:mathrm|text)\{\s*[CF]\s*\}|[CF](?![A-Za-z]))", "", s)  # 30{}°, 25°C
     s = re.sub(r"\\%|\\percent", "%", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
     s = re.sub(r"\\\{\s*\\\}", r"\\emptyset ", s)
     s = re.sub(r"^\\\{\s*[a-z]\s*(?:\\mid|\||:)\s*(.*)\\\}$", r"\1", s.strip())  # {x | 2 < x < 5}
     s = re.sub(r"^\s*(?:\\approx|\\sim|=)\s*", "", s)
-    s = _BRACE_COMMA_THOUSANDS.sub("", s)  # 12{,}345
     s = _BRACE_COMMA_DECIMAL.sub(".", s)  # 2{,}74: a decimal comma (the group after it is not 3 digits)
     s = s.replace("{,}", ",").replace(r"\cdot10", r"\cdot 10")
     s = _text_commands(s)
+    if "mathbb" in s:
+        s = _INTEGER_PARAMETER.sub("", s)  # 2k\pi + \frac{\pi}{6}, k \in \mathbb{Z}
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
     s = re.sub(r"(?<=\d)j\b", "i", s)  # python's complex unit: 14-1j
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
-    s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
+    s = _THOUSANDS.sub(_thousands, s)
     s = _SPACE_THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(" ", ""), s)  # 1 000 000
     s = _REPEATING.sub(_repeating, s)
     s = _ELLIPSIS.sub(_ellipsis, s)
     s = _BASE.sub(_base, s)
     s = _ATTACHED_UNIT.sub("", s)
-    s = re.sub(r"\s*(?:degrees?|percent)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
+    if s.rstrip()[-2:] in ("st", "nd", "rd", "th"):
+        s = re.sub(r"^(\d+)\s*(?:st|nd|rd|th)$", r"\1", s.strip())  # an ordinal, 8th
+    s = re.sub(r"\s*(?:degrees?|percent|pct)\b", lambda m: "°" if "deg" in m.group(0) else "%", s)
     s = _strip_trailing_units(s)
-    s = re.sub(r"^[A-Za-z]\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) = 2x + 3
+    s = re.sub(r"^[A-Za-z](?:\^\{?-1\}?|')?\s*\(\s*[A-Za-z]\s*\)\s*=(?![^=]*=)", "", s)  # f(x) =, f^{-1}(x) =
     s = s.strip().rstrip(".").strip()
+    if "real" in s and text_key(s) in _ALL_REALS:
+        s = r"(-\infty, \infty)"
     return s
+
+
+_ANGLE = re.compile(r"(?<![A-Za-z\\])(?:m\s*)?\\(?:angle|measuredangle)\s*\{?\s*([A-Z]{1,3})\s*\}?(?=\s*=)")
+#: A trailing "k is an integer" qualifier of a periodic answer (the parameter stays a variable of the answer).
+_INTEGER_PARAMETER = re.compile(
+    r"[,;]?\s*\(?\s*(?:(?:for|where)\s+)?(?:all\s+|any\s+)?[a-z]\s*\\in\s*\\mathbb\s*\{?\s*[ZN]\s*\}?\s*\)?\s*$"
+)
+_STYLE = re.compile(
+    r"\\(?:bf|it|rm|sf|tt|large|Large|LARGE|small|footnotesize|normalsize|huge|Huge|underline|bm)(?![A-Za-z])|"
+    r"\^\s*\{\s*\}|\\\s*$"
+)
+_INVISIBLE = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]{0,200}\}|(?:text)?color\s*\{[a-zA-Z]{1,20}\})")
+_WHOLE_BOX = re.compile(r"^\s*\\(?:boxed|fbox)\s*\{")
+
+
+def _typesetting(s: str) -> str:
+    """Commands that change how an answer looks, not what it is (see :func:`clean`)."""
+    s = _unbox(s)
+    s = _STYLE.sub("", s)  # \bf 5, \large 5, \underline{5}, 5^{}
+    s = _INVISIBLE.sub("", s)  # \phantom{1}10 renders as 10; \color{red}{10} as 10
+    if "angle" in s:
+        s = s.replace("\\langle", "(").replace("\\rangle", ")")  # the vector <1, -2, 3>
+        s = _ANGLE.sub(r"\1", s)  # m\angle ABC = 90°: the angle's name is a label
+    return s
+
+
+def _unbox(s: str) -> str:
+    """``\\boxed{\\boxed{7}}`` -> ``7``: a box that is the whole answer is its content (balanced braces only)."""
+    for _ in range(8):
+        m = _WHOLE_BOX.match(s)
+        if not m or not s.rstrip().endswith("}"):
+            return s
+        inner = s[m.end() : len(s.rstrip()) - 1]
+        depth = 0
+        for c in inner:
+            depth += {"{": 1, "}": -1}.get(c, 0)
+            if depth < 0:
+                return s  # \boxed{1}+\boxed{2}: the braces close earlier
+        if depth:
+            return s
+        s = inner
+    return s
+
+
+def _thousands(m: re.Match[str]) -> str:
+    """``12,345`` -> ``12345``, except a pair alone in brackets: ``(12,102)`` is an interval or a point."""
+    s, a, b = m.string, m.start(), m.end()
+    if m.group(2).count(",") == 1 and s[:a].rstrip()[-1:] in ("(", "[") and s[b:].lstrip()[:1] in (")", "]"):
+        return m.group(0)
+    return m.group(1) + m.group(2).replace(",", "")
 
 
 def _text_commands(s: str) -> str:
@@ -215,11 +278,27 @@ def choice_letter(s: str) -> str | None:
     return m.group(1)
 
 
+_CIRCLED = {chr(0x2460 + k): k + 1 for k in range(20)}  # ① .. ⑳: numbered statements
+
+
+def _statements(s: str) -> Text | None:
+    """``①③`` (which numbered statements hold): the sorted set of their numbers, as a choice."""
+    if not any(c in _CIRCLED for c in s):
+        return None
+    rest = re.sub(r"[\s,，、;and]", "", s.replace("\\text", "").replace("{", "").replace("}", ""))
+    if not rest or any(c not in _CIRCLED for c in rest):
+        return None
+    return Text("statements " + " ".join(str(n) for n in sorted({_CIRCLED[c] for c in rest})), choice=True)
+
+
 def as_text(s: str) -> Text | None:
-    """The answer as text, when it is words rather than math (``Monday``, "no solution", ``(C)``).
+    """The answer as text, when it is words rather than math (``Monday``, "no solution", ``(C)``, ``①③``).
 
     Returns None when the string looks like math. ``s`` is the output of :func:`clean`.
     """
+    circled = _statements(s)
+    if circled is not None:
+        return circled
     letter = re.fullmatch(r"\(?\s*([A-J])\s*\)?", s.strip())
     if letter:
         return Text(letter.group(1).lower(), choice=True)

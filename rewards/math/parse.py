@@ -407,6 +407,8 @@ class _Parser(StructureMixin):
             arg = self._arg(single=True)
             self._need_scalar(n, arg)
             return safe_root(arg, n)
+        if name in TRIG and power is not None and power == -1:
+            name, power = "arc" + name if "arc" + name in FUNCS else name, None  # \tan^{-1} x is arctan x
         arg = self._arg(single=name == "sqrt")
         if name == "log" and isinstance(arg, Seq) and arg.kind == "tuple" and len(arg.items) == 2 and base is None:
             arg, base = (x.e if isinstance(x, Expr) else x for x in arg.items)  # sympy's log(x, b)

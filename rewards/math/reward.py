@@ -6,7 +6,9 @@ Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be par
 a worked solution gives its final answer as a completion would; several different boxes in the gold are an
 ordered list (never matched by the set of them); a gold of several option letters (``ABD``) is a multi-select
 answer. A gold that is well formed but outside the grammar (``\overline{AB}``) is compared as a normalized
-string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it). Identical
+string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it). A decimal gold
+of at least 3 significant digits (``4.67``, ``3.14``) is also matched by an exact answer that rounds to it
+(``\frac{14}{3}``, ``\pi``); a decimal answer is never rounded to the gold. Identical
 normalized strings and plain numbers are decided without sympy (the fast path most pairs take). Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
@@ -38,7 +40,7 @@ import sympy as sp
 
 from harness.registry import reward
 from harness.types import Sample, Score, Status
-from rewards.math.compare import Options, OutOfTime, equivalent
+from rewards.math.compare import Options, OutOfTime, equivalent, numeric_value
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
@@ -70,7 +72,7 @@ def parse_answer(text: str) -> Value:
     if t is not None:
         return t
     try:
-        return parse_value(cleaned)
+        return _approximated(cleaned) or parse_value(cleaned)
     except HugeValue:
         return Huge(re.sub(r"\s+", "", cleaned))
     except RecursionError:
@@ -81,6 +83,50 @@ def parse_answer(text: str) -> Value:
         raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
 
 
+#: ``\frac{1}{3} \approx 0.333``: an exact value followed by its decimal approximation.
+_APPROX = re.compile(r"^([^=<>]{1,400}?)\\approx\s*(-?\d{0,40}\.(\d{1,40}))$")
+
+
+def _approximated(cleaned: str) -> Value | None:
+    """The exact side of ``A \\approx d`` when the decimal ``d`` is ``A`` rounded or truncated to its digits;
+    None otherwise (then the whole is read as written: a false chain states nothing)."""
+    m = _APPROX.match(cleaned)
+    if not m:
+        return None
+    exact = parse_value(m.group(1))
+    if not isinstance(exact, Expr) or exact.e.free_symbols or isinstance(exact.e, sp.MatrixBase):
+        return None
+    value = numeric_value(exact.e)
+    if value is None or not value.is_real:
+        return None
+    unit, d = sp.Rational(1, 10 ** len(m.group(3))), sp.Rational(m.group(2))
+    rounded = abs(value - d) <= unit / 2 * (1 + sp.Rational(1, 10**6))
+    truncated = 0 <= (value - d) * (1 if d >= 0 else -1) < unit
+    return exact if rounded or truncated else None
+
+
+_ROUNDED_GOLD = re.compile(r"-?(\d+)\.(\d+)")
+
+
+def _rounds_to_gold(gold: str, answer: str, a: Value) -> bool:
+    """An exact answer (no decimal point written) whose value, rounded to the gold's decimals, is the gold: the gold
+    ``4.67`` (at least 3 significant digits) is ``\\frac{14}{3}`` rounded, as ``3.14`` is pi rounded. A decimal
+    answer is never rounded up to the gold (4.666 is not 4.67); a short gold (``0.3``, ``0.33``) or one ending
+    in 0 (``12.0``) is not taken as a rounding: too many different exact values round to it."""
+    m = _ROUNDED_GOLD.fullmatch(_clean_gold(gold).strip()) if len(gold) < 60 else None
+    if m is None or len((m.group(1) + m.group(2)).lstrip("0")) < 3 or m.group(2).endswith("0"):
+        return False  # 12.0 is 12 written with a decimal, not a rounding
+    if re.search(r"\.\d|\d\.", answer):
+        return False
+    if not isinstance(a, Expr) or isinstance(a.e, sp.MatrixBase) or a.e.free_symbols:
+        return False
+    value = numeric_value(a.e)
+    if value is None or not value.is_real:
+        return False
+    half = sp.Rational(1, 2 * 10 ** len(m.group(2)))
+    return bool(abs(value - sp.Rational(m.group(0))) < half)  # a tie is not a rounding to this gold
+
+
 def _gold_text(gold: Any) -> tuple[str, bool]:
     """The gold answer and whether it is several different boxed answers (an ordered list, never a set).
 
@@ -89,9 +135,9 @@ def _gold_text(gold: Any) -> tuple[str, bool]:
     """
     text = str(gold).strip()
     worked = "\\boxed" in text or "\\fbox" in text or "####" in text
-    if worked or ("\n" in text and _GOLD_ANCHOR.search(text)):
-        found = extract_answer(text[-_GOLD_TAIL:])
-        if found.answer:
+    if worked or _GOLD_ANCHOR.search(text):
+        found = extract_answer(text[-_GOLD_TAIL:], hedges=False)
+        if found.answer and (worked or found.source in ("anchor", "sentence")):
             return found.answer, found.hedged
     return text, False
 
@@ -127,31 +173,45 @@ def verify(
     info.update(extracted=ex.answer[:500] if ex.answer else None, source=ex.source)
     if ex.answer is None:
         return Score(value=0.0, status="no_answer", info={**info, "reason": ex.reason})
-    if ex.hedged:
+    answer = ex.answer
+    if ex.hedged and ex.last is not None and not isinstance(g, Seq):
+        answer = ex.last  # boxed steps, one after another: the last is a single-valued gold's answer
+        info.update(extracted=answer[:500], steps=True)
+    elif ex.hedged:
         info["hedged"] = True  # several different boxes: compared as a list, so a single-valued gold fails
-    fast = _fast_verdict(gold_s, ex.answer)
+    return _compare(g, gold_s, answer, info, (percent_optional, tolerance, deadline))
+
+
+def _compare(g: Value, gold_s: str, answer: str, info: dict[str, Any], settings: tuple[bool, float, float]) -> Score:
+    """The verdict on one extracted answer: the fast path, else parse and compare (see :func:`verify`)."""
+    fast = _fast_verdict(gold_s, answer)
     if fast is not None:
         same, reason = fast
         info["answer_parsed"] = info["gold_parsed"] if same else None
-        return Score(value=float(same), status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
+        return Score(value=float(same), status="ok", answer=answer[:500], info={**info, "reason": reason})
     try:
-        a = _parse_for(g, ex.answer)
+        a = _parse_for(g, answer)
     except ParseError as e:
-        return _zero("parse_error", ex.answer, info, f"answer cannot be parsed: {e}")
+        return _zero("parse_error", answer, info, f"answer cannot be parsed: {e}")
     info["answer_parsed"] = show(a)
+    if isinstance(g, Text) and g.choice and not (isinstance(a, Text) and a.choice):
+        g = _choice_content(gold_s) or g  # "C: \frac12" answered by the option's content
+    percent_optional, tolerance, deadline = settings
     opt = Options(percent_optional=percent_optional, tolerance=tolerance, deadline=deadline,
                   gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)))
     try:
         same, reason = equivalent(g, a, opt)
     except OutOfTime:
-        return _zero("timeout", ex.answer, info, "comparison ran past the time limit")
+        return _zero("timeout", answer, info, "comparison ran past the time limit")
     except RecursionError:
         same, reason = False, "comparison nested too deeply"
     except _SYMPY_REFUSALS as e:
         # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
         log.debug("math: comparison raised %s: %s", type(e).__name__, e)
         same, reason = False, f"values cannot be compared ({type(e).__name__})"
-    return Score(value=1.0 if same else 0.0, status="ok", answer=ex.answer[:500], info={**info, "reason": reason})
+    if not same and _rounds_to_gold(gold_s, answer, a):
+        same, reason = True, "the gold is this exact value rounded to its decimals"
+    return Score(value=1.0 if same else 0.0, status="ok", answer=answer[:500], info={**info, "reason": reason})
 
 
 _PLAIN_NUMBER = re.compile(r"-?\d{1,300}(?:\.\d{1,300})?")
@@ -194,10 +254,27 @@ def _raw_gold(gold: str) -> Text | None:
     return Text(key, raw=True)
 
 
+_OPTION = re.compile(r"^\s*(?:\\text(?:bf)?\{\s*)?\(([A-J])\)\s*\}?|^\s*([A-J])\s*[:：]\s*(?=\S)")
+
+
 def _gold_choice(gold: str) -> Text | None:
-    """A gold that names an option with its content, ``\\textbf{(A) }5``, is that option's letter."""
-    m = re.match(r"^\s*(?:\\text(?:bf)?\{\s*)?\(([A-J])\)", gold)
-    return Text(m.group(1).lower(), choice=True) if m else None
+    """A gold that names an option with its content, ``\\textbf{(A) }5`` or ``C: \\frac12``, is that option's
+    letter (an answer may also give the content: see :func:`_choice_content`)."""
+    m = _OPTION.match(gold)
+    return Text((m.group(1) or m.group(2)).lower(), choice=True) if m else None
+
+
+def _choice_content(gold: str) -> Value | None:
+    """The content of the option a gold names (``12`` of ``\\textbf{(B) }12``), parsed; None when it has none."""
+    m = _OPTION.match(gold)
+    content = gold[m.end() :].strip() if m else ""
+    if not content:
+        return None
+    try:
+        v = parse_answer(content)
+    except ParseError:
+        return None
+    return None if isinstance(v, Text) and v.choice else v
 
 
 def _choice_letters(text: str) -> str | None:

@@ -313,7 +313,8 @@ def test_exotic_digits_are_scored_never_raised(weird: str) -> None:  # 14
 def test_superscript_digits_are_powers() -> None:
     assert MATH({"answer": "16"}, "\\boxed{2\u2074}").value == 1.0
     assert MATH({"answer": "24"}, "\\boxed{2\u2074}").value == 0.0
-    assert MATH({"answer": "4"}, "\\boxed{\u2463}").status == "parse_error"
+    circled = MATH({"answer": "4"}, "\\boxed{\u2463}")  # a numbered statement (see test_math_real_outputs), not 4
+    assert circled.status in ("ok", "parse_error") and circled.value == 0.0
 
 
 SLOW = [  # 15: each took seconds to minutes; every one is now a zero score (times: benchmarks/math_adversarial.py)
