@@ -97,15 +97,16 @@ class Server:
                     self.workdirs.setdefault(job, []).append(workdir)
                     if uid is not None:
                         os.chown(workdir, uid, uid)
-                tmpfs = ()
+                tmpfs, covers = (), ()
                 if self.layers["mntns"]:
+                    covers = _child.cover_mounts()
                     owner = uid if uid is not None else os.getuid()
                     tmpfs = _child.tmpfs_mounts(owner, owner if uid is not None else os.getgid(), limits["disk_bytes"])
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
                     pidns=cg is None and self.layers["pidns"] and not self.layers["job_pidns"], keep_visible=self.keep_visible,
-                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs,
+                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs, covers=covers,
                     unshare=self.unshare, server_pid=self.pid)
                 pid = os.fork()
                 if pid == 0:

@@ -11,6 +11,7 @@ import ctypes
 import os
 import secrets
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -45,16 +46,46 @@ def test_a_system_v_segment_does_not_reach_the_next_execution(run, clean):
     assert first.stdout.startswith(b"refused 1") and second.stdout.startswith(b"none 1")  # EPERM: denied
 
 
+def _sandbox_pids(sb: Sandbox) -> list[int]:
+    uids = sb.uid_range()
+    return [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and _uid_of(d) in uids]
+
+
+def _uid_of(d: Path) -> int:
+    try:
+        return d.stat().st_uid
+    except OSError:
+        return -1
+
+
 def test_each_execution_has_ipc_and_pid_namespaces_of_its_own(sandbox, run, clean):
     """Fails on the code before this change: every execution shared the server's IPC namespace (System V
     objects were visible across executions) and the machine's pid namespace. The network namespace is the
     execution's own only where Landlock cannot scope abstract unix sockets (ABI < 6)."""
     names = ("ipc", "net", "pid", "mnt")
     server = {n: os.readlink(f"/proc/{sandbox.server_pid()}/ns/{n}") for n in names}
-    out = run("import os\nprint(' '.join(os.readlink('/proc/self/ns/' + n) for n in ('ipc', 'net', 'pid', 'mnt')))")
-    mine = dict(zip(names, out.stdout.decode().split()))
+    # read from the host: the execution's own /proc is covered (see the next test)
+    runner = threading.Thread(target=run, args=("import time\ntime.sleep(60)",), kwargs={"timeout": 20.0})
+    runner.start()
+    mine: dict[str, str] = {}
+    try:
+        deadline = time.monotonic() + 15
+        while not mine and time.monotonic() < deadline:
+            for pid in _sandbox_pids(sandbox):
+                try:
+                    mine = {n: os.readlink(f"/proc/{pid}/ns/{n}") for n in names}
+                except OSError:
+                    continue
+            time.sleep(0.05)
+    finally:
+        for pid in _sandbox_pids(sandbox):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        runner.join()
     own = ["ipc", "pid", "mnt"] + (["net"] if sandbox.isolation().layers.get("job_netns") else [])
-    assert all(mine[n] != server[n] for n in own), (mine, server)
+    assert mine and all(mine[n] != server[n] for n in own), (mine, server)
 
 
 def test_an_abstract_socket_of_a_running_execution_is_unreachable_from_another(sandbox, clean):
@@ -127,6 +158,20 @@ def test_pid_numbers_carry_nothing_from_one_execution_to_the_next(run, clean):
     first = run(burn).stdout
     second = run("import os\nprint(os.getpid())").stdout
     assert first == second  # every execution starts from the same pid
+
+
+def test_the_host_pid_counter_and_process_table_are_not_visible_through_proc(run, clean):
+    """Fails on the code before this change: Landlock does not govern ``readlink``/``stat``, and ``/proc`` was the
+    host's, so ``readlink("/proc/self")`` gave the host pid (an execution that forked N times moved the next
+    one's by N: the pid counter was a channel again) and ``stat("/proc/N")`` listed the host's processes."""
+    probe = ("import os\nout = []\nfor f, p in ((os.readlink, '/proc/self'), (os.stat, '/proc/1'), (os.stat, '/proc/self/ns/pid'),"
+             " (os.stat, '/sys/fs/cgroup/memory'), (os.stat, '/sys/fs/cgroup/cgroup.procs')):\n"
+             "    try:\n        f(p)\n        out.append('seen')\n    except OSError as e:\n        out.append(str(e.errno))\n"
+             "print(' '.join(out))")
+    burn = "import os\nfor _ in range(50):\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\n"
+    assert run(burn + probe).stdout == b"2 2 2 2 2\n"  # ENOENT: an empty /proc and an empty cgroup tree
+    assert run(probe).stdout == b"2 2 2 2 2\n"
+    assert run("import os, sys\nprint(os.cpu_count() >= 1, sys.executable != '')").stdout == b"True True\n"
 
 
 def test_host_wide_and_mount_table_calls_are_denied(run, clean):
