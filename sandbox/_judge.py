@@ -48,8 +48,10 @@ class RemoteError(Exception):
 class _Link:
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self.requests = 0  # how often the tests asked the solution anything
 
     def request(self, msg: dict[str, Any], local_args: list[Any] | None = None) -> Any:
+        self.requests += 1
         _wire.send(self.fd, msg)
         reply = _wire.recv(self.fd, _MAX_REPLY)
         if type(reply) is not dict:
@@ -355,11 +357,14 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
             error = f"{type(e).__name__}: {str(e)[:500]}" if str(e) else type(e).__name__
     finally:
         unittest.main = unittest_main
-    return _verdict(rec, cases, error)
+    return _verdict(rec, cases, error, link.requests > 0)
 
 
-def _verdict(rec: _Recorder, cases: int, error: str | None) -> dict[str, Any]:
-    """The verdict from the recorded cases, the number known before the run, and the error that ended it."""
+def _verdict(rec: _Recorder, cases: int, error: str | None, asked: bool = False) -> dict[str, Any]:
+    """The verdict from the recorded cases, the number known before the run, the error that ended it, and
+    whether the tests asked the solution anything (``asked``): when they did and no assert ran, it is the
+    solution's answers that left every case unreached (an empty list for ``for p in f(n): assert ...``), a
+    failure; when they did not, the tests cannot judge anything."""
     if cases == 0:  # no assert and no unittest: one case, the tests running to their end
         passed = 1 if error is None else 0
         out = {"status": "pass" if passed else "fail", "passed": passed, "total": 1, "tests": rec.results}
@@ -368,6 +373,9 @@ def _verdict(rec: _Recorder, cases: int, error: str | None) -> dict[str, Any]:
         return out
     total, passed, reached = cases, rec.passed, len(rec.outcome)
     ok = error is None and rec.failed == 0
+    if ok and reached == 0 and asked:
+        return {"status": "fail", "passed": 0, "total": total, "tests": rec.results,
+                "reason": f"none of the tests' {total} assert statement(s) ran on what the solution returned"}
     if ok and reached == 0:
         return {"status": "bad_tests", "reason": f"none of the tests' {total} assert statement(s) ran (are they in "
                                                   "functions that nothing calls?)"}
