@@ -30,7 +30,7 @@ from typing import Any
 
 from sandbox import _wire
 
-__all__ = ["judge", "Remote", "RemoteError", "TestsError", "plan_tests", "prepare_tests"]
+__all__ = ["judge", "Remote", "RemoteError", "TestsError", "module_refs", "plan_tests", "prepare_tests"]
 
 _MAX_RECORDED = 50
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -247,6 +247,15 @@ def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, 
     return tree, uses_unittest, bool(entry_point) and defines_check and not calls_check, cases
 
 
+def module_refs(tree: ast.Module, entry_point: str | None) -> list[str]:
+    """Standard-library module names the tests use as ``name.attr`` (``math.isclose``): the judge binds the real
+    module to each before the tests run, so a solution that defines ``math`` (a class whose ``isclose`` says True)
+    cannot answer for tests that rely on the solution's ``import math`` (as MBPP's do). The tests' own
+    imports and assignments still rebind them; the entry point is never replaced."""
+    return sorted({n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                   and n.value.id in sys.stdlib_module_names and n.value.id != entry_point})
+
+
 @functools.lru_cache(maxsize=256)
 def prepare_tests(source: str, entry_point: str | None) -> dict[str, Any]:
     """The judge's payload for ``source``: the rewritten tests compiled and marshalled, and how to run them.
@@ -261,7 +270,7 @@ def prepare_tests(source: str, entry_point: str | None) -> dict[str, Any]:
     tree, uses_unittest, call_check, cases = plan_tests(source, entry_point)
     code = compile(tree, "tests.py", "exec", dont_inherit=True)
     return {"code": base64.b64encode(marshal.dumps(code)).decode("ascii"), "uses_unittest": uses_unittest,
-            "call_check": call_check, "entry_point": entry_point, "cases": cases}
+            "call_check": call_check, "entry_point": entry_point, "cases": cases, "modules": module_refs(tree, entry_point)}
 
 
 def _namespace(link: _Link, names: Any) -> dict[str, Any]:
@@ -321,14 +330,21 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
     if "code" in spec:  # prepared by the host (:func:`prepare_tests`)
         code = marshal.loads(base64.b64decode(spec["code"]))
         uses_unittest, call_check, cases = bool(spec["uses_unittest"]), bool(spec["call_check"]), int(spec["cases"])
+        modules = list(spec.get("modules") or ())
     else:
         tree, uses_unittest, call_check, cases = plan_tests(spec["tests"], spec.get("entry_point"))
         code = compile(tree, "tests.py", "exec", dont_inherit=True)
+        modules = module_refs(tree, spec.get("entry_point"))
     hello = _wire.recv(fd)
     if type(hello) is not dict or hello.get("loaded") is not True:
         err = str(hello.get("error", "solution did not load"))[:2000] if type(hello) is dict else "bad hello"
         return {"status": "error", "reason": err, "passed": 0, "total": max(1, cases)}
     ns = _namespace(link, hello.get("names"))
+    for name in modules:  # the real module, whatever the solution bound to that name
+        try:
+            ns[name] = importlib.import_module(name)
+        except Exception:
+            ns.pop(name, None)
     rec = _Recorder(partial)
     ns["__harness_assert__"] = rec
     unittest_main, unittest.main = unittest.main, (lambda *a, **k: None)  # the judge runs the classes itself

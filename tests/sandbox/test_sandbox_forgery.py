@@ -77,3 +77,17 @@ def test_check_patching_via_globals_has_no_effect(code_fn, clean):
     src = "def sq(x):\n    return x + 3\ncheck = lambda c: None\n"
     s = code_fn({"tests": tests, "entry_point": "sq"}, src)
     assert s.status == "fail"
+
+
+@pytest.mark.parametrize("fake", [
+    "class math:\n    isclose = staticmethod(lambda *a, **k: True)\n    pi = 0\n",
+    "import types\nmath = types.SimpleNamespace(isclose=lambda *a, **k: True, pi=0)\n",
+])
+def test_a_module_name_the_tests_use_without_importing_it_is_the_real_module(code_fn, clean, fake):
+    """Fails on the code before this change: MBPP-style tests call ``math.isclose`` relying on the solution's
+    ``import math``; a solution that bound ``math`` to its own object answered ``isclose`` itself and passed."""
+    row = {"tests": ["assert math.isclose(volume(10), 4188.79, rel_tol=0.001)", "assert volume(1) > math.pi"]}
+    s = code_fn(row, fake + "def volume(r):\n    return 5000.0\n")
+    assert (s.status, s.value) == ("fail", 0.0), s.info.get("reason")
+    ok = code_fn(row, "import math\ndef volume(r):\n    return 4 / 3 * math.pi * r ** 3\n")
+    assert ok.status == "pass", ok.info.get("reason")
