@@ -34,7 +34,7 @@ __all__ = ["judge", "Remote", "RemoteError", "TestsError", "module_refs", "plan_
 
 _MAX_RECORDED = 50
 _BUILTIN_NAMES = frozenset(dir(builtins))
-_MAX_REPLY = 16 << 20  # bytes: a reply any larger could make the judge run out of memory decoding it
+_MAX_REPLY = _wire.MAX_FRAME  # bytes (a reply that makes the judge run out of memory decoding it scores 0)
 
 
 class TestsError(ValueError):

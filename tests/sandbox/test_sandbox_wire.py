@@ -56,6 +56,25 @@ def test_subclasses_arrive_as_their_base_value_without_their_eq():
     assert out[0] != 1
 
 
+@pytest.mark.parametrize("v", [list(range(-50, 50)), tuple("abcdefghijklmnopqrstuvwxyz"), [i / 3 for i in range(40)],
+                               [2**7000] * 20, [True] * 20, [1.0] * 19 + [math.nan], [1] * 19 + [1.0], [0] * 19 + [Fraction(1, 2)]],
+                         ids=["ints", "strs", "floats", "big_ints", "bools", "nan", "mixed", "fraction"])
+def test_long_homogeneous_sequences_travel_flat_and_exact(v):
+    """Fails on the code before this change for the sizes that matter: a function returning a million numbers took
+    seconds (every item tagged) and a million floats passed the judge's reply limit, so correct code failed."""
+    out, handles = _roundtrip(v)
+    assert out == v or (math.isnan(out[-1]) and out[:-1] == v[:-1])
+    assert [type(x) for x in out] == [type(x) for x in v] and type(out) is type(v) and handles == []
+    big = _wire.encode(list(range(10**6)), lambda h: ["H", 0, "", False])
+    assert big[0] == "LI" and len(_wire.json.dumps(big)) < 8 << 20
+
+
+def test_flat_sequences_are_checked_on_arrival():
+    for tag in (["LI", [1, 2.0]], ["LS", ["a", 1]], ["LF", [1.0, 1]], ["TI", "12"], ["LI", [True]]):
+        with pytest.raises(_wire.ProtocolError):
+            _wire.decode(tag, lambda h: None)
+
+
 def test_other_objects_become_handles():
     obj = object()
     out, handles = _roundtrip({"k": obj, "f": len})
