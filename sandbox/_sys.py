@@ -268,6 +268,13 @@ _SYS_CLONE3 = 435
 _SYS_IOCTL = 16
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
+_CLONE_PIDFD = 0x1000
+_SYS_SETSOCKOPT = 54
+_SYS_GETSOCKOPT = 55
+_SOL_SOCKET = 1
+_SO_COOKIE = 57
+_SO_PASSPIDFD = 76
+_SO_PEERPIDFD = 77
 _BPF_JGT_K = 0x25
 
 
@@ -303,7 +310,8 @@ def seccomp_program() -> list[bytes]:
 
     Calls with checked arguments come first: ``socket``/``socketpair`` of any family but AF_UNIX get
     EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)`` get
-    EPERM; ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked. Then one run
+    EPERM; ``clone`` with ``CLONE_PIDFD``, ``getsockopt`` of ``SO_COOKIE``/``SO_PEERPIDFD`` and ``setsockopt`` of
+    ``SO_PASSPIDFD`` get EPERM; ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked. Then one run
     check per block of numbers with the same action: allowed, EPERM (:data:`sandbox._syscalls.DENIED`) or
     ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
     process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
@@ -323,8 +331,17 @@ def seccomp_program() -> list[bytes]:
     # socket / socketpair: only AF_UNIX (args[0] low word at offset 16)
     for nr in (_SYS_SOCKET, _SYS_SOCKETPAIR):
         prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow, errno(_EAFNOSUPPORT)]
-    # clone: no namespace flags (args[0])
-    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JSET_K, _NS_FLAGS, 0, 1), errno(_EPERM), allow]
+    # clone: no namespace flags, no pidfd (args[0])
+    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16),
+             _jump(_BPF_JSET_K, _NS_FLAGS | _CLONE_PIDFD, 0, 1), errno(_EPERM), allow]
+    # getsockopt / setsockopt at SOL_SOCKET (args[1] at 24, args[2] at 32): nothing that hands out a pidfd or a
+    # machine-wide counter (see :mod:`sandbox._syscalls`)
+    for nr, names in ((_SYS_GETSOCKOPT, (_SO_COOKIE, _SO_PEERPIDFD)), (_SYS_SETSOCKOPT, (_SO_PASSPIDFD,))):
+        m = len(names)
+        prog += [_jump(_BPF_JEQ_K, nr, 0, 5 + m), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _SOL_SOCKET, 0, m + 1),
+                 _stmt(_BPF_LD_W_ABS, 32)]
+        prog += [_jump(_BPF_JEQ_K, name, m - k, 0) for k, name in enumerate(names)]
+        prog += [allow, errno(_EPERM)]
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
     prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
              _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]

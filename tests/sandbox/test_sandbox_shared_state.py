@@ -174,6 +174,23 @@ def test_the_host_pid_counter_and_process_table_are_not_visible_through_proc(run
     assert run("import os, sys\nprint(os.cpu_count() >= 1, sys.executable != '')").stdout == b"True True\n"
 
 
+def test_no_descriptor_hands_out_a_machine_wide_counter(run, clean):
+    """Fails on the code before this change: a pidfd's inode number is the machine's pid counter (pidfs, Linux
+    6.9+), a memfd's counts every memfd of the machine and SO_COOKIE every socket asked: an execution that forked
+    (or made memfds) N times moved the next one's number by exactly N, an exact channel between executions."""
+    src = ("import os, socket\nout = []\nfor f in (lambda: os.pidfd_open(os.getpid()), lambda: os.memfd_create('x'),\n"
+           "          lambda: socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, 57),\n"
+           "          lambda: socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, 77),\n"
+           "          lambda: socket.socketpair()[0].setsockopt(socket.SOL_SOCKET, 76, 1)):\n"
+           "    try:\n        f()\n        out.append('open')\n    except OSError as e:\n        out.append(str(e.errno))\n"
+           "print(' '.join(out), socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, socket.SO_TYPE))")
+    assert run(src).stdout == b"1 1 1 1 1 1\n"
+    ordinary = ("import asyncio, sys\nasync def main():\n    p = await asyncio.create_subprocess_exec(sys.executable, '-c',"
+                " 'print(6 * 7)', stdout=asyncio.subprocess.PIPE)\n    print((await p.communicate())[0].decode().strip())\n"
+                "asyncio.run(main())")
+    assert run(ordinary, timeout=10.0).stdout == b"42\n"
+
+
 def test_host_wide_and_mount_table_calls_are_denied(run, clean):
     """Fails on the code before this change: io_setup(65530) took the machine's AIO contexts for the length of
     the run and listmount/statmount were allowed (EFAULT on bad pointers, the host's mount table otherwise)."""

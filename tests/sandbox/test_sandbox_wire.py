@@ -170,6 +170,12 @@ def test_seccomp_allowlist_decides_every_number():
     assert _bpf_run(prog, 435) == enosys  # clone3: libc falls back to clone, whose flags are checked
     assert _bpf_run(prog, 56, (0x00020000,) + (0,) * 5) == eperm  # clone(CLONE_NEWNS)
     assert _bpf_run(prog, 56, (0x11,) + (0,) * 5) == allow  # clone(SIGCHLD)
+    assert _bpf_run(prog, 56, (0x1011,) + (0,) * 5) == eperm  # clone(CLONE_PIDFD): a pidfd's inode is the pid counter
+    for nr in (_syscalls.DENIED["pidfd_open"], _syscalls.DENIED["memfd_create"]):
+        assert _bpf_run(prog, nr) == eperm
+    for nr, level, opt, want in ((55, 1, 57, eperm), (55, 1, 77, eperm), (54, 1, 76, eperm), (55, 1, 3, allow),
+                                 (54, 1, 7, allow), (55, 6, 57, allow), (54, 1, 57, allow), (55, 0, 0, allow)):
+        assert _bpf_run(prog, nr, (3, level, opt, 0, 0, 0)) == want, (nr, level, opt)
     assert _bpf_run(prog, 41, (2,) + (0,) * 5) == 0x00050000 | 97 and _bpf_run(prog, 41, (1,) + (0,) * 5) == allow
     assert _bpf_run(prog, 16, (0, 0x5412) + (0,) * 4) == eperm and _bpf_run(prog, 16, (0, 0x5401) + (0,) * 4) == allow
 
