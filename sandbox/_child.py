@@ -117,6 +117,12 @@ def _mount_private_tmp(spec: ChildSpec) -> None:
         _sys.mount_raw(fstype, target, fstype, flags, options)
 
 
+#: 1, not 0: a core_pattern that pipes to a helper (systemd-coredump, apport) ignores a limit of 0 and runs that
+#: helper as root on the host for every crash; the kernel aborts the dump only at exactly 1 (too small for a
+#: file dump as well). seccomp keeps the solution from changing it (:mod:`sandbox._sys`).
+CORE_LIMIT = 1
+
+
 def rlimit_plan(limits: dict[str, int]) -> tuple[tuple[int, int], ...]:
     """The rlimits a child sets, as (resource, value), each no higher than the hard limit it inherits.
 
@@ -124,7 +130,7 @@ def rlimit_plan(limits: dict[str, int]) -> tuple[tuple[int, int], ...]:
     """
     wanted = ((resource.RLIMIT_CPU, limits["cpu_s"]), (resource.RLIMIT_AS, limits["address_space_bytes"]),
               (resource.RLIMIT_FSIZE, limits["file_size_bytes"]), (resource.RLIMIT_NOFILE, limits["open_files"]),
-              (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NPROC, limits["max_pids"]),
+              (resource.RLIMIT_CORE, CORE_LIMIT), (resource.RLIMIT_NPROC, limits["max_pids"]),
               (resource.RLIMIT_MSGQUEUE, 0), (resource.RLIMIT_MEMLOCK, 0))
     plan = []
     for res, value in wanted:

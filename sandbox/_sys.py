@@ -275,6 +275,9 @@ _SOL_SOCKET = 1
 _SO_COOKIE = 57
 _SO_PASSPIDFD = 76
 _SO_PEERPIDFD = 77
+_SYS_SETRLIMIT = 160
+_SYS_PRLIMIT64 = 302
+_RLIMIT_CORE = 4
 _BPF_JGT_K = 0x25
 
 
@@ -342,6 +345,13 @@ def seccomp_program() -> list[bytes]:
                  _stmt(_BPF_LD_W_ABS, 32)]
         prog += [_jump(_BPF_JEQ_K, name, m - k, 0) for k, name in enumerate(names)]
         prog += [allow, errno(_EPERM)]
+    # the core limit stays at the 1 the child set (a pipe core_pattern ignores 0): setrlimit(RLIMIT_CORE, ...) and
+    # prlimit64(_, RLIMIT_CORE, new != NULL, _) are refused; reading it is not
+    prog += [_jump(_BPF_JEQ_K, _SYS_SETRLIMIT, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 1),
+             errno(_EPERM), allow]
+    prog += [_jump(_BPF_JEQ_K, _SYS_PRLIMIT64, 0, 8), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 4),
+             _stmt(_BPF_LD_W_ABS, 32), _jump(_BPF_JEQ_K, 0, 0, 3), _stmt(_BPF_LD_W_ABS, 36), _jump(_BPF_JEQ_K, 0, 0, 1),
+             allow, errno(_EPERM)]
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
     prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
              _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]

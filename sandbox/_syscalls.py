@@ -103,6 +103,6 @@ ALLOWED: dict[str, int] = _table(_ALLOWED_NAMES)
 #: Calls refused with EPERM (name -> number); any number in neither table gets ENOSYS.
 DENIED: dict[str, int] = _table(_DENIED_NAMES)
 #: Allowed calls whose arguments the filter checks first (see :func:`sandbox._sys.seccomp_program`).
-ARG_CHECKED = ("socket", "socketpair", "clone", "ioctl", "clone3", "getsockopt", "setsockopt")
+ARG_CHECKED = ("socket", "socketpair", "clone", "ioctl", "clone3", "getsockopt", "setsockopt", "setrlimit", "prlimit64")
 #: The highest number this table was audited against.
 KNOWN_MAX = 469

@@ -173,6 +173,11 @@ def test_seccomp_allowlist_decides_every_number():
     assert _bpf_run(prog, 56, (0x1011,) + (0,) * 5) == eperm  # clone(CLONE_PIDFD): a pidfd's inode is the pid counter
     for nr in (_syscalls.DENIED["pidfd_open"], _syscalls.DENIED["memfd_create"]):
         assert _bpf_run(prog, nr) == eperm
+    core = 4  # RLIMIT_CORE: setrlimit and prlimit64 with a new value refused, reads and other limits allowed
+    assert _bpf_run(prog, 160, (core, 1 << 40) + (0,) * 4) == eperm and _bpf_run(prog, 160, (7, 1 << 40) + (0,) * 4) == allow
+    for new, want in ((0, allow), (0x7FFF0000, eperm), (1 << 40, eperm), ((1 << 40) | 8, eperm)):
+        assert _bpf_run(prog, 302, (0, core, new, 1 << 33, 0, 0)) == want, new
+    assert _bpf_run(prog, 302, (0, 7, 1 << 40, 0, 0, 0)) == allow
     for nr, level, opt, want in ((55, 1, 57, eperm), (55, 1, 77, eperm), (54, 1, 76, eperm), (55, 1, 3, allow),
                                  (54, 1, 7, allow), (55, 6, 57, allow), (54, 1, 57, allow), (55, 0, 0, allow)):
         assert _bpf_run(prog, nr, (3, level, opt, 0, 0, 0)) == want, (nr, level, opt)
