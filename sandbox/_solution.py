@@ -76,6 +76,15 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
+def _lift_recursion_limit(frames_below: int) -> None:
+    """Raise the recursion limit by the frames this module runs beneath the solution's code (``frames_below``
+    more than a plain ``python -c`` run has), so code that recurses to just under the limit there does here too."""
+    depth, f = 0, sys._getframe()
+    while f is not None:
+        depth, f = depth + 1, f.f_back
+    sys.setrecursionlimit(sys.getrecursionlimit() + depth + frames_below)
+
+
 def _compile(source: str) -> Any:
     return compile(source, "solution.py", "exec", dont_inherit=True)
 
@@ -87,6 +96,7 @@ def run_program(source: str) -> None:
     except (SyntaxError, ValueError) as e:
         traceback.print_exception(e, limit=0)
         _finish(2)
+    _lift_recursion_limit(0)
     try:
         exec(code, _main_module(source))
     except SystemExit as e:
@@ -233,6 +243,7 @@ def _safe_str(e: BaseException) -> str:
 def serve_functions(source: str, fd: int) -> None:
     """Function mode: run ``source``, report its names to the judge on ``fd``, then serve calls (never returns)."""
     server = _Server(fd)
+    _lift_recursion_limit(2)  # (calls run in _Server.dispatch, two frames below this one)
     try:
         ns = _main_module(source)
         exec(_compile(source), ns)

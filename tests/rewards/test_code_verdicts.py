@@ -3,7 +3,9 @@ rows, each with correct and subtly wrong solutions (off-by-one, wrong type, wron
 large and unicode output, trailing whitespace), run through the real ``code`` reward and the real sandbox.
 
 The expected status of every row is what a plain ``python`` run of the same solution and tests gives (pass,
-a failed assert, a crash, a hang); the hardening of the sandbox must not flip any of them.
+a failed assert, a crash, a hang); the hardening of the sandbox must not flip any of them. Fails on the code
+before this change: a function returning a million numbers timed out (or passed the judge's reply limit), and
+recursion to just under the default limit failed (the sandbox's own frames counted against it).
 """
 
 from __future__ import annotations
@@ -80,8 +82,8 @@ HUMANEVAL = [
         "def countdown(n):\n    return range(n, 0, -1)": "pass",
         "def countdown(n):\n    return range(n, -1, -1)": "fail",
     }),
-    ("deep", "assert candidate(900) == 900", {
-        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # near, not over, the default limit
+    ("deep", "assert candidate(995) == 995", {
+        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # just under the default limit
         "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1) + deep(0) * deep(10**6)": "fail",  # RecursionError in a call
     }),
     ("big", "r = candidate(10**6)\nassert len(r) == 10**6 and r[-1] == 10**6 - 1", {
@@ -130,6 +132,10 @@ ASSERTS = [
     ("assert f({'b': 2, 'a': 1}) == {'a': 1, 'b': 2}\nassert f({}) == {}", {
         "def f(d):\n    return dict(sorted(d.items()))": "pass",
         "def f(d):\n    return sorted(d.items())": "fail",
+    }),
+    ("assert deep(996) == 996", {
+        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # plain python: up to 998
+        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)\ndeep(1200)": "error",
     }),
     ("assert g() is None\nassert h(3) == {1, 2, 3}", {
         "def g():\n    pass\ndef h(n):\n    return set(range(1, n + 1))": "pass",
@@ -195,6 +201,9 @@ STDIO = [
         "print('héllo', input(), '✓ 🎉')": "pass",
         "import sys\nsys.stdout.buffer.write(('héllo ' + input() + ' ✓ 🎉\\n').encode())": "pass",
         "print('hello', input(), '✓ 🎉')": "fail",
+    }),
+    ([{"input": "996\n", "output": "996\n"}], {
+        "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "pass",  # plain: up to 998
     }),
     ([{"input": "4000\n", "output": "4000\n"}], {
         "import sys\nsys.setrecursionlimit(10000)\ndef d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "pass",
