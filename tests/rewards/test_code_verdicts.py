@@ -96,6 +96,10 @@ HUMANEVAL = [
         "def greet(name):\n    return f'héllo, {name} ✓'": "pass",
         "def greet(name):\n    return f'hello, {name} ✓'": "fail",
     }),
+    ("sum", "assert candidate([1, 2, 3]) == 6\nassert candidate([]) == 0", {  # an entry point named like a builtin
+        "def sum(xs):\n    t = 0\n    for x in xs:\n        t += x\n    return t": "pass",
+        "def sum(xs):\n    return len(xs)": "fail",
+    }),
     ("spin", "assert candidate() == 1", {
         "def spin():\n    while True:\n        pass": "timeout",
         "import time\ndef spin():\n    time.sleep(60)\n    return 1": "timeout",
