@@ -23,6 +23,8 @@ __all__ = [
     "setns",
     "mount",
     "mount_raw",
+    "pivot_root",
+    "umount_detached",
     "mount_setattr_recursive",
     "MOUNT_ATTR_RDONLY",
     "set_no_new_privs",
@@ -91,6 +93,16 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, d
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
     ret = _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
     _check(ret, f"mount {source} on {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """``pivot_root(2)``: make ``new_root`` this mount namespace's root; the old one moves to ``put_old``."""
+    _check(_libc.syscall(155, new_root.encode(), put_old.encode()), f"pivot_root {new_root}")
+
+
+def umount_detached(target: str) -> None:
+    """``umount2(target, MNT_DETACH)``."""
+    _check(_libc.umount2(target.encode(), ctypes.c_int(2)), f"umount {target}")
 
 
 def mount_raw(source: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None) -> None:
