@@ -1,8 +1,9 @@
 """The warm server's start: the namespaces it enters, the layers it can give its children, the machine's speed.
 
 :func:`probe` runs once in the server process (:mod:`sandbox._zygote`): as root it detects the cgroups and
-removes stale groups, then enters the server's own network, IPC, UTS and mount namespaces, exposes the
-interpreter's install trees through 0700 ancestors, makes every mount read-only but the cgroup tree, and tries
+removes stale groups, then enters the server's own network, IPC, UTS and mount namespaces, pivots into a minimal
+root holding the interpreter's install trees and a few system paths (or, where that fails, exposes the install
+trees through 0700 ancestors), makes every mount read-only but the cgroup tree, and tries
 in throwaway children which per-execution namespaces it can make. Nothing here forks a sandboxed child or
 decides a level (see :func:`sandbox._results.level_of`).
 """

@@ -3,10 +3,10 @@
 Started by :mod:`sandbox.service` as a fresh interpreter (never forked from the host, so no host memory, no host
 environment) with a control socket on which the host sends ``start`` and ``end`` requests and the pipes of
 each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and UTS namespaces (no interface is
-up, so there is no network at all) and a private mount namespace in which the interpreter's install tree is
-reachable by unprivileged uids even when it lives under a 0700 directory such as root's home directory: a tmpfs
-hides that directory and only the install trees are bind-mounted back. Every mount of that namespace but the
-cgroup tree is then made read-only. For each job the server enters a fresh pid namespace and starts its init,
+up, so there is no network at all) and a private mount namespace whose root is a small tmpfs holding only the
+interpreter's install trees, the system paths children may read, ``/proc``, the cgroup tree and ``/dev/null``
+(bind mounts, reachable by unprivileged uids even under a 0700 home directory; no other host path, no host
+unix socket, exists there). Every mount of that namespace but the cgroup tree is then made read-only. For each job the server enters a fresh pid namespace and starts its init,
 enters a fresh IPC namespace (and network namespace where Landlock cannot scope abstract sockets), forks the
 job's children into them and returns to its own; each child enters a mount namespace of its own.
 
