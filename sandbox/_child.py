@@ -1,7 +1,7 @@
 """Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
 
-The child starts in the pid and IPC namespaces (and, where Landlock cannot scope abstract sockets, the network
-namespace) the server made for its job: no pid or System V object of one execution is visible to another.
+The child starts in the pid, IPC and network namespaces the server made for its job: no pid, System V object
+or abstract socket name of one execution is visible to another.
 Order matters and is fixed here: new session; join the job's groups; its own mount namespace with a fresh
 size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
 runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)

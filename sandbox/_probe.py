@@ -280,8 +280,10 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
         layers["pidns"] = _can_unshare(_sys.CLONE_NEWPID)
     if layers["ipcns"]:  # every execution gets an IPC namespace of its own, besides the server's
         layers["job_ipcns"] = _can_renew(_sys.CLONE_NEWIPC)
-        # abstract unix sockets live in a network namespace; Landlock (ABI 6) already keeps other executions
-        # from reaching them, and a namespace per job costs about a third of the throughput: only without it
-        layers["job_netns"] = layers["landlock_abi"] < 6 and _can_renew(_sys.CLONE_NEWNET)
+        # abstract unix socket names live in a network namespace. Landlock (ABI 6) keeps other executions from
+        # connecting to them, not from binding the same name, and a socket sent over itself (SCM_RIGHTS) keeps its
+        # name after its execution ended, until the kernel's unix garbage collector runs: the next execution read
+        # it with bind() (EADDRINUSE). So every execution gets a network namespace of its own as well.
+        layers["job_netns"] = _can_renew(_sys.CLONE_NEWNET)
     layers["seccomp"] = _sys.seccomp_supported()
     return layers, roots

@@ -6,9 +6,9 @@ each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and U
 up, so there is no network at all) and a private mount namespace whose root is a small tmpfs holding only the
 interpreter's install trees, the system paths children may read, ``/proc``, the cgroup tree and ``/dev/null``
 (bind mounts, reachable by unprivileged uids even under a 0700 home directory; no other host path, no host
-unix socket, exists there). Every mount of that namespace but the cgroup tree is then made read-only. For each job the server enters a fresh pid namespace and starts its init,
-enters a fresh IPC namespace (and network namespace where Landlock cannot scope abstract sockets), forks the
-job's children into them and returns to its own; each child enters a mount namespace of its own.
+unix socket, exists there). Every mount of that namespace but the cgroup tree is then made read-only. For each
+job the server enters a fresh pid namespace and starts its init, enters fresh IPC and network namespaces, forks
+the job's children into them and returns to its own; each child enters a mount namespace of its own.
 
 The server loads only the modules its children need, and none that registers a fork handler (``threading``,
 ``random``, ``logging``): such a handler would run in every child and touch (copy) memory there.

@@ -114,6 +114,24 @@ def test_an_abstract_socket_of_a_running_execution_is_unreachable_from_another(s
         assert results["seeker"].stdout == b"alone\n"
 
 
+def test_an_abstract_name_kept_by_a_socket_in_flight_does_not_reach_the_next_execution(sandbox, run, clean):
+    """Fails on the code before this change: a socket bound to an abstract name and sent over itself (SCM_RIGHTS)
+    outlives its execution until the kernel's unix garbage collector runs, and the execution right after saw the
+    name taken (bind: EADDRINUSE) nine times in ten: a bit per name from one execution to the next."""
+    name = "sbx-inflight-" + secrets.token_hex(6)
+    leave = ("import socket, array\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+             f"s.bind('\\0{name}')\n"
+             "s.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [s.fileno()]))], 0,"
+             f" '\\0{name}')\ns.close()\nprint('left')")
+    look = ("import socket\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ntry:\n"
+            f"    s.bind('\\0{name}')\n    print('free')\nexcept OSError as e:\n    print('taken')")
+    seen = []
+    for _ in range(3):
+        assert run(leave).stdout == b"left\n"
+        seen.append(run(look).stdout)
+    assert seen == [b"free\n"] * 3
+
+
 def test_posix_queues_and_keyrings_are_denied(run, clean):
     """Fails on the code before this change for queues: mq_open got as far as the queue file system (EACCES)
     instead of being denied; keyring calls were already denied."""
