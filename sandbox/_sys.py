@@ -290,6 +290,9 @@ _SO_PEERPIDFD = 77
 _SYS_SETRLIMIT = 160
 _SYS_PRLIMIT64 = 302
 _RLIMIT_CORE = 4
+_SYS_FCNTL = 72
+_F_OFD_SETLK = 37
+_F_OFD_SETLKW = 38
 _BPF_JGT_K = 0x25
 
 
@@ -364,6 +367,9 @@ def seccomp_program() -> list[bytes]:
     prog += [_jump(_BPF_JEQ_K, _SYS_PRLIMIT64, 0, 8), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 4),
              _stmt(_BPF_LD_W_ABS, 32), _jump(_BPF_JEQ_K, 0, 0, 3), _stmt(_BPF_LD_W_ABS, 36), _jump(_BPF_JEQ_K, 0, 0, 1),
              allow, errno(_EPERM)]
+    # fcntl: no open-file-description locks (args[1]), which a descriptor in flight keeps after the execution
+    prog += [_jump(_BPF_JEQ_K, _SYS_FCNTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _F_OFD_SETLK, 1, 0),
+             _jump(_BPF_JEQ_K, _F_OFD_SETLKW, 0, 1), errno(_EPERM), allow]
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
     prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
              _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]

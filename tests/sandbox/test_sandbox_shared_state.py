@@ -132,6 +132,31 @@ def test_an_abstract_name_kept_by_a_socket_in_flight_does_not_reach_the_next_exe
     assert seen == [b"free\n"] * 3
 
 
+def test_a_lock_kept_in_flight_does_not_reach_the_next_execution(run, clean):
+    """Fails on the code before this change: a descriptor of a shared runtime file, locked with flock (or an OFD
+    lock) and sent over a unix socket to itself, stayed in flight after its execution ended (until the kernel's
+    unix garbage collector ran): the next execution found the file locked seven times in eight. Locks that belong
+    to an open file are refused; POSIX locks, which end with their process, still work (sqlite uses them)."""
+    ofd = "struct.pack('hhqqi4x', {}, 0, 0, 0, 0)"
+    leave = ("import socket, array, fcntl, os, struct\nf = os.open(os.__file__, os.O_RDONLY)\nout = []\n"
+             f"for lock in (lambda: fcntl.flock(f, fcntl.LOCK_SH), lambda: fcntl.fcntl(f, 37, {ofd.format(0)})):\n"
+             "    try:\n        lock()\n        out.append('locked')\n    except OSError as e:\n        out.append(str(e.errno))\n"
+             "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ns.bind('')\n"
+             "s.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [s.fileno(), f]))], 0, s.getsockname())\n"
+             "print(' '.join(out))")
+    look = ("import fcntl, os, struct\nf = os.open(os.__file__, os.O_RDONLY)\nout = []\ntry:\n"
+            "    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    out.append('free')\nexcept BlockingIOError:\n"
+            "    out.append('locked')\nexcept OSError as e:\n    out.append(str(e.errno))\n"
+            f"kind = struct.unpack('hhqqi4x', fcntl.fcntl(f, 36, {ofd.format(1)}))[0]\n"
+            "out.append('free' if kind == 2 else 'locked')\nprint(' '.join(out))")
+    for _ in range(3):
+        assert run(leave).stdout == b"1 1\n"
+        assert run(look).stdout == b"1 free\n"
+    sqlite = ("import sqlite3\ndb = sqlite3.connect('/tmp/x.db')\ndb.execute('create table t (x)')\n"
+              "db.execute('insert into t values (1)')\ndb.commit()\nprint(db.execute('select x from t').fetchall())")
+    assert run(sqlite).stdout == b"[(1,)]\n"
+
+
 def test_posix_queues_and_keyrings_are_denied(run, clean):
     """Fails on the code before this change for queues: mq_open got as far as the queue file system (EACCES)
     instead of being denied; keyring calls were already denied."""

@@ -178,6 +178,9 @@ def test_seccomp_allowlist_decides_every_number():
     for new, want in ((0, allow), (0x7FFF0000, eperm), (1 << 40, eperm), ((1 << 40) | 8, eperm)):
         assert _bpf_run(prog, 302, (0, core, new, 1 << 33, 0, 0)) == want, new
     assert _bpf_run(prog, 302, (0, 7, 1 << 40, 0, 0, 0)) == allow
+    for cmd, want in ((37, eperm), (38, eperm), (6, allow), (7, allow), (1, allow), (36, allow)):  # OFD locks only
+        assert _bpf_run(prog, 72, (3, cmd, 0, 0, 0, 0)) == want, cmd
+    assert _bpf_run(prog, 73) == eperm  # flock
     for nr, level, opt, want in ((55, 1, 57, eperm), (55, 1, 77, eperm), (54, 1, 76, eperm), (55, 1, 3, allow),
                                  (54, 1, 7, allow), (55, 6, 57, allow), (54, 1, 57, allow), (55, 0, 0, allow)):
         assert _bpf_run(prog, nr, (3, level, opt, 0, 0, 0)) == want, (nr, level, opt)
