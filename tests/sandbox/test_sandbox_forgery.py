@@ -91,3 +91,13 @@ def test_a_module_name_the_tests_use_without_importing_it_is_the_real_module(cod
     assert (s.status, s.value) == ("fail", 0.0), s.info.get("reason")
     ok = code_fn(row, "import math\ndef volume(r):\n    return 4 / 3 * math.pi * r ** 3\n")
     assert ok.status == "pass", ok.info.get("reason")
+
+
+def test_an_entry_point_named_like_a_builtin_is_the_candidate_and_nothing_else(code_fn, clean):
+    """A correct ``def sorted(xs)`` passes (it scored error before: the name was dropped as a builtin's), and a
+    wrong one cannot answer for the tests' own ``sorted()`` that computes the expected value."""
+    row = {"test": "def check(candidate):\n    xs = [3, 1, 2]\n    assert candidate(xs) == sorted(xs)\n", "entry_point": "sorted"}
+    wrong = code_fn(row, "def sorted(xs):\n    return 0\n")
+    assert (wrong.status, wrong.value) == ("fail", 0.0), wrong.info.get("reason")
+    right = code_fn(row, "def sorted(xs):\n    out = list(xs)\n    out.sort()\n    return out\n")
+    assert right.status == "pass", right.info.get("reason")
