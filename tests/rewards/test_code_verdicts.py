@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 from harness import get_reward
 
 
@@ -123,13 +121,13 @@ ASSERTS = [
     }),
     (["assert is_not_prime(2) == False", "assert is_not_prime(10) == True", "assert is_not_prime(35) == True"], {
         "def is_not_prime(n):\n    return any(n % d == 0 for d in range(2, int(n ** 0.5) + 1))": "pass",
-        "def is_not_prime(n):\n    return any(n % d == 0 for d in range(2, int(n ** 0.5)))": "fail",  # misses 35 = 5*7? no: misses 25-like
+        "def is_not_prime(n):\n    return any(n % d == 0 for d in range(2, int(n ** 0.5)))": "fail",  # the range stops before 5: 35 = 5 * 7 is missed
     }),
     (["assert heap_smallest([25, 35, 22, 85], 2) == [22, 25]"], {
         "import heapq\ndef heap_smallest(xs, n):\n    return heapq.nsmallest(n, xs)": "pass",
         "import heapq\ndef heap_smallest(xs, n):\n    return heapq.nlargest(n, xs)": "fail",
     }),
-    ("class Stack:\n    pass\n" * 0 + "s = Stack()\ns.push(1)\ns.push(2)\nassert s.pop() == 2\nassert s.size() == 1", {
+    ("s = Stack()\ns.push(1)\ns.push(2)\nassert s.pop() == 2\nassert s.size() == 1", {
         "class Stack:\n    def __init__(self):\n        self.xs = []\n    def push(self, x):\n        self.xs.append(x)\n    def pop(self):\n        return self.xs.pop()\n    def size(self):\n        return len(self.xs)": "pass",
         "class Stack:\n    def __init__(self):\n        self.xs = []\n    def push(self, x):\n        self.xs.append(x)\n    def pop(self):\n        return self.xs.pop(0)\n    def size(self):\n        return len(self.xs)": "fail",
     }),
@@ -155,15 +153,15 @@ ASSERTS = [
 ]
 
 UNITTEST = [
-    ("import unittest\nclass T(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(rev('abc'), 'cba')\n"
-     "    def test_empty(self):\n        self.assertEqual(rev(''), '')\n    def test_raises(self):\n"
-     "        with self.assertRaises(TypeError):\n            rev(None)\n", {
+    (("import unittest\nclass T(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(rev('abc'), 'cba')\n"
+      "    def test_empty(self):\n        self.assertEqual(rev(''), '')\n    def test_raises(self):\n"
+      "        with self.assertRaises(TypeError):\n            rev(None)\n"), {
         "def rev(s):\n    return s[::-1]": "pass",
         "def rev(s):\n    return ''.join(reversed(s)) if s is not None else ''": "fail",
         "def rev(s):\n    return s[::-1][1:]": "fail",
     }),
-    ("import unittest\nclass T(unittest.TestCase):\n    def test_close(self):\n        self.assertAlmostEqual(half(1), 0.5)\n"
-     "    def test_list(self):\n        self.assertListEqual(halves([2, 4]), [1.0, 2.0])\n", {
+    (("import unittest\nclass T(unittest.TestCase):\n    def test_close(self):\n        self.assertAlmostEqual(half(1), 0.5)\n"
+      "    def test_list(self):\n        self.assertListEqual(halves([2, 4]), [1.0, 2.0])\n"), {
         "def half(x):\n    return x / 2\ndef halves(xs):\n    return [half(x) for x in xs]": "pass",
         "def half(x):\n    return x // 2\ndef halves(xs):\n    return [half(x) for x in xs]": "fail",
     }),
