@@ -335,6 +335,7 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
         tree, uses_unittest, call_check, cases = plan_tests(spec["tests"], spec.get("entry_point"))
         code = compile(tree, "tests.py", "exec", dont_inherit=True)
         modules = module_refs(tree, spec.get("entry_point"))
+    _wire.send(fd, {"go": True})  # the solution's code starts only now, once this process is fully set up
     hello = _wire.recv(fd)
     if type(hello) is not dict or hello.get("loaded") is not True:
         err = str(hello.get("error", "solution did not load"))[:2000] if type(hello) is dict else "bad hello"

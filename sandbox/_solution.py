@@ -241,8 +241,13 @@ def _safe_str(e: BaseException) -> str:
 
 
 def serve_functions(source: str, fd: int) -> None:
-    """Function mode: run ``source``, report its names to the judge on ``fd``, then serve calls (never returns)."""
+    """Function mode: wait for the judge's go, run ``source``, report its names to the judge on ``fd``, then serve
+    calls (never returns)."""
     server = _Server(fd)
+    try:  # wait for the judge to be set up: code that hogs the machine must not starve the judge's setup (a run
+        _wire.recv(fd)  # whose judge never came up is a sandbox error, unscored, not the solution's 0)
+    except (EOFError, _wire.ProtocolError):
+        os._exit(1)
     _lift_recursion_limit(2)  # (calls run in _Server.dispatch, two frames below this one)
     try:
         ns = _main_module(source)
