@@ -176,6 +176,9 @@ class _Server:
             if isinstance(v, types.ModuleType):
                 out[name] = ["M", v.__name__]
                 continue
+            if not _small(v):  # a sieve or table of millions: a handle, not a copy of it made before any test
+                out[name] = self.handle(v)
+                continue
             try:
                 out[name] = self.enc(v)
             except (ValueError, RecursionError):
@@ -231,6 +234,41 @@ class _Server:
                 _wire.send(self.fd, reply)
             except (ValueError, RecursionError) as e:
                 _wire.send(self.fd, {"err": ["TypeError", f"result cannot be sent to the judge: {e}"]})
+
+
+#: Items (and 64-byte chunks of str and bytes) a global may hold to be copied to the judge with the names; a
+#: larger one (a sieve of 10**8, a table of millions) is sent as a handle: copying it took the memory and time
+#: of the run before any test, and a 300 MB global made a correct solution score ``memory``.
+_NAME_BUDGET = 1 << 18
+
+
+def _small(v: Any) -> bool:
+    """Whether ``v`` holds at most :data:`_NAME_BUDGET` items, counted without copying (stops early)."""
+    try:
+        return _count_within(v)
+    except Exception:  # (a container subclass whose own methods fail: a handle, as for anything unusual)
+        return False
+
+
+def _count_within(v: Any) -> bool:
+    stack, n = [v], 0
+    while stack:
+        x = stack.pop()
+        n += 1
+        if isinstance(x, (str, bytes, bytearray)):
+            n += len(x) >> 6
+        elif isinstance(x, (list, tuple, set, frozenset, dict)):
+            size = len(x)
+            if n + size > _NAME_BUDGET:
+                return False
+            if isinstance(x, dict):
+                stack.extend(dict.keys(x))
+                stack.extend(dict.values(x))
+            else:
+                stack.extend(x if type(x) in (list, tuple, set, frozenset) else list(iter(x)))
+        if n > _NAME_BUDGET:
+            return False
+    return True
 
 
 def _safe_str(e: BaseException) -> str:

@@ -5,7 +5,8 @@ large and unicode output, trailing whitespace), run through the real ``code`` re
 The expected status of every row is what a plain ``python`` run of the same solution and tests gives (pass,
 a failed assert, a crash, a hang); the hardening of the sandbox must not flip any of them. Fails on the code
 before this change: a function returning a million numbers timed out (or passed the judge's reply limit), and
-recursion to just under the default limit failed (the sandbox's own frames counted against it).
+recursion to just under the default limit failed (the sandbox's own frames counted against it), and a large
+module-level global (a 300 MB table) was copied to the judge before any test and scored ``memory``.
 """
 
 from __future__ import annotations
@@ -138,6 +139,15 @@ ASSERTS = [
     ("assert deep(996) == 996", {
         "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # plain python: up to 998
         "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)\ndeep(1200)": "error",
+    }),
+    ("assert is_p[7] == 1 and is_p[8] == 0\nassert len(primes) == 664579 and primes[-1] == 9999991", {
+        "n = 10**7\nis_p = bytearray([1]) * (n + 1)\nis_p[0] = is_p[1] = 0\nfor i in range(2, int(n ** 0.5) + 1):\n"
+        "    if is_p[i]:\n        is_p[i * i::i] = bytes(len(range(i * i, n + 1, i)))\n"
+        "primes = [i for i in range(n + 1) if is_p[i]]": "pass",  # module-level sieve globals
+    }),
+    ("assert f() == 1", {
+        "table = bytearray(300 << 20)\ndef f():\n    return 1": "pass",  # a 300 MB global (it scored memory before)
+        "table = [0] * (3 * 10**7)\ndef f():\n    return 1": "pass",
     }),
     ("assert g() is None\nassert h(3) == {1, 2, 3}", {
         "def g():\n    pass\ndef h(n):\n    return set(range(1, n + 1))": "pass",
