@@ -1,7 +1,7 @@
 """Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
 
-The child starts in the pid and IPC namespaces (and, where Landlock cannot scope abstract sockets, the network
-namespace) the server made for its job: no pid or System V object of one execution is visible to another.
+The child starts in the pid, IPC and network namespaces the server made for its job: no pid, System V object
+or abstract socket name of one execution is visible to another.
 Order matters and is fixed here: new session; join the job's groups; its own mount namespace with a fresh
 size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
 runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
@@ -31,8 +31,8 @@ from typing import Any
 
 from sandbox import _judge, _solution, _sys, _wire
 
-__all__ = ["ChildSpec", "run_child", "run_init", "rlimit_plan", "prepare_server", "tmpfs_mounts", "FD_PAYLOAD",
-           "FD_SETUP", "FD_RPC", "FD_VERDICT"]
+__all__ = ["ChildSpec", "run_child", "run_init", "rlimit_plan", "prepare_server", "tmpfs_mounts", "cover_mounts",
+           "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
 
 FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
@@ -57,6 +57,7 @@ class ChildSpec:
     pidns: bool = False  # no cgroups: a private pid namespace whose death kills every descendant
     keep_visible: tuple[str, ...] = ()  # runtime trees under /tmp or /dev/shm, bound back over the private tmpfs
     tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()  # from :func:`tmpfs_mounts` when ``mounts``
+    covers: tuple[tuple[bytes, bytes, int, bytes], ...] = ()  # from :func:`cover_mounts` when ``mounts``
     unshare: int = 0  # namespaces of its own (mount); the pid, IPC (and network) ones come from the server, per job
     server_pid: int = 0  # the parent: when it dies, this process is killed (the parent-death signal)
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
@@ -91,6 +92,20 @@ def tmpfs_mounts(uid: int, gid: int, disk_bytes: int) -> tuple[tuple[bytes, byte
     return tuple(out)
 
 
+#: Trees of the host's own state that a child could otherwise still probe with ``stat``/``readlink`` (which
+#: Landlock does not govern): ``/proc`` is the host's process table (``readlink("/proc/self")`` gave the host
+#: pid, so the machine's pid counter was again a channel from one execution to the next) and the cgroup tree
+#: holds the slot groups the server replaces. Each child covers them with an empty read-only tmpfs, last.
+COVERED = (b"/proc", b"/sys/fs/cgroup")
+
+
+@functools.lru_cache(maxsize=1)
+def cover_mounts() -> tuple[tuple[bytes, bytes, int, bytes], ...]:
+    """(target, fstype, flags, options) of the empty read-only tmpfs each child mounts over :data:`COVERED`."""
+    flags = _sys.MS_RDONLY | _sys.MS_NOSUID | _sys.MS_NODEV | _sys.MS_NOEXEC
+    return tuple((t, b"tmpfs", flags, b"size=4k,nr_inodes=2,mode=0555") for t in COVERED if os.path.isdir(t))
+
+
 def _mount_private_tmp(spec: ChildSpec) -> None:
     held = [(os.open(p, os.O_PATH | os.O_CLOEXEC), p) for p in spec.keep_visible]  # before the tmpfs hides them
     for target, fstype, flags, options in spec.tmpfs:
@@ -100,6 +115,14 @@ def _mount_private_tmp(spec: ChildSpec) -> None:
         _sys.mount(f"/proc/self/fd/{fd}", path, None, _sys.MS_BIND | _sys.MS_REC)
         _sys.mount(None, path, None, _sys.MS_REMOUNT | _sys.MS_BIND | _sys.MS_RDONLY)
         os.close(fd)
+    for target, fstype, flags, options in spec.covers:  # (after the binds above, which name /proc/self/fd)
+        _sys.mount_raw(fstype, target, fstype, flags, options)
+
+
+#: 1, not 0: a core_pattern that pipes to a helper (systemd-coredump, apport) ignores a limit of 0 and runs that
+#: helper as root on the host for every crash; the kernel aborts the dump only at exactly 1 (too small for a
+#: file dump as well). seccomp keeps the solution from changing it (:mod:`sandbox._sys`).
+CORE_LIMIT = 1
 
 
 def rlimit_plan(limits: dict[str, int]) -> tuple[tuple[int, int], ...]:
@@ -109,7 +132,7 @@ def rlimit_plan(limits: dict[str, int]) -> tuple[tuple[int, int], ...]:
     """
     wanted = ((resource.RLIMIT_CPU, limits["cpu_s"]), (resource.RLIMIT_AS, limits["address_space_bytes"]),
               (resource.RLIMIT_FSIZE, limits["file_size_bytes"]), (resource.RLIMIT_NOFILE, limits["open_files"]),
-              (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NPROC, limits["max_pids"]),
+              (resource.RLIMIT_CORE, CORE_LIMIT), (resource.RLIMIT_NPROC, limits["max_pids"]),
               (resource.RLIMIT_MSGQUEUE, 0), (resource.RLIMIT_MEMLOCK, 0))
     plan = []
     for res, value in wanted:

@@ -30,11 +30,11 @@ from typing import Any
 
 from sandbox import _wire
 
-__all__ = ["judge", "Remote", "RemoteError", "TestsError", "plan_tests", "prepare_tests"]
+__all__ = ["judge", "Remote", "RemoteError", "TestsError", "module_refs", "plan_tests", "prepare_tests"]
 
 _MAX_RECORDED = 50
 _BUILTIN_NAMES = frozenset(dir(builtins))
-_MAX_REPLY = 16 << 20  # bytes: a reply any larger could make the judge run out of memory decoding it
+_MAX_REPLY = _wire.MAX_FRAME  # bytes (a reply that makes the judge run out of memory decoding it scores 0)
 
 
 class TestsError(ValueError):
@@ -48,8 +48,10 @@ class RemoteError(Exception):
 class _Link:
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self.requests = 0  # how often the tests asked the solution anything
 
     def request(self, msg: dict[str, Any], local_args: list[Any] | None = None) -> Any:
+        self.requests += 1
         _wire.send(self.fd, msg)
         reply = _wire.recv(self.fd, _MAX_REPLY)
         if type(reply) is not dict:
@@ -246,6 +248,15 @@ def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, 
     return tree, uses_unittest, bool(entry_point) and defines_check and not calls_check, cases
 
 
+def module_refs(tree: ast.Module, entry_point: str | None) -> list[str]:
+    """Standard-library module names the tests use as ``name.attr`` (``math.isclose``): the judge binds the real
+    module to each before the tests run, so a solution that defines ``math`` (a class whose ``isclose`` says True)
+    cannot answer for tests that rely on the solution's ``import math`` (as MBPP's do). The tests' own
+    imports and assignments still rebind them; the entry point is never replaced."""
+    return sorted({n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                   and n.value.id in sys.stdlib_module_names and n.value.id != entry_point})
+
+
 @functools.lru_cache(maxsize=256)
 def prepare_tests(source: str, entry_point: str | None) -> dict[str, Any]:
     """The judge's payload for ``source``: the rewritten tests compiled and marshalled, and how to run them.
@@ -260,7 +271,7 @@ def prepare_tests(source: str, entry_point: str | None) -> dict[str, Any]:
     tree, uses_unittest, call_check, cases = plan_tests(source, entry_point)
     code = compile(tree, "tests.py", "exec", dont_inherit=True)
     return {"code": base64.b64encode(marshal.dumps(code)).decode("ascii"), "uses_unittest": uses_unittest,
-            "call_check": call_check, "entry_point": entry_point, "cases": cases}
+            "call_check": call_check, "entry_point": entry_point, "cases": cases, "modules": module_refs(tree, entry_point)}
 
 
 def _namespace(link: _Link, names: Any) -> dict[str, Any]:
@@ -320,14 +331,22 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
     if "code" in spec:  # prepared by the host (:func:`prepare_tests`)
         code = marshal.loads(base64.b64decode(spec["code"]))
         uses_unittest, call_check, cases = bool(spec["uses_unittest"]), bool(spec["call_check"]), int(spec["cases"])
+        modules = list(spec.get("modules") or ())
     else:
         tree, uses_unittest, call_check, cases = plan_tests(spec["tests"], spec.get("entry_point"))
         code = compile(tree, "tests.py", "exec", dont_inherit=True)
+        modules = module_refs(tree, spec.get("entry_point"))
+    _wire.send(fd, {"go": True})  # the solution's code starts only now, once this process is fully set up
     hello = _wire.recv(fd)
     if type(hello) is not dict or hello.get("loaded") is not True:
         err = str(hello.get("error", "solution did not load"))[:2000] if type(hello) is dict else "bad hello"
         return {"status": "error", "reason": err, "passed": 0, "total": max(1, cases)}
     ns = _namespace(link, hello.get("names"))
+    for name in modules:  # the real module, whatever the solution bound to that name
+        try:
+            ns[name] = importlib.import_module(name)
+        except Exception:
+            ns.pop(name, None)
     rec = _Recorder(partial)
     ns["__harness_assert__"] = rec
     # the judge runs the classes itself; unittest.main is a no-op until restored below (typeshed: a class)
@@ -337,6 +356,10 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
         exec(code, ns)
         if call_check:
             ep = spec["entry_point"]
+            if ep not in ns and ep in _BUILTIN_NAMES and type(hello.get("names")) is dict and ep in hello["names"]:
+                # named like a builtin: passed to check() as the candidate, never put where the tests' own
+                # sorted() or sum() would find it
+                ns = {**ns, ep: link.decode(hello["names"][ep])}
             if ep not in ns:
                 return {"status": "error", "reason": f"the solution does not define {ep!r}", "passed": 0,
                         "total": max(1, cases)}
@@ -357,11 +380,14 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
             error = f"{type(e).__name__}: {str(e)[:500]}" if str(e) else type(e).__name__
     finally:
         unittest.main = unittest_main
-    return _verdict(rec, cases, error)
+    return _verdict(rec, cases, error, link.requests > 0)
 
 
-def _verdict(rec: _Recorder, cases: int, error: str | None) -> dict[str, Any]:
-    """The verdict from the recorded cases, the number known before the run, and the error that ended it."""
+def _verdict(rec: _Recorder, cases: int, error: str | None, asked: bool = False) -> dict[str, Any]:
+    """The verdict from the recorded cases, the number known before the run, the error that ended it, and
+    whether the tests asked the solution anything (``asked``): when they did and no assert ran, it is the
+    solution's answers that left every case unreached (an empty list for ``for p in f(n): assert ...``), a
+    failure; when they did not, the tests cannot judge anything."""
     if cases == 0:  # no assert and no unittest: one case, the tests running to their end
         passed = 1 if error is None else 0
         out = {"status": "pass" if passed else "fail", "passed": passed, "total": 1, "tests": rec.results}
@@ -370,6 +396,9 @@ def _verdict(rec: _Recorder, cases: int, error: str | None) -> dict[str, Any]:
         return out
     total, passed, reached = cases, rec.passed, len(rec.outcome)
     ok = error is None and rec.failed == 0
+    if ok and reached == 0 and asked:
+        return {"status": "fail", "passed": 0, "total": total, "tests": rec.results,
+                "reason": f"none of the tests' {total} assert statement(s) ran on what the solution returned"}
     if ok and reached == 0:
         return {"status": "bad_tests", "reason": f"none of the tests' {total} assert statement(s) ran (are they in "
                                                   "functions that nothing calls?)"}

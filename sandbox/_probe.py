@@ -1,8 +1,9 @@
 """The warm server's start: the namespaces it enters, the layers it can give its children, the machine's speed.
 
 :func:`probe` runs once in the server process (:mod:`sandbox._zygote`): as root it detects the cgroups and
-removes stale groups, then enters the server's own network, IPC, UTS and mount namespaces, exposes the
-interpreter's install trees through 0700 ancestors, makes every mount read-only but the cgroup tree, and tries
+removes stale groups, then enters the server's own network, IPC, UTS and mount namespaces, pivots into a minimal
+root holding the interpreter's install trees and a few system paths (or, where that fails, exposes the install
+trees through 0700 ancestors), makes every mount read-only but the cgroup tree, and tries
 in throwaway children which per-execution namespaces it can make. Nothing here forks a sandboxed child or
 decides a level (see :func:`sandbox._results.level_of`).
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from sandbox import _cgroups, _sys
 
-__all__ = ["REFERENCE_BURN_S", "SYSTEM_RO", "calibrate", "home_namespaces", "probe", "runtime_roots"]
+__all__ = ["REFERENCE_BURN_S", "SERVER_PATHS", "SYSTEM_RO", "calibrate", "home_namespaces", "probe", "runtime_roots"]
 
 #: Seconds the calibration loop takes on an unloaded reference machine (2 cores, Python 3.11).
 REFERENCE_BURN_S = 0.025
@@ -75,6 +76,65 @@ def _expose(roots: list[str]) -> None:
             os.close(fd)
 
 
+#: What the server itself needs in its root besides what children may read: its process table and ns files,
+#: the cgroup tree it writes, /dev/null, and the mount points of every child's own tmpfs.
+SERVER_PATHS = ("/proc", "/sys/fs/cgroup", "/dev/null")
+_MOUNT_POINTS = ("/tmp", "/dev/shm")
+
+
+def _minimal_root(paths: list[str]) -> None:
+    """Pivot this mount namespace into a small tmpfs root that holds only ``paths`` (bind-mounted from the old
+    root; top-level symlinks such as ``/lib -> usr/lib`` recreated) and empty ``/tmp`` and ``/dev/shm``.
+
+    Without it every host path stayed reachable by name: Landlock does not govern connecting to a unix socket
+    file, so a solution could send to any world-writable socket of the host (the system D-Bus, journald's
+    ``/run/systemd/journal/socket``, ``/dev/log``). Directories on the way are 0755, so install trees under a
+    0700 home directory are reachable too (what :func:`_expose` does without a new root).
+
+    Raises:
+        OSError: a mount or the pivot failed (the caller falls back to the full root).
+    """
+    links: list[tuple[str, str]] = []
+    held: list[tuple[str, int]] = []
+    for p in sorted(set(paths), key=len, reverse=True):  # deepest first: nothing is made inside a bind mount
+        if os.path.islink(p) and os.path.dirname(p) == "/":
+            links.append((p, os.readlink(p)))
+        elif os.path.exists(p):
+            held.append((p, os.open(p, os.O_PATH | os.O_CLOEXEC)))  # (before the tmpfs below hides anything)
+    new = "/tmp"  # (this namespace's own; every child mounts a fresh tmpfs on it in any case)
+    try:
+        _sys.mount("tmpfs", new, "tmpfs", _sys.MS_NOSUID | _sys.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
+        try:
+            _populate(new, links, held)
+        except OSError:
+            _sys.umount_detached(new)  # (the caller's fallback needs the old /tmp)
+            raise
+        os.mkdir(new + "/.old")
+        _sys.pivot_root(new, new + "/.old")
+        os.chdir("/")
+        _sys.umount_detached("/.old")
+        os.rmdir("/.old")
+    finally:
+        for _, fd in held:
+            os.close(fd)
+
+
+def _populate(new: str, links: list[tuple[str, str]], held: list[tuple[str, int]]) -> None:
+    """Fill the new root at ``new``: the symlinks, a bind mount per held path, the empty mount points."""
+    for p, target in links:
+        os.symlink(target, new + p)
+    for p, fd in held:
+        os.makedirs(os.path.dirname(new + p), mode=0o755, exist_ok=True)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.makedirs(new + p, mode=0o755, exist_ok=True)
+        elif not os.path.lexists(new + p):
+            os.close(os.open(new + p, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+        _sys.mount(f"/proc/self/fd/{fd}", new + p, None, _sys.MS_BIND | _sys.MS_REC)
+    for p in _MOUNT_POINTS:
+        os.makedirs(new + p, mode=0o755, exist_ok=True)
+    os.chmod(new + "/tmp", 0o1777)
+
+
 def calibrate(rounds: int = 3) -> float:
     """How much slower than the reference machine this one runs Python right now (>= 1, at most 8)."""
     best = float("inf")
@@ -109,7 +169,12 @@ def _enter_namespaces(layers: dict[str, Any]) -> None:
     layers.update(netns=True, ipcns=True, utsns=True)
     try:
         _sys.mount(None, "/", None, _sys.MS_REC | _sys.MS_PRIVATE)
-        _expose(runtime_roots())
+        try:
+            _minimal_root(runtime_roots() + list(SYSTEM_RO) + list(SERVER_PATHS))
+            layers["minimal_root"] = True
+        except OSError as e:
+            layers["minimal_root_error"] = str(e)
+            _expose(runtime_roots())
         layers["mntns"] = True
     except OSError as e:
         layers["mount_error"] = str(e)
@@ -217,8 +282,10 @@ def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
         layers["pidns"] = _can_unshare(_sys.CLONE_NEWPID)
     if layers["ipcns"]:  # every execution gets an IPC namespace of its own, besides the server's
         layers["job_ipcns"] = _can_renew(_sys.CLONE_NEWIPC)
-        # abstract unix sockets live in a network namespace; Landlock (ABI 6) already keeps other executions
-        # from reaching them, and a namespace per job costs about a third of the throughput: only without it
-        layers["job_netns"] = layers["landlock_abi"] < 6 and _can_renew(_sys.CLONE_NEWNET)
+        # abstract unix socket names live in a network namespace. Landlock (ABI 6) keeps other executions from
+        # connecting to them, not from binding the same name, and a socket sent over itself (SCM_RIGHTS) keeps its
+        # name after its execution ended, until the kernel's unix garbage collector runs: the next execution read
+        # it with bind() (EADDRINUSE). So every execution gets a network namespace of its own as well.
+        layers["job_netns"] = _can_renew(_sys.CLONE_NEWNET)
     layers["seccomp"] = _sys.seccomp_supported()
     return layers, roots

@@ -76,6 +76,16 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
+def _lift_recursion_limit(frames_below: int) -> None:
+    """Raise the recursion limit by the frames this module runs beneath the solution's code (``frames_below``
+    more than a plain ``python -c`` run has), so code that recurses to just under the limit there does here too."""
+    depth = 0
+    f: types.FrameType | None = sys._getframe()
+    while f is not None:
+        depth, f = depth + 1, f.f_back
+    sys.setrecursionlimit(sys.getrecursionlimit() + depth + frames_below)
+
+
 def _compile(source: str) -> Any:
     return compile(source, "solution.py", "exec", dont_inherit=True)
 
@@ -87,6 +97,7 @@ def run_program(source: str) -> None:
     except (SyntaxError, ValueError) as e:
         traceback.print_exception(e, limit=0)
         _finish(2)
+    _lift_recursion_limit(0)
     try:
         exec(code, _main_module(source))
     except SystemExit as e:
@@ -167,6 +178,9 @@ class _Server:
             if isinstance(v, types.ModuleType):
                 out[name] = ["M", v.__name__]
                 continue
+            if not _small(v):  # a sieve or table of millions: a handle, not a copy of it made before any test
+                out[name] = self.handle(v)
+                continue
             try:
                 out[name] = self.enc(v)
             except (ValueError, RecursionError):
@@ -224,6 +238,41 @@ class _Server:
                 _wire.send(self.fd, {"err": ["TypeError", f"result cannot be sent to the judge: {e}"]})
 
 
+#: Items (and 64-byte chunks of str and bytes) a global may hold to be copied to the judge with the names; a
+#: larger one (a sieve of 10**8, a table of millions) is sent as a handle: copying it took the memory and time
+#: of the run before any test, and a 300 MB global made a correct solution score ``memory``.
+_NAME_BUDGET = 1 << 18
+
+
+def _small(v: Any) -> bool:
+    """Whether ``v`` holds at most :data:`_NAME_BUDGET` items, counted without copying (stops early)."""
+    try:
+        return _count_within(v)
+    except Exception:  # (a container subclass whose own methods fail: a handle, as for anything unusual)
+        return False
+
+
+def _count_within(v: Any) -> bool:
+    stack, n = [v], 0
+    while stack:
+        x = stack.pop()
+        n += 1
+        if isinstance(x, (str, bytes, bytearray)):
+            n += len(x) >> 6
+        elif isinstance(x, (list, tuple, set, frozenset, dict)):
+            size = len(x)
+            if n + size > _NAME_BUDGET:
+                return False
+            if isinstance(x, dict):
+                stack.extend(dict.keys(x))
+                stack.extend(dict.values(x))
+            else:
+                stack.extend(x if type(x) in (list, tuple, set, frozenset) else list(iter(x)))
+        if n > _NAME_BUDGET:
+            return False
+    return True
+
+
 def _safe_str(e: BaseException) -> str:
     try:
         return str(e)[:2000]
@@ -232,8 +281,14 @@ def _safe_str(e: BaseException) -> str:
 
 
 def serve_functions(source: str, fd: int) -> None:
-    """Function mode: run ``source``, report its names to the judge on ``fd``, then serve calls (never returns)."""
+    """Function mode: wait for the judge's go, run ``source``, report its names to the judge on ``fd``, then serve
+    calls (never returns)."""
     server = _Server(fd)
+    try:  # wait for the judge to be set up: code that hogs the machine must not starve the judge's setup (a run
+        _wire.recv(fd)  # whose judge never came up is a sandbox error, unscored, not the solution's 0)
+    except (EOFError, _wire.ProtocolError):
+        os._exit(1)
+    _lift_recursion_limit(2)  # (calls run in _Server.dispatch, two frames below this one)
     try:
         ns = _main_module(source)
         exec(_compile(source), ns)

@@ -23,6 +23,8 @@ __all__ = [
     "setns",
     "mount",
     "mount_raw",
+    "pivot_root",
+    "umount_detached",
     "mount_setattr_recursive",
     "MOUNT_ATTR_RDONLY",
     "set_no_new_privs",
@@ -57,6 +59,7 @@ _NS_FLAGS = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_NOEXEC = 8
 MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
@@ -92,6 +95,16 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, d
 
     ret = _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
     _check(ret, f"mount {source} on {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """``pivot_root(2)``: make ``new_root`` this mount namespace's root; the old one moves to ``put_old``."""
+    _check(_libc.syscall(155, new_root.encode(), put_old.encode()), f"pivot_root {new_root}")
+
+
+def umount_detached(target: str) -> None:
+    """``umount2(target, MNT_DETACH)``."""
+    _check(_libc.umount2(target.encode(), ctypes.c_int(2)), f"umount {target}")
 
 
 def mount_raw(source: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None) -> None:
@@ -271,6 +284,19 @@ _SYS_CLONE3 = 435
 _SYS_IOCTL = 16
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
+_CLONE_PIDFD = 0x1000
+_SYS_SETSOCKOPT = 54
+_SYS_GETSOCKOPT = 55
+_SOL_SOCKET = 1
+_SO_COOKIE = 57
+_SO_PASSPIDFD = 76
+_SO_PEERPIDFD = 77
+_SYS_SETRLIMIT = 160
+_SYS_PRLIMIT64 = 302
+_RLIMIT_CORE = 4
+_SYS_FCNTL = 72
+_F_OFD_SETLK = 37
+_F_OFD_SETLKW = 38
 _BPF_JGT_K = 0x25
 
 
@@ -306,7 +332,8 @@ def seccomp_program() -> list[bytes]:
 
     Calls with checked arguments come first: ``socket``/``socketpair`` of any family but AF_UNIX get
     EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)`` get
-    EPERM; ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked. Then one run
+    EPERM; ``clone`` with ``CLONE_PIDFD``, ``getsockopt`` of ``SO_COOKIE``/``SO_PEERPIDFD`` and ``setsockopt`` of
+    ``SO_PASSPIDFD`` get EPERM; ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked. Then one run
     check per block of numbers with the same action: allowed, EPERM (:data:`sandbox._syscalls.DENIED`) or
     ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
     process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
@@ -327,11 +354,28 @@ def seccomp_program() -> list[bytes]:
     ]
     # socket / socketpair: only AF_UNIX (args[0] low word at offset 16)
     for nr in (_SYS_SOCKET, _SYS_SOCKETPAIR):
-        prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow,
-                 errno(_EAFNOSUPPORT)]
-    # clone: no namespace flags (args[0])
-    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JSET_K, _NS_FLAGS, 0, 1),
+        prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow, errno(_EAFNOSUPPORT)]
+    # clone: no namespace flags, no pidfd (args[0])
+    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16),
+             _jump(_BPF_JSET_K, _NS_FLAGS | _CLONE_PIDFD, 0, 1), errno(_EPERM), allow]
+    # getsockopt / setsockopt at SOL_SOCKET (args[1] at 24, args[2] at 32): nothing that hands out a pidfd or a
+    # machine-wide counter (see :mod:`sandbox._syscalls`)
+    for nr, names in ((_SYS_GETSOCKOPT, (_SO_COOKIE, _SO_PEERPIDFD)), (_SYS_SETSOCKOPT, (_SO_PASSPIDFD,))):
+        m = len(names)
+        prog += [_jump(_BPF_JEQ_K, nr, 0, 5 + m), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _SOL_SOCKET, 0, m + 1),
+                 _stmt(_BPF_LD_W_ABS, 32)]
+        prog += [_jump(_BPF_JEQ_K, name, m - k, 0) for k, name in enumerate(names)]
+        prog += [allow, errno(_EPERM)]
+    # the core limit stays at the 1 the child set (a pipe core_pattern ignores 0): setrlimit(RLIMIT_CORE, ...) and
+    # prlimit64(_, RLIMIT_CORE, new != NULL, _) are refused; reading it is not
+    prog += [_jump(_BPF_JEQ_K, _SYS_SETRLIMIT, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 1),
              errno(_EPERM), allow]
+    prog += [_jump(_BPF_JEQ_K, _SYS_PRLIMIT64, 0, 8), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 4),
+             _stmt(_BPF_LD_W_ABS, 32), _jump(_BPF_JEQ_K, 0, 0, 3), _stmt(_BPF_LD_W_ABS, 36), _jump(_BPF_JEQ_K, 0, 0, 1),
+             allow, errno(_EPERM)]
+    # fcntl: no open-file-description locks (args[1]), which a descriptor in flight keeps after the execution
+    prog += [_jump(_BPF_JEQ_K, _SYS_FCNTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _F_OFD_SETLK, 1, 0),
+             _jump(_BPF_JEQ_K, _F_OFD_SETLKW, 0, 1), errno(_EPERM), allow]
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
     prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
              _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]

@@ -19,6 +19,15 @@ Audited against the x86_64 table up to Linux 6.17 (``file_setattr``, 469). What 
   machine-wide count of contexts), ``io_uring``, ``sync``/``syncfs``, ``memfd_secret`` (unswappable memory),
   ``fanotify``, ``acct``;
 * watching or probing the shared read-only files another execution uses: ``inotify``, ``cachestat``;
+* descriptors whose inode number counts something machine-wide, so that one execution could move it and the
+  next read it with ``fstat``: ``pidfd_open`` (a pidfd's inode number is the machine's pid counter, Linux
+  6.9+), ``memfd_create`` (one counter for every memfd of the machine); for the same reason ``clone`` with
+  ``CLONE_PIDFD``, ``getsockopt`` of ``SO_PEERPIDFD`` and ``SO_COOKIE`` (socket cookies are a machine-wide
+  counter too) and ``setsockopt`` of ``SO_PASSPIDFD`` are refused by argument (see :mod:`sandbox._sys`);
+* locks that belong to an open file rather than to a process: ``flock`` and ``fcntl(F_OFD_SETLK[W])`` (by
+  argument). A descriptor sent over a unix socket to itself stays in flight after its execution ended, until
+  the kernel's unix garbage collector runs, and with it a lock on a shared runtime file that the next
+  execution saw taken. POSIX ``fcntl`` locks (what sqlite uses) belong to the process and end with it;
 * obsolete or unimplemented calls (``uselib``, ``ustat``, ``sysfs``, ``_sysctl``, ``vserver``, ...).
 
 Nothing here installs anything; :func:`sandbox._sys.seccomp_program` compiles this table to BPF.
@@ -35,7 +44,7 @@ access:21 pipe:22 select:23 sched_yield:24 mremap:25 msync:26 mincore:27 madvise
 nanosleep:35 getitimer:36 alarm:37 setitimer:38 getpid:39 sendfile:40 socket:41 connect:42 accept:43
 sendto:44 recvfrom:45 sendmsg:46 recvmsg:47 shutdown:48 bind:49 listen:50 getsockname:51 getpeername:52
 socketpair:53 setsockopt:54 getsockopt:55 clone:56 fork:57 vfork:58 execve:59 exit:60 wait4:61 kill:62
-uname:63 fcntl:72 flock:73 fsync:74 fdatasync:75 truncate:76 ftruncate:77 getdents:78 getcwd:79 chdir:80
+uname:63 fcntl:72 fsync:74 fdatasync:75 truncate:76 ftruncate:77 getdents:78 getcwd:79 chdir:80
 fchdir:81 rename:82 mkdir:83 rmdir:84 creat:85 link:86 unlink:87 symlink:88 readlink:89 chmod:90 fchmod:91
 chown:92 fchown:93 lchown:94 umask:95 gettimeofday:96 getrlimit:97 getrusage:98 sysinfo:99 times:100
 getuid:102 getgid:104 setuid:105 setgid:106 geteuid:107 getegid:108 setpgid:109 getppid:110 getpgrp:111
@@ -59,9 +68,9 @@ splice:275 tee:276 sync_file_range:277 vmsplice:278 utimensat:280 epoll_pwait:28
 timerfd_create:283 eventfd:284 fallocate:285 timerfd_settime:286 timerfd_gettime:287 accept4:288
 signalfd4:289 eventfd2:290 epoll_create1:291 dup3:292 pipe2:293 preadv:295 pwritev:296
 rt_tgsigqueueinfo:297 recvmmsg:299 prlimit64:302 sendmmsg:307 getcpu:309 sched_setattr:314
-sched_getattr:315 renameat2:316 seccomp:317 getrandom:318 memfd_create:319 execveat:322 membarrier:324
+sched_getattr:315 renameat2:316 seccomp:317 getrandom:318 execveat:322 membarrier:324
 mlock2:325 copy_file_range:326 preadv2:327 pwritev2:328 pkey_mprotect:329 pkey_alloc:330 pkey_free:331
-statx:332 rseq:334 pidfd_send_signal:424 pidfd_open:434 clone3:435 close_range:436 openat2:437
+statx:332 rseq:334 pidfd_send_signal:424 clone3:435 close_range:436 openat2:437
 faccessat2:439 epoll_pwait2:441 futex_waitv:449 set_mempolicy_home_node:450 fchmodat2:452
 map_shadow_stack:453 futex_wake:454 futex_wait:455 futex_requeue:456 mseal:462 setxattrat:463
 getxattrat:464 listxattrat:465 removexattrat:466 file_getattr:468 file_setattr:469
@@ -83,7 +92,7 @@ kcmp:312 finit_module:313 kexec_file_load:320 bpf:321 userfaultfd:323 io_pgeteve
 io_uring_setup:425 io_uring_enter:426 io_uring_register:427 open_tree:428 move_mount:429 fsopen:430
 fsconfig:431 fsmount:432 fspick:433 pidfd_getfd:438 process_madvise:440 mount_setattr:442 quotactl_fd:443
 landlock_create_ruleset:444 landlock_add_rule:445 landlock_restrict_self:446 memfd_secret:447
-process_mrelease:448 cachestat:451 inotify_init:253 inotify_add_watch:254 inotify_rm_watch:255
+process_mrelease:448 cachestat:451 flock:73 memfd_create:319 pidfd_open:434 inotify_init:253 inotify_add_watch:254 inotify_rm_watch:255
 inotify_init1:294 statmount:457 listmount:458 lsm_get_self_attr:459 lsm_set_self_attr:460
 lsm_list_modules:461 open_tree_attr:467
 """
@@ -98,6 +107,7 @@ ALLOWED: dict[str, int] = _table(_ALLOWED_NAMES)
 #: Calls refused with EPERM (name -> number); any number in neither table gets ENOSYS.
 DENIED: dict[str, int] = _table(_DENIED_NAMES)
 #: Allowed calls whose arguments the filter checks first (see :func:`sandbox._sys.seccomp_program`).
-ARG_CHECKED = ("socket", "socketpair", "clone", "ioctl", "clone3")
+ARG_CHECKED = ("socket", "socketpair", "clone", "ioctl", "clone3", "getsockopt", "setsockopt", "setrlimit", "prlimit64",
+               "fcntl")
 #: The highest number this table was audited against.
 KNOWN_MAX = 469

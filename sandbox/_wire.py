@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import struct
 from collections.abc import Callable
@@ -76,10 +77,13 @@ def encode(v: Any, to_handle: Callable[[Any], list], depth: int = 0) -> Any:
     if t is range:
         return ["R", format(v.start, "x"), format(v.stop, "x"), format(v.step, "x")]
     d = depth + 1
-    if isinstance(v, tuple):
-        return ["T", [encode(x, to_handle, d) for x in tuple.__iter__(v)]]
-    if isinstance(v, list):
-        return ["L", [encode(x, to_handle, d) for x in list.__iter__(v)]]
+    if isinstance(v, (tuple, list)):
+        items = list(tuple.__iter__(v) if isinstance(v, tuple) else list.__iter__(v))
+        kind = "T" if isinstance(v, tuple) else "L"
+        flat = _flat(items) if len(items) >= _FLAT_MIN else None
+        if flat is not None:
+            return [kind + flat, items]
+        return [kind, [encode(x, to_handle, d) for x in items]]
     if isinstance(v, dict):
         return ["D", [[encode(k, to_handle, d), encode(x, to_handle, d)] for k, x in dict.items(v)]]
     if isinstance(v, frozenset):
@@ -90,6 +94,28 @@ def encode(v: Any, to_handle: Callable[[Any], list], depth: int = 0) -> Any:
     if scalar is not None:
         return encode(scalar, to_handle, d)
     return to_handle(v)
+
+
+#: Lists and tuples at least this long whose items are all exact ints, strs or finite floats travel as plain JSON
+#: arrays (``LI``, ``LS``, ``LF``, ``TI``, ...): a function returning a million numbers must not take seconds
+#: or pass the judge's reply limit because every item is tagged on its own.
+_FLAT_MIN = 16
+_FLAT_INT_BOUND = 1 << 8000  # (JSON ints are decimal: well under the interpreter's 4300-digit limit)
+
+
+def _flat(items: list[Any]) -> str | None:
+    """``I``, ``S`` or ``F`` when every item is an exact int (bounded), str or finite float; else None."""
+    kinds = set(map(type, items))
+    if kinds == {int}:
+        return "I" if -_FLAT_INT_BOUND < min(items) and max(items) < _FLAT_INT_BOUND else None
+    if kinds == {str}:
+        return "S"
+    if kinds == {float}:
+        return "F" if all(map(math.isfinite, items)) else None
+    return None
+
+
+_FLAT_TYPES = {"I": int, "S": str, "F": float}
 
 
 def _fromhex_int(s: Any) -> int:
@@ -141,6 +167,11 @@ def decode(tag: Any, from_handle: Callable[[Handle], Any], depth: int = 0) -> An
             if type(tag[1]) is not str or len(tag[1]) > 10_000:
                 raise ProtocolError("bad decimal")
             return Decimal(tag[1])
+        if len(k) == 2 and k[0] in "LT" and k[1] in _FLAT_TYPES:
+            want = _FLAT_TYPES[k[1]]
+            if type(tag[1]) is not list or not all(type(x) is want for x in tag[1]):
+                raise ProtocolError("bad flat sequence")
+            return list(tag[1]) if k[0] == "L" else tuple(tag[1])
         if k in ("L", "T", "E", "Z"):
             if type(tag[1]) is not list:
                 raise ProtocolError("bad sequence")

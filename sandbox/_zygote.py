@@ -3,12 +3,12 @@
 Started by :mod:`sandbox.service` as a fresh interpreter (never forked from the host, so no host memory, no host
 environment) with a control socket on which the host sends ``start`` and ``end`` requests and the pipes of
 each child (SCM_RIGHTS). At start, as root, it enters its own network, IPC and UTS namespaces (no interface is
-up, so there is no network at all) and a private mount namespace in which the interpreter's install tree is
-reachable by unprivileged uids even when it lives under a 0700 directory such as root's home directory: a tmpfs
-hides that directory and only the install trees are bind-mounted back. Every mount of that namespace but the
-cgroup tree is then made read-only. For each job the server enters a fresh pid namespace and starts its init,
-enters a fresh IPC namespace (and network namespace where Landlock cannot scope abstract sockets), forks the
-job's children into them and returns to its own; each child enters a mount namespace of its own.
+up, so there is no network at all) and a private mount namespace whose root is a small tmpfs holding only the
+interpreter's install trees, the system paths children may read, ``/proc``, the cgroup tree and ``/dev/null``
+(bind mounts, reachable by unprivileged uids even under a 0700 home directory; no other host path, no host
+unix socket, exists there). Every mount of that namespace but the cgroup tree is then made read-only. For each
+job the server enters a fresh pid namespace and starts its init, enters fresh IPC and network namespaces, forks
+the job's children into them and returns to its own; each child enters a mount namespace of its own.
 
 The server loads only the modules its children need, and none that registers a fork handler (``threading``,
 ``random``, ``logging``): such a handler would run in every child and touch (copy) memory there.
@@ -101,15 +101,17 @@ class Server:
                     if uid is not None:
                         os.chown(workdir, uid, uid)
                 tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()
+                covers: tuple[tuple[bytes, bytes, int, bytes], ...] = ()
                 if self.layers["mntns"]:
+                    covers = _child.cover_mounts()
                     owner = uid if uid is not None else os.getuid()
                     tmpfs = _child.tmpfs_mounts(owner, owner if uid is not None else os.getgid(), limits["disk_bytes"])
                 spec = _child.ChildSpec(
                     role=c["role"], uid=uid, workdir=workdir,
                     cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
                     pidns=cg is None and self.layers["pidns"] and not self.layers["job_pidns"],
-                    keep_visible=self.keep_visible,
-                    landlock=self.landlock, seccomp=self.seccomp, limits=limits, rlimits=rlimits, tmpfs=tmpfs,
+                    keep_visible=self.keep_visible, landlock=self.landlock, seccomp=self.seccomp, limits=limits,
+                    rlimits=rlimits, tmpfs=tmpfs, covers=covers,
                     unshare=self.unshare, server_pid=self.pid)
                 pid = os.fork()
                 if pid == 0:

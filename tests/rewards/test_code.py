@@ -226,3 +226,16 @@ def test_tests_in_which_nothing_ran_are_bad_input(fn, tests):
     """Fails on the code before this change: both passed any code (zero tests run counted as a pass)."""
     s = fn({"tests": tests}, "def sq(x):\n    return x + 1")
     assert (s.status, s.value) == ("bad_input", None) and s.info["reason"]
+
+
+@pytest.mark.parametrize("tests, entry_point", [
+    ("def check(candidate):\n    for p in candidate(20):\n        assert all(p % d for d in range(2, p))\n", "primes"),
+    ("for p in primes(20):\n    assert p > 1\n", None),
+])
+def test_a_solution_whose_answers_leave_every_assert_unreached_fails(fn, tests, entry_point):
+    """Fails on the code before this change: returning [] to tests that loop over the answer ran no assert, and
+    the row came out ``bad_input`` (unscored, out of the group's baseline) instead of a scored failure."""
+    row = {"tests": tests, "entry_point": entry_point}
+    s = fn(row, "def primes(n):\n    return []")
+    assert (s.status, s.value) == ("fail", 0.0) and "ran" in s.info["reason"]
+    assert fn(row, "def primes(n):\n    return [2, 3, 5, 7, 11, 13, 17, 19]").status == "pass"

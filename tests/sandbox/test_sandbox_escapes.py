@@ -61,3 +61,13 @@ def test_clone3_falls_back_and_threads_still_work(sandbox, run, clean):
            "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()\nprint('threads ok')")
     r = run(src)
     assert r.stdout == b"-1 38\nthreads ok\n"
+
+
+def test_the_core_limit_stays_at_one(run, clean):
+    """Fails on the code before this change: the core limit was 0, which a pipe core_pattern (systemd-coredump,
+    apport) ignores: every crash of a solution that re-enabled dumping (any exec does) ran the host's helper as
+    root. At 1 the kernel aborts pipe and file dumps alike, and the solution cannot change it."""
+    src = ("import resource\nprint(resource.getrlimit(resource.RLIMIT_CORE))\nfor v in ((0, 0), (1, 1)):\n    try:\n"
+           "        resource.setrlimit(resource.RLIMIT_CORE, v)\n        print('set')\n    except (OSError, ValueError):\n"
+           "        print('refused')\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\nprint('nofile ok')")
+    assert run(src).stdout == b"(1, 1)\nrefused\nrefused\nnofile ok\n"

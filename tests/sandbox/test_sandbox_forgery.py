@@ -77,3 +77,60 @@ def test_check_patching_via_globals_has_no_effect(code_fn, clean):
     src = "def sq(x):\n    return x + 3\ncheck = lambda c: None\n"
     s = code_fn({"tests": tests, "entry_point": "sq"}, src)
     assert s.status == "fail"
+
+
+@pytest.mark.parametrize("fake", [
+    "class math:\n    isclose = staticmethod(lambda *a, **k: True)\n    pi = 0\n",
+    "import types\nmath = types.SimpleNamespace(isclose=lambda *a, **k: True, pi=0)\n",
+])
+def test_a_module_name_the_tests_use_without_importing_it_is_the_real_module(code_fn, clean, fake):
+    """Fails on the code before this change: MBPP-style tests call ``math.isclose`` relying on the solution's
+    ``import math``; a solution that bound ``math`` to its own object answered ``isclose`` itself and passed."""
+    row = {"tests": ["assert math.isclose(volume(10), 4188.79, rel_tol=0.001)", "assert volume(1) > math.pi"]}
+    s = code_fn(row, fake + "def volume(r):\n    return 5000.0\n")
+    assert (s.status, s.value) == ("fail", 0.0), s.info.get("reason")
+    ok = code_fn(row, "import math\ndef volume(r):\n    return 4 / 3 * math.pi * r ** 3\n")
+    assert ok.status == "pass", ok.info.get("reason")
+
+
+def test_an_entry_point_named_like_a_builtin_is_the_candidate_and_nothing_else(code_fn, clean):
+    """A correct ``def sorted(xs)`` passes (it scored error before: the name was dropped as a builtin's), and a
+    wrong one cannot answer for the tests' own ``sorted()`` that computes the expected value."""
+    row = {"test": "def check(candidate):\n    xs = [3, 1, 2]\n    assert candidate(xs) == sorted(xs)\n", "entry_point": "sorted"}
+    wrong = code_fn(row, "def sorted(xs):\n    return 0\n")
+    assert (wrong.status, wrong.value) == ("fail", 0.0), wrong.info.get("reason")
+    right = code_fn(row, "def sorted(xs):\n    out = list(xs)\n    out.sort()\n    return out\n")
+    assert right.status == "pass", right.info.get("reason")
+
+
+def test_the_solution_runs_only_once_its_judge_is_set_up(tmp_path):
+    """Fails on the code before this change: the solution's code ran as soon as its own setup was done, while its
+    judge could still be setting up, so code that hogs the machine (a fork or memory bomb) competed with its own
+    judge's setup, and a judge not up by the deadline makes the run ``sandbox_error`` (unscored) instead of 0.
+    The solution process now waits for the judge's go (the real module, driven here over a socket pair in place
+    of the judge), so no setup of a run can be slowed by that run's own code."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from sandbox import _wire
+
+    root = Path(__file__).resolve().parents[2]
+    marker = tmp_path / "ran"
+    ours, theirs = socket.socketpair()
+    code = f"open({str(marker)!r}, 'w').write('ran')\ndef f():\n    return 1\n"
+    prog = (f"import sys\nsys.path.insert(0, {str(root)!r})\nfrom sandbox import _solution\n"
+            f"_solution.serve_functions({code!r}, {theirs.fileno()})")
+    p = subprocess.Popen([sys.executable, "-c", prog], pass_fds=(theirs.fileno(),), cwd=tmp_path)
+    theirs.close()
+    try:
+        time.sleep(1.0)
+        assert not marker.exists()  # no go yet: nothing of the solution has run
+        _wire.send(ours.fileno(), {"go": True})
+        hello = _wire.recv(ours.fileno())
+        assert hello["loaded"] is True and "f" in hello["names"] and marker.read_text() == "ran"
+    finally:
+        ours.close()
+        p.wait(timeout=30)

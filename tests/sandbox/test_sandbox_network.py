@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import socket
+import tempfile
+
+import pytest
 
 
 def test_tcp_to_host_loopback_does_not_arrive(sandbox, run, listener, clean):
@@ -46,3 +51,30 @@ def test_dns_resolution_fails(sandbox, run, clean):
 def test_ipv6_loopback_is_refused(sandbox, run, clean):
     r = run("import socket\ntry:\n    socket.socket(socket.AF_INET6).connect(('::1', 22))\n    print('connected')\nexcept OSError:\n    print('refused')")
     assert r.stdout == b"refused\n"
+
+
+@pytest.mark.skipif(not os.access("/var/tmp", os.W_OK), reason="needs a writable directory outside /tmp")
+def test_a_world_writable_unix_socket_of_the_host_is_unreachable(run, clean):
+    """Fails on the code before this change: Landlock does not govern connecting to a unix socket file, and
+    every host path outside /tmp and /dev/shm was reachable by name, so a solution could send to any
+    world-writable socket of the host (the system D-Bus, journald, /dev/log). Children now see a root holding
+    only the runtime and a few system paths."""
+    d = tempfile.mkdtemp(dir="/var/tmp")
+    path = os.path.join(d, "host.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        srv.bind(path)
+        os.chmod(d, 0o755)
+        os.chmod(path, 0o666)
+        srv.settimeout(0.5)
+        r = run(f"import socket\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ntry:\n    s.sendto(b'x', {path!r})\n"
+                "    print('sent')\nexcept OSError as e:\n    print(e.errno)")
+        try:
+            got = srv.recv(16)
+        except OSError:
+            got = b""
+        assert (r.stdout, got) == (b"2\n", b"")  # ENOENT: the path does not exist for the solution
+    finally:
+        srv.close()
+        os.unlink(path)
+        os.rmdir(d)

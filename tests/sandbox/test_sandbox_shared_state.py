@@ -11,6 +11,7 @@ import ctypes
 import os
 import secrets
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -45,16 +46,46 @@ def test_a_system_v_segment_does_not_reach_the_next_execution(run, clean):
     assert first.stdout.startswith(b"refused 1") and second.stdout.startswith(b"none 1")  # EPERM: denied
 
 
+def _sandbox_pids(sb: Sandbox) -> list[int]:
+    uids = sb.uid_range()
+    return [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and _uid_of(d) in uids]
+
+
+def _uid_of(d: Path) -> int:
+    try:
+        return d.stat().st_uid
+    except OSError:
+        return -1
+
+
 def test_each_execution_has_ipc_and_pid_namespaces_of_its_own(sandbox, run, clean):
     """Fails on the code before this change: every execution shared the server's IPC namespace (System V
     objects were visible across executions) and the machine's pid namespace. The network namespace is the
     execution's own only where Landlock cannot scope abstract unix sockets (ABI < 6)."""
     names = ("ipc", "net", "pid", "mnt")
     server = {n: os.readlink(f"/proc/{sandbox.server_pid()}/ns/{n}") for n in names}
-    out = run("import os\nprint(' '.join(os.readlink('/proc/self/ns/' + n) for n in ('ipc', 'net', 'pid', 'mnt')))")
-    mine = dict(zip(names, out.stdout.decode().split()))
+    # read from the host: the execution's own /proc is covered (see the next test)
+    runner = threading.Thread(target=run, args=("import time\ntime.sleep(60)",), kwargs={"timeout": 20.0})
+    runner.start()
+    mine: dict[str, str] = {}
+    try:
+        deadline = time.monotonic() + 15
+        while not mine and time.monotonic() < deadline:
+            for pid in _sandbox_pids(sandbox):
+                try:
+                    mine = {n: os.readlink(f"/proc/{pid}/ns/{n}") for n in names}
+                except OSError:
+                    continue
+            time.sleep(0.05)
+    finally:
+        for pid in _sandbox_pids(sandbox):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        runner.join()
     own = ["ipc", "pid", "mnt"] + (["net"] if sandbox.isolation().layers.get("job_netns") else [])
-    assert all(mine[n] != server[n] for n in own), (mine, server)
+    assert mine and all(mine[n] != server[n] for n in own), (mine, server)
 
 
 def test_an_abstract_socket_of_a_running_execution_is_unreachable_from_another(sandbox, clean):
@@ -81,6 +112,49 @@ def test_an_abstract_socket_of_a_running_execution_is_unreachable_from_another(s
     assert results["seeker"].stdout != b"connected\n"
     if sandbox.isolation().layers.get("job_netns"):
         assert results["seeker"].stdout == b"alone\n"
+
+
+def test_an_abstract_name_kept_by_a_socket_in_flight_does_not_reach_the_next_execution(sandbox, run, clean):
+    """Fails on the code before this change: a socket bound to an abstract name and sent over itself (SCM_RIGHTS)
+    outlives its execution until the kernel's unix garbage collector runs, and the execution right after saw the
+    name taken (bind: EADDRINUSE) nine times in ten: a bit per name from one execution to the next."""
+    name = "sbx-inflight-" + secrets.token_hex(6)
+    leave = ("import socket, array\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+             f"s.bind('\\0{name}')\n"
+             "s.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [s.fileno()]))], 0,"
+             f" '\\0{name}')\ns.close()\nprint('left')")
+    look = ("import socket\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ntry:\n"
+            f"    s.bind('\\0{name}')\n    print('free')\nexcept OSError as e:\n    print('taken')")
+    seen = []
+    for _ in range(3):
+        assert run(leave).stdout == b"left\n"
+        seen.append(run(look).stdout)
+    assert seen == [b"free\n"] * 3
+
+
+def test_a_lock_kept_in_flight_does_not_reach_the_next_execution(run, clean):
+    """Fails on the code before this change: a descriptor of a shared runtime file, locked with flock (or an OFD
+    lock) and sent over a unix socket to itself, stayed in flight after its execution ended (until the kernel's
+    unix garbage collector ran): the next execution found the file locked seven times in eight. Locks that belong
+    to an open file are refused; POSIX locks, which end with their process, still work (sqlite uses them)."""
+    ofd = "struct.pack('hhqqi4x', {}, 0, 0, 0, 0)"
+    leave = ("import socket, array, fcntl, os, struct\nf = os.open(os.__file__, os.O_RDONLY)\nout = []\n"
+             f"for lock in (lambda: fcntl.flock(f, fcntl.LOCK_SH), lambda: fcntl.fcntl(f, 37, {ofd.format(0)})):\n"
+             "    try:\n        lock()\n        out.append('locked')\n    except OSError as e:\n        out.append(str(e.errno))\n"
+             "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ns.bind('')\n"
+             "s.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [s.fileno(), f]))], 0, s.getsockname())\n"
+             "print(' '.join(out))")
+    look = ("import fcntl, os, struct\nf = os.open(os.__file__, os.O_RDONLY)\nout = []\ntry:\n"
+            "    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    out.append('free')\nexcept BlockingIOError:\n"
+            "    out.append('locked')\nexcept OSError as e:\n    out.append(str(e.errno))\n"
+            f"kind = struct.unpack('hhqqi4x', fcntl.fcntl(f, 36, {ofd.format(1)}))[0]\n"
+            "out.append('free' if kind == 2 else 'locked')\nprint(' '.join(out))")
+    for _ in range(3):
+        assert run(leave).stdout == b"1 1\n"
+        assert run(look).stdout == b"1 free\n"
+    sqlite = ("import sqlite3\ndb = sqlite3.connect('/tmp/x.db')\ndb.execute('create table t (x)')\n"
+              "db.execute('insert into t values (1)')\ndb.commit()\nprint(db.execute('select x from t').fetchall())")
+    assert run(sqlite).stdout == b"[(1,)]\n"
 
 
 def test_posix_queues_and_keyrings_are_denied(run, clean):
@@ -127,6 +201,37 @@ def test_pid_numbers_carry_nothing_from_one_execution_to_the_next(run, clean):
     first = run(burn).stdout
     second = run("import os\nprint(os.getpid())").stdout
     assert first == second  # every execution starts from the same pid
+
+
+def test_the_host_pid_counter_and_process_table_are_not_visible_through_proc(run, clean):
+    """Fails on the code before this change: Landlock does not govern ``readlink``/``stat``, and ``/proc`` was the
+    host's, so ``readlink("/proc/self")`` gave the host pid (an execution that forked N times moved the next
+    one's by N: the pid counter was a channel again) and ``stat("/proc/N")`` listed the host's processes."""
+    probe = ("import os\nout = []\nfor f, p in ((os.readlink, '/proc/self'), (os.stat, '/proc/1'), (os.stat, '/proc/self/ns/pid'),"
+             " (os.stat, '/sys/fs/cgroup/memory'), (os.stat, '/sys/fs/cgroup/cgroup.procs')):\n"
+             "    try:\n        f(p)\n        out.append('seen')\n    except OSError as e:\n        out.append(str(e.errno))\n"
+             "print(' '.join(out))")
+    burn = "import os\nfor _ in range(50):\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\n"
+    assert run(burn + probe).stdout == b"2 2 2 2 2\n"  # ENOENT: an empty /proc and an empty cgroup tree
+    assert run(probe).stdout == b"2 2 2 2 2\n"
+    assert run("import os, sys\nprint(os.cpu_count() >= 1, sys.executable != '')").stdout == b"True True\n"
+
+
+def test_no_descriptor_hands_out_a_machine_wide_counter(run, clean):
+    """Fails on the code before this change: a pidfd's inode number is the machine's pid counter (pidfs, Linux
+    6.9+), a memfd's counts every memfd of the machine and SO_COOKIE every socket asked: an execution that forked
+    (or made memfds) N times moved the next one's number by exactly N, an exact channel between executions."""
+    src = ("import os, socket\nout = []\nfor f in (lambda: os.pidfd_open(os.getpid()), lambda: os.memfd_create('x'),\n"
+           "          lambda: socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, 57),\n"
+           "          lambda: socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, 77),\n"
+           "          lambda: socket.socketpair()[0].setsockopt(socket.SOL_SOCKET, 76, 1)):\n"
+           "    try:\n        f()\n        out.append('open')\n    except OSError as e:\n        out.append(str(e.errno))\n"
+           "print(' '.join(out), socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, socket.SO_TYPE))")
+    assert run(src).stdout == b"1 1 1 1 1 1\n"
+    ordinary = ("import asyncio, sys\nasync def main():\n    p = await asyncio.create_subprocess_exec(sys.executable, '-c',"
+                " 'print(6 * 7)', stdout=asyncio.subprocess.PIPE)\n    print((await p.communicate())[0].decode().strip())\n"
+                "asyncio.run(main())")
+    assert run(ordinary, timeout=10.0).stdout == b"42\n"
 
 
 def test_host_wide_and_mount_table_calls_are_denied(run, clean):

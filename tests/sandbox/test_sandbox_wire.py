@@ -70,6 +70,25 @@ def test_a_complex_subclass_arrives_as_its_base_value():
     assert math.copysign(1.0, out.real) == -1.0  # -0.0 kept, not the subclass's 99.0
 
 
+@pytest.mark.parametrize("v", [list(range(-50, 50)), tuple("abcdefghijklmnopqrstuvwxyz"), [i / 3 for i in range(40)],
+                               [2**7000] * 20, [True] * 20, [1.0] * 19 + [math.nan], [1] * 19 + [1.0], [0] * 19 + [Fraction(1, 2)]],
+                         ids=["ints", "strs", "floats", "big_ints", "bools", "nan", "mixed", "fraction"])
+def test_long_homogeneous_sequences_travel_flat_and_exact(v):
+    """Fails on the code before this change for the sizes that matter: a function returning a million numbers took
+    seconds (every item tagged) and a million floats passed the judge's reply limit, so correct code failed."""
+    out, handles = _roundtrip(v)
+    assert out == v or (math.isnan(out[-1]) and out[:-1] == v[:-1])
+    assert [type(x) for x in out] == [type(x) for x in v] and type(out) is type(v) and handles == []
+    big = _wire.encode(list(range(10**6)), lambda h: ["H", 0, "", False])
+    assert big[0] == "LI" and len(_wire.json.dumps(big)) < 8 << 20
+
+
+def test_flat_sequences_are_checked_on_arrival():
+    for tag in (["LI", [1, 2.0]], ["LS", ["a", 1]], ["LF", [1.0, 1]], ["TI", "12"], ["LI", [True]]):
+        with pytest.raises(_wire.ProtocolError):
+            _wire.decode(tag, lambda h: None)
+
+
 def test_other_objects_become_handles():
     obj = object()
     out, handles = _roundtrip({"k": obj, "f": len})
@@ -165,6 +184,20 @@ def test_seccomp_allowlist_decides_every_number():
     assert _bpf_run(prog, 435) == enosys  # clone3: libc falls back to clone, whose flags are checked
     assert _bpf_run(prog, 56, (0x00020000,) + (0,) * 5) == eperm  # clone(CLONE_NEWNS)
     assert _bpf_run(prog, 56, (0x11,) + (0,) * 5) == allow  # clone(SIGCHLD)
+    assert _bpf_run(prog, 56, (0x1011,) + (0,) * 5) == eperm  # clone(CLONE_PIDFD): a pidfd's inode is the pid counter
+    for nr in (_syscalls.DENIED["pidfd_open"], _syscalls.DENIED["memfd_create"]):
+        assert _bpf_run(prog, nr) == eperm
+    core = 4  # RLIMIT_CORE: setrlimit and prlimit64 with a new value refused, reads and other limits allowed
+    assert _bpf_run(prog, 160, (core, 1 << 40) + (0,) * 4) == eperm and _bpf_run(prog, 160, (7, 1 << 40) + (0,) * 4) == allow
+    for new, want in ((0, allow), (0x7FFF0000, eperm), (1 << 40, eperm), ((1 << 40) | 8, eperm)):
+        assert _bpf_run(prog, 302, (0, core, new, 1 << 33, 0, 0)) == want, new
+    assert _bpf_run(prog, 302, (0, 7, 1 << 40, 0, 0, 0)) == allow
+    for cmd, want in ((37, eperm), (38, eperm), (6, allow), (7, allow), (1, allow), (36, allow)):  # OFD locks only
+        assert _bpf_run(prog, 72, (3, cmd, 0, 0, 0, 0)) == want, cmd
+    assert _bpf_run(prog, 73) == eperm  # flock
+    for nr, level, opt, want in ((55, 1, 57, eperm), (55, 1, 77, eperm), (54, 1, 76, eperm), (55, 1, 3, allow),
+                                 (54, 1, 7, allow), (55, 6, 57, allow), (54, 1, 57, allow), (55, 0, 0, allow)):
+        assert _bpf_run(prog, nr, (3, level, opt, 0, 0, 0)) == want, (nr, level, opt)
     assert _bpf_run(prog, 41, (2,) + (0,) * 5) == 0x00050000 | 97 and _bpf_run(prog, 41, (1,) + (0,) * 5) == allow
     assert _bpf_run(prog, 16, (0, 0x5412) + (0,) * 4) == eperm and _bpf_run(prog, 16, (0, 0x5401) + (0,) * 4) == allow
 
