@@ -22,8 +22,15 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["AgreementReport", "agreement", "cohens_kappa", "confusion_table", "agreement_report", "to_labels",
-           "format_agreement"]
+__all__ = [
+    "AgreementReport",
+    "agreement",
+    "cohens_kappa",
+    "confusion_table",
+    "agreement_report",
+    "to_labels",
+    "format_agreement",
+]
 
 LABELS = ("pass", "fail")
 
@@ -100,14 +107,24 @@ class AgreementReport:
     judge_statuses: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
-        return {"pairs": self.pairs, "agreement": self.agreement, "kappa": self.kappa,
-                "table": {f"{j}/{r}": n for (j, r), n in sorted(self.table.items())},
-                "judge_unscored": self.judge_unscored, "reference_unscored": self.reference_unscored,
-                "threshold": self.threshold, "judge_statuses": dict(self.judge_statuses)}
+        return {
+            "pairs": self.pairs,
+            "agreement": self.agreement,
+            "kappa": self.kappa,
+            "table": {f"{j}/{r}": n for (j, r), n in sorted(self.table.items())},
+            "judge_unscored": self.judge_unscored,
+            "reference_unscored": self.reference_unscored,
+            "threshold": self.threshold,
+            "judge_statuses": dict(self.judge_statuses),
+        }
 
 
-def agreement_report(judge: Sequence[float | None], reference: Sequence[float | None], threshold: float = 0.5,
-                     judge_statuses: dict[str, int] | None = None) -> AgreementReport:
+def agreement_report(
+    judge: Sequence[float | None],
+    reference: Sequence[float | None],
+    threshold: float = 0.5,
+    judge_statuses: dict[str, int] | None = None,
+) -> AgreementReport:
     """Label both sides at ``threshold``, drop pairs either side left unscored, and measure agreement.
 
     >>> r = agreement_report([1.0, 0.0, None, 1.0], [1.0, 1.0, 0.0, None])
@@ -120,9 +137,16 @@ def agreement_report(judge: Sequence[float | None], reference: Sequence[float | 
     a, b = [x for x, _ in both], [y for _, y in both]
     table = {(x, y): 0 for x in LABELS for y in LABELS}
     table.update(confusion_table(a, b))  # type: ignore[arg-type]  # labels are str here
-    return AgreementReport(pairs=len(both), agreement=agreement(a, b), kappa=cohens_kappa(a, b), table=table,
-                           judge_unscored=sum(x is None for x in lj), reference_unscored=sum(y is None for y in lr),
-                           threshold=threshold, judge_statuses=dict(judge_statuses or {}))
+    return AgreementReport(
+        pairs=len(both),
+        agreement=agreement(a, b),
+        kappa=cohens_kappa(a, b),
+        table=table,
+        judge_unscored=sum(x is None for x in lj),
+        reference_unscored=sum(y is None for y in lr),
+        threshold=threshold,
+        judge_statuses=dict(judge_statuses or {}),
+    )
 
 
 def _fmt(v: float | None) -> str:
@@ -137,10 +161,14 @@ def format_agreement(report: AgreementReport, judge: str, reference: str) -> str
         f"{'':<{w}}  {reference + ' pass':>14}  {reference + ' fail':>14}",
     ]
     for jl in LABELS:
-        lines.append(f"{judge + ' ' + jl:<{w}}  {report.table.get((jl, 'pass'), 0):>14}  "
-                     f"{report.table.get((jl, 'fail'), 0):>14}")
+        lines.append(
+            f"{judge + ' ' + jl:<{w}}  {report.table.get((jl, 'pass'), 0):>14}  {report.table.get((jl, 'fail'), 0):>14}"
+        )
     lines.append(f"agreement {_fmt(report.agreement)}  Cohen's kappa {_fmt(report.kappa)}")
     unscored = ", ".join(f"{n} {s}" for s, n in sorted(report.judge_statuses.items()) if s not in ("ok",))
-    lines.append(f"unscored: {report.judge_unscored} by {judge}" + (f" ({unscored})" if unscored else "")
-                 + f", {report.reference_unscored} by {reference}")
+    lines.append(
+        f"unscored: {report.judge_unscored} by {judge}"
+        + (f" ({unscored})" if unscored else "")
+        + f", {report.reference_unscored} by {reference}"
+    )
     return "\n".join(lines)

@@ -35,8 +35,13 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("judge-agreement", help="agreement of a judge reward with a deterministic reward on a file")
     p.add_argument("--reward", required=True, metavar="NAME", help="the judge reward, e.g. llm_judge")
     p.add_argument("--against", required=True, metavar="NAME", help="the reference reward, e.g. math")
-    p.add_argument("--param", action="append", default=[], metavar="NAME.KEY=VALUE",
-                   help="a parameter of either reward (repeatable)")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME.KEY=VALUE",
+        help="a parameter of either reward (repeatable)",
+    )
     p.add_argument("--data", required=True, help="JSONL rows with 'completion' and the columns the rewards read")
     p.add_argument("--threshold", type=float, default=0.5, help="values >= this count as pass (default 0.5)")
     p.add_argument("--workers", type=int, default=None, help="scoring worker processes")
@@ -84,7 +89,14 @@ def run_agreement(args: argparse.Namespace) -> int:
     if bad:
         print(f"{bad} bad rows skipped", file=sys.stderr)
     if args.output:
-        out = {"judge": args.reward, "reference": args.against, "data": str(args.data), "rows": len(samples),
-               "bad_rows": bad, "params": {s.name: s.params for s in specs}, **report.to_dict()}
+        out = {
+            "judge": args.reward,
+            "reference": args.against,
+            "data": str(args.data),
+            "rows": len(samples),
+            "bad_rows": bad,
+            "params": {s.name: s.params for s in specs},
+            **report.to_dict(),
+        }
         Path(args.output).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -70,7 +70,12 @@ ENTRY_POINT_GROUP = "grpo_harness.rewards"
 AUTOLOAD_ENV = "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD"
 #: Modules holding the built-in rewards, imported on first lookup.
 BUILTIN_MODULES: tuple[str, ...] = (
-    "rewards.format", "rewards.length", "rewards.math", "rewards.code", "rewards.toy", "rewards.llm_judge",
+    "rewards.format",
+    "rewards.length",
+    "rewards.math",
+    "rewards.code",
+    "rewards.toy",
+    "rewards.llm_judge",
 )
 
 Isolation = Literal["process", "inline"]

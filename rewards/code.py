@@ -210,8 +210,10 @@ def _isolation_info(min_isolation: str, allow_weaker: bool) -> tuple[dict[str, A
     if allow_weaker:
         info["isolation_waived"] = True
         return info, None
-    reason = (f"isolation level {report.level!r} is below the required {min_isolation!r} (missing: "
-              f"{', '.join(report.missing)}); set allow_weaker_isolation=true to run untrusted code anyway")
+    reason = (
+        f"isolation level {report.level!r} is below the required {min_isolation!r} (missing: "
+        f"{', '.join(report.missing)}); set allow_weaker_isolation=true to run untrusted code anyway"
+    )
     return info, Score.unscored("sandbox_error", reason, **info)
 
 
@@ -250,8 +252,9 @@ def code_reward(
         raise ValueError(f"min_isolation must be one of {', '.join(LEVELS)}; got {min_isolation!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be positive; got {timeout!r}")
-    limits = Limits(timeout_s=float(timeout), memory_bytes=int(memory_mb) << 20,
-                    max_output_bytes=int(max_output_mb) << 20)
+    limits = Limits(
+        timeout_s=float(timeout), memory_bytes=int(memory_mb) << 20, max_output_bytes=int(max_output_mb) << 20
+    )
 
     def score(sample: Sample, completion: str) -> Score:
         extra = sample.model_extra or {}

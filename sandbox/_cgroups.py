@@ -228,9 +228,12 @@ class JobCgroup:
     def counters(self) -> tuple[int, int]:
         """(oom kills, refused forks) so far: cumulative, compare before and after an execution."""
         oom = refused = 0
-        for d, name, key in ((self.memory_dir, "memory.oom_control", "oom_kill"),
-                             (self.unified_dir, "memory.events", "oom_kill"),
-                             (self.pids_dir, "pids.events", "max"), (self.unified_dir, "pids.events", "max")):
+        for d, name, key in (
+            (self.memory_dir, "memory.oom_control", "oom_kill"),
+            (self.unified_dir, "memory.events", "oom_kill"),
+            (self.pids_dir, "pids.events", "max"),
+            (self.unified_dir, "pids.events", "max"),
+        ):
             if d is None:
                 continue
             try:

@@ -31,15 +31,36 @@ from typing import Any
 
 from sandbox import _judge, _solution, _sys, _wire
 
-__all__ = ["ChildSpec", "run_child", "run_init", "rlimit_plan", "prepare_server", "tmpfs_mounts", "cover_mounts",
-           "FD_PAYLOAD", "FD_SETUP", "FD_RPC", "FD_VERDICT"]
+__all__ = [
+    "ChildSpec",
+    "run_child",
+    "run_init",
+    "rlimit_plan",
+    "prepare_server",
+    "tmpfs_mounts",
+    "cover_mounts",
+    "FD_PAYLOAD",
+    "FD_SETUP",
+    "FD_RPC",
+    "FD_VERDICT",
+]
 
 FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
 #: would otherwise start a thread per core and hit the process limit.
-SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8", "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
+SAFE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONIOENCODING": "utf-8",
+    "MALLOC_ARENA_MAX": "2",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+}
 
 
 @dataclass(frozen=True)
@@ -130,10 +151,16 @@ def rlimit_plan(limits: dict[str, int]) -> tuple[tuple[int, int], ...]:
 
     Computed in the server (whose limits the child inherits), so the child only calls ``setrlimit``.
     """
-    wanted = ((resource.RLIMIT_CPU, limits["cpu_s"]), (resource.RLIMIT_AS, limits["address_space_bytes"]),
-              (resource.RLIMIT_FSIZE, limits["file_size_bytes"]), (resource.RLIMIT_NOFILE, limits["open_files"]),
-              (resource.RLIMIT_CORE, CORE_LIMIT), (resource.RLIMIT_NPROC, limits["max_pids"]),
-              (resource.RLIMIT_MSGQUEUE, 0), (resource.RLIMIT_MEMLOCK, 0))
+    wanted = (
+        (resource.RLIMIT_CPU, limits["cpu_s"]),
+        (resource.RLIMIT_AS, limits["address_space_bytes"]),
+        (resource.RLIMIT_FSIZE, limits["file_size_bytes"]),
+        (resource.RLIMIT_NOFILE, limits["open_files"]),
+        (resource.RLIMIT_CORE, CORE_LIMIT),
+        (resource.RLIMIT_NPROC, limits["max_pids"]),
+        (resource.RLIMIT_MSGQUEUE, 0),
+        (resource.RLIMIT_MEMLOCK, 0),
+    )
     plan = []
     for res, value in wanted:
         hard = resource.getrlimit(res)[1]
@@ -153,12 +180,16 @@ def _fresh_stdio() -> None:
     """New stream objects on fds 0-2, none of them carrying the server's buffers; the ``sys.__std*__`` originals
     are replaced too (typeshed declares them Final, hence the ignores), so code that reaches for them gets these."""
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
-        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8"
+    )
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
-        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"
+    )
     sys.stderr = sys.__stderr__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
-        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8", errors="backslashreplace",
-        line_buffering=True
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
     )
 
 

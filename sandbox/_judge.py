@@ -121,8 +121,12 @@ class Remote:
         return self._link.request({"op": op, "h": self._h.id, **kw})
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        msg = {"op": "call", "h": self._h.id, "args": [_encode_arg(a) for a in args],
-               "kwargs": [[str(k), _encode_arg(v)] for k, v in kwargs.items()]}
+        msg = {
+            "op": "call",
+            "h": self._h.id,
+            "args": [_encode_arg(a) for a in args],
+            "kwargs": [[str(k), _encode_arg(v)] for k, v in kwargs.items()],
+        }
         return self._link.request(msg, list(args))
 
     def __getattr__(self, name: str) -> Any:
@@ -234,12 +238,15 @@ def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, 
     defines_check = any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)
     calls_check = any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "check"
-        for stmt in tree.body if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+        for stmt in tree.body
+        if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
         for n in ast.walk(stmt)
     )
     if defines_check and not calls_check and not uses_unittest and not entry_point:
-        raise TestsError("the tests define check(candidate) but never call it, and there is no entry_point field "
-                         "naming the solution's function to pass to it")
+        raise TestsError(
+            "the tests define check(candidate) but never call it, and there is no entry_point field "
+            "naming the solution's function to pass to it"
+        )
     cases = 0
     if not uses_unittest:
         rewriter = _AssertRewriter()
@@ -253,8 +260,16 @@ def module_refs(tree: ast.Module, entry_point: str | None) -> list[str]:
     module to each before the tests run, so a solution that defines ``math`` (a class whose ``isclose`` says True)
     cannot answer for tests that rely on the solution's ``import math`` (as MBPP's do). The tests' own
     imports and assignments still rebind them; the entry point is never replaced."""
-    return sorted({n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                   and n.value.id in sys.stdlib_module_names and n.value.id != entry_point})
+    return sorted(
+        {
+            n.value.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in sys.stdlib_module_names
+            and n.value.id != entry_point
+        }
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -270,8 +285,14 @@ def prepare_tests(source: str, entry_point: str | None) -> dict[str, Any]:
     """
     tree, uses_unittest, call_check, cases = plan_tests(source, entry_point)
     code = compile(tree, "tests.py", "exec", dont_inherit=True)
-    return {"code": base64.b64encode(marshal.dumps(code)).decode("ascii"), "uses_unittest": uses_unittest,
-            "call_check": call_check, "entry_point": entry_point, "cases": cases, "modules": module_refs(tree, entry_point)}
+    return {
+        "code": base64.b64encode(marshal.dumps(code)).decode("ascii"),
+        "uses_unittest": uses_unittest,
+        "call_check": call_check,
+        "entry_point": entry_point,
+        "cases": cases,
+        "modules": module_refs(tree, entry_point),
+    }
 
 
 def _namespace(link: _Link, names: Any) -> dict[str, Any]:
@@ -361,8 +382,12 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
                 # sorted() or sum() would find it
                 ns = {**ns, ep: link.decode(hello["names"][ep])}
             if ep not in ns:
-                return {"status": "error", "reason": f"the solution does not define {ep!r}", "passed": 0,
-                        "total": max(1, cases)}
+                return {
+                    "status": "error",
+                    "reason": f"the solution does not define {ep!r}",
+                    "passed": 0,
+                    "total": max(1, cases),
+                }
             ns["check"](ns[ep])
         if uses_unittest:
             suite = _unittest_suite(ns)
@@ -397,11 +422,18 @@ def _verdict(rec: _Recorder, cases: int, error: str | None, asked: bool = False)
     total, passed, reached = cases, rec.passed, len(rec.outcome)
     ok = error is None and rec.failed == 0
     if ok and reached == 0 and asked:
-        return {"status": "fail", "passed": 0, "total": total, "tests": rec.results,
-                "reason": f"none of the tests' {total} assert statement(s) ran on what the solution returned"}
+        return {
+            "status": "fail",
+            "passed": 0,
+            "total": total,
+            "tests": rec.results,
+            "reason": f"none of the tests' {total} assert statement(s) ran on what the solution returned",
+        }
     if ok and reached == 0:
-        return {"status": "bad_tests", "reason": f"none of the tests' {total} assert statement(s) ran (are they in "
-                                                  "functions that nothing calls?)"}
+        return {
+            "status": "bad_tests",
+            "reason": f"none of the tests' {total} assert statement(s) ran (are they in functions that nothing calls?)",
+        }
     if ok:  # ran to the end: an assert it never reached was not meant to run (``assert False`` after a raise)
         passed = total
     elif passed >= total:  # failed outside any assert: that failure is a case of its own

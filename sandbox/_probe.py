@@ -24,10 +24,28 @@ __all__ = ["REFERENCE_BURN_S", "SERVER_PATHS", "SYSTEM_RO", "calibrate", "home_n
 
 #: Seconds the calibration loop takes on an unloaded reference machine (2 cores, Python 3.11).
 REFERENCE_BURN_S = 0.025
-SYSTEM_RO = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
-              "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
-              "/etc/hosts", "/etc/mime.types", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full",
-              "/sys/devices/system/cpu")
+SYSTEM_RO = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/sbin",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/mime.types",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/full",
+    "/sys/devices/system/cpu",
+)
 
 
 def runtime_roots() -> list[str]:
@@ -200,8 +218,9 @@ _NS_FILES = {_sys.CLONE_NEWPID: "pid", _sys.CLONE_NEWNET: "net", _sys.CLONE_NEWI
 
 def home_namespaces(flags: int) -> list[tuple[int, int]]:
     """Descriptors of this process's own namespaces of ``flags`` (to come back to with ``setns``), with their type."""
-    return [(os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), t)
-            for t, name in _NS_FILES.items() if flags & t]
+    return [
+        (os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), t) for t, name in _NS_FILES.items() if flags & t
+    ]
 
 
 def _can_renew(flags: int) -> bool:
@@ -242,8 +261,14 @@ def _readonly_view(layers: dict[str, Any]) -> None:
         layers["readonly_error"] = str(e)
 
 
-_KEPT_FLAGS = {"nosuid": _sys.MS_NOSUID, "nodev": _sys.MS_NODEV, "noexec": 8, "noatime": 1024, "nodiratime": 2048,
-               "relatime": 1 << 21}
+_KEPT_FLAGS = {
+    "nosuid": _sys.MS_NOSUID,
+    "nodev": _sys.MS_NODEV,
+    "noexec": 8,
+    "noatime": 1024,
+    "nodiratime": 2048,
+    "relatime": 1 << 21,
+}
 
 
 def _remount_each_readonly() -> None:
@@ -261,12 +286,26 @@ def _remount_each_readonly() -> None:
 
 def probe() -> tuple[dict[str, Any], _cgroups.CgroupRoots | None]:
     """Detect the layers this process can give its children (entering the server's namespaces on the way)."""
-    layers: dict[str, Any] = {"rlimits": True, "no_new_privs": True, "fresh_env": True, "closed_fds": True,
-                              "uid": False, "userns": False, "netns": False, "ipcns": False, "utsns": False,
-                              "mntns": False, "pidns": False, "job_pidns": False, "job_ipcns": False,
-                              "job_netns": False,
-                              "readonly_mounts": False, "cgroup_memory": False, "cgroup_pids": False,
-                              "cgroup_kill": False}
+    layers: dict[str, Any] = {
+        "rlimits": True,
+        "no_new_privs": True,
+        "fresh_env": True,
+        "closed_fds": True,
+        "uid": False,
+        "userns": False,
+        "netns": False,
+        "ipcns": False,
+        "utsns": False,
+        "mntns": False,
+        "pidns": False,
+        "job_pidns": False,
+        "job_ipcns": False,
+        "job_netns": False,
+        "readonly_mounts": False,
+        "cgroup_memory": False,
+        "cgroup_pids": False,
+        "cgroup_kill": False,
+    }
     roots = None
     if os.geteuid() == 0:
         layers["uid"] = True

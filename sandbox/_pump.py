@@ -73,7 +73,7 @@ class Pump:
                     return
                 if fd in self.writes:
                     try:
-                        n = os.write(fd, self.writes[fd][:1 << 16])
+                        n = os.write(fd, self.writes[fd][: 1 << 16])
                         self.writes[fd] = self.writes[fd][n:]
                         if not len(self.writes[fd]):
                             self._close_write(fd)
@@ -117,8 +117,9 @@ class Pump:
         self.sel.close()
 
 
-def make_pipes(children: list[tuple[str, list[str | None]]], writers: set[str], uids: tuple[int, int]
-               ) -> tuple[list[tuple[str, int, list[int]]], dict[str, int], list[int]]:
+def make_pipes(
+    children: list[tuple[str, list[str | None]]], writers: set[str], uids: tuple[int, int]
+) -> tuple[list[tuple[str, int, list[int]]], dict[str, int], list[int]]:
     """Create the named pipes; return the children's (role, uid, fds), the host's ends by name, the child ends.
 
     A child fd spec is ``"<name>:r"``/``"<name>:w"`` (the child's end), ``"rpc"`` (one end of the socket pair

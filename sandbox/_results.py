@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
-    "LEVELS", "Limits", "IsolationReport", "ProgramResult", "TestsResult", "level_of", "ProgramStatus", "TestsStatus",
+    "LEVELS",
+    "Limits",
+    "IsolationReport",
+    "ProgramResult",
+    "TestsResult",
+    "level_of",
+    "ProgramStatus",
+    "TestsStatus",
 ]
 
 #: Isolation levels, weakest first.
@@ -34,9 +41,15 @@ class Limits:
     address_space_bytes: int = 8 << 30
 
     def for_child(self, deadline_s: float) -> dict[str, int]:
-        return {"cpu_s": int(deadline_s) + 2, "memory_bytes": self.memory_bytes, "max_pids": self.max_pids,
-                "disk_bytes": self.disk_bytes, "file_size_bytes": self.file_size_bytes,
-                "open_files": self.open_files, "address_space_bytes": self.address_space_bytes}
+        return {
+            "cpu_s": int(deadline_s) + 2,
+            "memory_bytes": self.memory_bytes,
+            "max_pids": self.max_pids,
+            "disk_bytes": self.disk_bytes,
+            "file_size_bytes": self.file_size_bytes,
+            "open_files": self.open_files,
+            "address_space_bytes": self.address_space_bytes,
+        }
 
 
 @dataclass(frozen=True)
@@ -54,15 +67,24 @@ class IsolationReport:
 
 def level_of(layers: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     """The isolation level the probed ``layers`` give, and what keeps it from the next level up."""
-    strong = {"unprivileged uid or user namespace": layers.get("uid") or layers.get("userns"),
-              "landlock": layers.get("landlock_abi", 0) >= 1, "seccomp": layers.get("seccomp"),
-              "kill of every descendant (cgroup or pid namespace)": layers.get("cgroup_kill") or layers.get("pidns")
-              or layers.get("job_pidns")}
-    full = {"unprivileged uid": layers.get("uid"), "memory cgroup": layers.get("cgroup_memory"),
-            "pids cgroup": layers.get("cgroup_pids"), "network namespace": layers.get("netns"),
-            "mount namespace": layers.get("mntns"), "IPC namespace per execution": layers.get("job_ipcns"),
-            "pid namespace per execution": layers.get("job_pidns") or layers.get("pidns"),
-            "read-only mounts": layers.get("readonly_mounts")}
+    strong = {
+        "unprivileged uid or user namespace": layers.get("uid") or layers.get("userns"),
+        "landlock": layers.get("landlock_abi", 0) >= 1,
+        "seccomp": layers.get("seccomp"),
+        "kill of every descendant (cgroup or pid namespace)": layers.get("cgroup_kill")
+        or layers.get("pidns")
+        or layers.get("job_pidns"),
+    }
+    full = {
+        "unprivileged uid": layers.get("uid"),
+        "memory cgroup": layers.get("cgroup_memory"),
+        "pids cgroup": layers.get("cgroup_pids"),
+        "network namespace": layers.get("netns"),
+        "mount namespace": layers.get("mntns"),
+        "IPC namespace per execution": layers.get("job_ipcns"),
+        "pid namespace per execution": layers.get("job_pidns") or layers.get("pidns"),
+        "read-only mounts": layers.get("readonly_mounts"),
+    }
     miss_strong = tuple(k for k, v in strong.items() if not v)
     miss_full = tuple(k for k, v in full.items() if not v)
     if miss_strong:

@@ -90,6 +90,7 @@ def setns(fd: int, nstype: int) -> None:
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
     """``mount(2)``."""
+
     def enc(s: str | None) -> bytes | None:
         return None if s is None else s.encode()
 
@@ -125,8 +126,14 @@ def mount_setattr_recursive(path: str, attr_set: int, attr_clr: int = 0) -> None
         OSError: ENOSYS before Linux 5.12, or when a mount refuses the change.
     """
     attr = struct.pack("=QQQQ", attr_set, attr_clr, 0, 0)
-    ret = _libc.syscall(_SYS_MOUNT_SETATTR, ctypes.c_int(-100), path.encode(), ctypes.c_uint(_AT_RECURSIVE), attr,
-                        ctypes.c_size_t(len(attr)))
+    ret = _libc.syscall(
+        _SYS_MOUNT_SETATTR,
+        ctypes.c_int(-100),
+        path.encode(),
+        ctypes.c_uint(_AT_RECURSIVE),
+        attr,
+        ctypes.c_size_t(len(attr)),
+    )
     _check(ret, f"mount_setattr {path}")
 
 
@@ -170,8 +177,9 @@ READ_ONLY = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 
 def landlock_abi() -> int:
     """The Landlock ABI version the kernel offers, 0 when Landlock is absent or disabled."""
-    ret = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
-                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    ret = _libc.syscall(
+        _SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION)
+    )
     return int(ret) if ret > 0 else 0
 
 
@@ -228,8 +236,10 @@ class LandlockPlan:
         Raises:
             OSError: when a Landlock call fails.
         """
-        rfd = _check(_libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, self._attr, self._attr_len, ctypes.c_uint32(0)),
-                     "landlock_create_ruleset")
+        rfd = _check(
+            _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, self._attr, self._attr_len, ctypes.c_uint32(0)),
+            "landlock_create_ruleset",
+        )
         try:
             crfd, kind, flags = ctypes.c_int(rfd), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), ctypes.c_uint32(0)
             for rule in self._rules:
@@ -239,8 +249,9 @@ class LandlockPlan:
                 if packed is None:
                     continue
                 try:
-                    _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, crfd, kind, packed[0], flags),
-                           f"landlock_add_rule {path}")
+                    _check(
+                        _libc.syscall(_SYS_LANDLOCK_ADD_RULE, crfd, kind, packed[0], flags), f"landlock_add_rule {path}"
+                    )
                 finally:
                     os.close(packed[1])
         except BaseException:
@@ -259,8 +270,10 @@ def landlock_enforce(ruleset_fd: int) -> None:
 
     Needs no-new-privs set first (or CAP_SYS_ADMIN).
     """
-    _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset_fd), ctypes.c_uint32(0)),
-           "landlock_restrict_self")
+    _check(
+        _libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset_fd), ctypes.c_uint32(0)),
+        "landlock_restrict_self",
+    )
 
 
 # ---------------------------------------------------------------- seccomp
@@ -333,11 +346,12 @@ def seccomp_program() -> list[bytes]:
     Calls with checked arguments come first: ``socket``/``socketpair`` of any family but AF_UNIX get
     EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)`` get
     EPERM; ``clone`` with ``CLONE_PIDFD``, ``getsockopt`` of ``SO_COOKIE``/``SO_PEERPIDFD`` and ``setsockopt`` of
-    ``SO_PASSPIDFD`` get EPERM; ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked. Then one run
-    check per block of numbers with the same action: allowed, EPERM (:data:`sandbox._syscalls.DENIED`) or
+    ``SO_PASSPIDFD`` get EPERM; ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked.
+    Then one run check per block of numbers with the same action: allowed, EPERM (:data:`sandbox._syscalls.DENIED`) or
     ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
     process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
     """
+
     def errno(e: int) -> bytes:
         return _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | e)
 
@@ -350,35 +364,76 @@ def seccomp_program() -> list[bytes]:
         load_nr,
         _jump(0x35, 0x40000000, 0, 1),  # JGE: x32 ABI
         _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
-        _jump(_BPF_JEQ_K, _SYS_CLONE3, 0, 1), errno(_ENOSYS),
+        _jump(_BPF_JEQ_K, _SYS_CLONE3, 0, 1),
+        errno(_ENOSYS),
     ]
     # socket / socketpair: only AF_UNIX (args[0] low word at offset 16)
     for nr in (_SYS_SOCKET, _SYS_SOCKETPAIR):
-        prog += [_jump(_BPF_JEQ_K, nr, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1), allow, errno(_EAFNOSUPPORT)]
+        prog += [
+            _jump(_BPF_JEQ_K, nr, 0, 4),
+            _stmt(_BPF_LD_W_ABS, 16),
+            _jump(_BPF_JEQ_K, _AF_UNIX, 0, 1),
+            allow,
+            errno(_EAFNOSUPPORT),
+        ]
     # clone: no namespace flags, no pidfd (args[0])
-    prog += [_jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4), _stmt(_BPF_LD_W_ABS, 16),
-             _jump(_BPF_JSET_K, _NS_FLAGS | _CLONE_PIDFD, 0, 1), errno(_EPERM), allow]
+    prog += [
+        _jump(_BPF_JEQ_K, _SYS_CLONE, 0, 4),
+        _stmt(_BPF_LD_W_ABS, 16),
+        _jump(_BPF_JSET_K, _NS_FLAGS | _CLONE_PIDFD, 0, 1),
+        errno(_EPERM),
+        allow,
+    ]
     # getsockopt / setsockopt at SOL_SOCKET (args[1] at 24, args[2] at 32): nothing that hands out a pidfd or a
     # machine-wide counter (see :mod:`sandbox._syscalls`)
     for nr, names in ((_SYS_GETSOCKOPT, (_SO_COOKIE, _SO_PEERPIDFD)), (_SYS_SETSOCKOPT, (_SO_PASSPIDFD,))):
         m = len(names)
-        prog += [_jump(_BPF_JEQ_K, nr, 0, 5 + m), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _SOL_SOCKET, 0, m + 1),
-                 _stmt(_BPF_LD_W_ABS, 32)]
+        prog += [
+            _jump(_BPF_JEQ_K, nr, 0, 5 + m),
+            _stmt(_BPF_LD_W_ABS, 24),
+            _jump(_BPF_JEQ_K, _SOL_SOCKET, 0, m + 1),
+            _stmt(_BPF_LD_W_ABS, 32),
+        ]
         prog += [_jump(_BPF_JEQ_K, name, m - k, 0) for k, name in enumerate(names)]
         prog += [allow, errno(_EPERM)]
     # the core limit stays at the 1 the child set (a pipe core_pattern ignores 0): setrlimit(RLIMIT_CORE, ...) and
     # prlimit64(_, RLIMIT_CORE, new != NULL, _) are refused; reading it is not
-    prog += [_jump(_BPF_JEQ_K, _SYS_SETRLIMIT, 0, 4), _stmt(_BPF_LD_W_ABS, 16), _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 1),
-             errno(_EPERM), allow]
-    prog += [_jump(_BPF_JEQ_K, _SYS_PRLIMIT64, 0, 8), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 4),
-             _stmt(_BPF_LD_W_ABS, 32), _jump(_BPF_JEQ_K, 0, 0, 3), _stmt(_BPF_LD_W_ABS, 36), _jump(_BPF_JEQ_K, 0, 0, 1),
-             allow, errno(_EPERM)]
+    prog += [
+        _jump(_BPF_JEQ_K, _SYS_SETRLIMIT, 0, 4),
+        _stmt(_BPF_LD_W_ABS, 16),
+        _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 1),
+        errno(_EPERM),
+        allow,
+    ]
+    prog += [
+        _jump(_BPF_JEQ_K, _SYS_PRLIMIT64, 0, 8),
+        _stmt(_BPF_LD_W_ABS, 24),
+        _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 4),
+        _stmt(_BPF_LD_W_ABS, 32),
+        _jump(_BPF_JEQ_K, 0, 0, 3),
+        _stmt(_BPF_LD_W_ABS, 36),
+        _jump(_BPF_JEQ_K, 0, 0, 1),
+        allow,
+        errno(_EPERM),
+    ]
     # fcntl: no open-file-description locks (args[1]), which a descriptor in flight keeps after the execution
-    prog += [_jump(_BPF_JEQ_K, _SYS_FCNTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _F_OFD_SETLK, 1, 0),
-             _jump(_BPF_JEQ_K, _F_OFD_SETLKW, 0, 1), errno(_EPERM), allow]
+    prog += [
+        _jump(_BPF_JEQ_K, _SYS_FCNTL, 0, 5),
+        _stmt(_BPF_LD_W_ABS, 24),
+        _jump(_BPF_JEQ_K, _F_OFD_SETLK, 1, 0),
+        _jump(_BPF_JEQ_K, _F_OFD_SETLKW, 0, 1),
+        errno(_EPERM),
+        allow,
+    ]
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
-    prog += [_jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5), _stmt(_BPF_LD_W_ABS, 24), _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
-             _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1), errno(_EPERM), allow]
+    prog += [
+        _jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5),
+        _stmt(_BPF_LD_W_ABS, 24),
+        _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
+        _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1),
+        errno(_EPERM),
+        allow,
+    ]
     for _first, last, action in _actions():  # the syscall number is in the accumulator
         prog += [_jump(_BPF_JGT_K, last, 1, 0), _stmt(_BPF_RET_K, action)]
     prog.append(errno(_ENOSYS))  # above the audited table: unknown

@@ -92,7 +92,8 @@ kcmp:312 finit_module:313 kexec_file_load:320 bpf:321 userfaultfd:323 io_pgeteve
 io_uring_setup:425 io_uring_enter:426 io_uring_register:427 open_tree:428 move_mount:429 fsopen:430
 fsconfig:431 fsmount:432 fspick:433 pidfd_getfd:438 process_madvise:440 mount_setattr:442 quotactl_fd:443
 landlock_create_ruleset:444 landlock_add_rule:445 landlock_restrict_self:446 memfd_secret:447
-process_mrelease:448 cachestat:451 flock:73 memfd_create:319 pidfd_open:434 inotify_init:253 inotify_add_watch:254 inotify_rm_watch:255
+process_mrelease:448 cachestat:451 flock:73 memfd_create:319 pidfd_open:434 inotify_init:253
+inotify_add_watch:254 inotify_rm_watch:255
 inotify_init1:294 statmount:457 listmount:458 lsm_get_self_attr:459 lsm_set_self_attr:460
 lsm_list_modules:461 open_tree_attr:467
 """
@@ -107,7 +108,17 @@ ALLOWED: dict[str, int] = _table(_ALLOWED_NAMES)
 #: Calls refused with EPERM (name -> number); any number in neither table gets ENOSYS.
 DENIED: dict[str, int] = _table(_DENIED_NAMES)
 #: Allowed calls whose arguments the filter checks first (see :func:`sandbox._sys.seccomp_program`).
-ARG_CHECKED = ("socket", "socketpair", "clone", "ioctl", "clone3", "getsockopt", "setsockopt", "setrlimit", "prlimit64",
-               "fcntl")
+ARG_CHECKED = (
+    "socket",
+    "socketpair",
+    "clone",
+    "ioctl",
+    "clone3",
+    "getsockopt",
+    "setsockopt",
+    "setrlimit",
+    "prlimit64",
+    "fcntl",
+)
 #: The highest number this table was audited against.
 KNOWN_MAX = 469

@@ -49,9 +49,11 @@ class Server:
         self.pid = os.getpid()
         self.inits: dict[int, int] = {}  # job -> pid of its pid namespace's init
         self.sleep_bin = next((p for p in ("/bin/sleep", "/usr/bin/sleep") if os.access(p, os.X_OK)), "")
-        self.job_ns = ((_sys.CLONE_NEWPID if layers["job_pidns"] else 0)
-                       | (_sys.CLONE_NEWIPC if layers["job_ipcns"] else 0)
-                       | (_sys.CLONE_NEWNET if layers["job_netns"] else 0))
+        self.job_ns = (
+            (_sys.CLONE_NEWPID if layers["job_pidns"] else 0)
+            | (_sys.CLONE_NEWIPC if layers["job_ipcns"] else 0)
+            | (_sys.CLONE_NEWNET if layers["job_netns"] else 0)
+        )
         self.home = home_namespaces(self.job_ns)  # where the server returns after starting a job's processes
         read_only = list(runtime_roots()) + list(SYSTEM_RO)
         abi = layers["landlock_abi"]
@@ -107,12 +109,22 @@ class Server:
                     owner = uid if uid is not None else os.getuid()
                     tmpfs = _child.tmpfs_mounts(owner, owner if uid is not None else os.getgid(), limits["disk_bytes"])
                 spec = _child.ChildSpec(
-                    role=c["role"], uid=uid, workdir=workdir,
-                    cgroup_fds=tuple(cg.join_fds() if cg else ()), mounts=self.layers["mntns"],
+                    role=c["role"],
+                    uid=uid,
+                    workdir=workdir,
+                    cgroup_fds=tuple(cg.join_fds() if cg else ()),
+                    mounts=self.layers["mntns"],
                     pidns=cg is None and self.layers["pidns"] and not self.layers["job_pidns"],
-                    keep_visible=self.keep_visible, landlock=self.landlock, seccomp=self.seccomp, limits=limits,
-                    rlimits=rlimits, tmpfs=tmpfs, covers=covers,
-                    unshare=self.unshare, server_pid=self.pid)
+                    keep_visible=self.keep_visible,
+                    landlock=self.landlock,
+                    seccomp=self.seccomp,
+                    limits=limits,
+                    rlimits=rlimits,
+                    tmpfs=tmpfs,
+                    covers=covers,
+                    unshare=self.unshare,
+                    server_pid=self.pid,
+                )
                 pid = os.fork()
                 if pid == 0:
                     _child.run_child(spec, mine)  # never returns
@@ -136,8 +148,13 @@ class Server:
         """
         fds = tuple(cg.join_fds()) if cg is not None else ()
         if self.sleep_bin:
-            pid = os.posix_spawn(self.sleep_bin, ["sleep", "2147483647"], {}, setsid=True,
-                                 file_actions=[(os.POSIX_SPAWN_DUP2, self.devnull, n) for n in (0, 1, 2)])
+            pid = os.posix_spawn(
+                self.sleep_bin,
+                ["sleep", "2147483647"],
+                {},
+                setsid=True,
+                file_actions=[(os.POSIX_SPAWN_DUP2, self.devnull, n) for n in (0, 1, 2)],
+            )
             for fd in fds:
                 os.write(fd, str(pid).encode())
         else:
@@ -247,8 +264,14 @@ class Server:
                     pass
             st = self.statuses.pop(pid, None)
             self.live.discard(pid)
-            exits.append(None if st is None else {"code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
-                                                  "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None})
+            exits.append(
+                None
+                if st is None
+                else {
+                    "code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
+                    "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None,
+                }
+            )
         if init is not None:
             self._wait_exit(init, 10.0)
             self.statuses.pop(init, None)

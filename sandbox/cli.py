@@ -20,8 +20,10 @@ __all__ = ["main", "build_parser", "add_parser", "run"]
 
 _TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0"
 _GOOD = "def add(a, b):\n    return a + b\n"
-_FORGED = ("class A:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return A()\n"
-           "import sys\nsys.exit(0)\n")
+_FORGED = (
+    "class A:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return A()\n"
+    "import sys\nsys.exit(0)\n"
+)
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -53,8 +55,12 @@ def run(args: argparse.Namespace) -> int:
     except SandboxError as e:
         print(f"sandbox: could not start: {e}")
         return 1
-    out: dict = {"level": rep.level, "missing": list(rep.missing), "speed_factor": round(rep.speed_factor, 3),
-                 "layers": rep.layers}
+    out: dict = {
+        "level": rep.level,
+        "missing": list(rep.missing),
+        "speed_factor": round(rep.speed_factor, 3),
+        "layers": rep.layers,
+    }
     ok = rep.at_least(args.min)
     if not args.no_check:
         good = sb.run_tests(_GOOD, _TESTS)
@@ -69,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"speed factor: {rep.speed_factor:.2f}")
         print("layers: " + ", ".join(f"{k}={v}" for k, v in sorted(rep.layers.items())))
         if "check" in out:
-            print(f"check: correct solution -> {out['check']['correct_solution']}, "
-                  f"forged solution -> {out['check']['forged_solution']}")
+            print(
+                f"check: correct solution -> {out['check']['correct_solution']}, "
+                f"forged solution -> {out['check']['forged_solution']}"
+            )
     return 0 if ok else 1

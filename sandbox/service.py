@@ -35,8 +35,19 @@ from sandbox._judge import TestsError
 from sandbox._pump import Pump, Stream, make_pipes
 from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, ProgramStatus, TestsResult, level_of
 
-__all__ = ["Limits", "IsolationReport", "ProgramResult", "TestsResult", "TestsError", "Sandbox", "SandboxError",
-           "get_sandbox", "isolation_level", "running_isolation", "LEVELS"]
+__all__ = [
+    "Limits",
+    "IsolationReport",
+    "ProgramResult",
+    "TestsResult",
+    "TestsError",
+    "Sandbox",
+    "SandboxError",
+    "get_sandbox",
+    "isolation_level",
+    "running_isolation",
+    "LEVELS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +65,10 @@ def server_boot(then: str) -> str:
     that registers a fork handler must not be in the server, or the handler runs in every child.
     """
     here = str(Path(__file__).resolve().parent)
-    return (f"import sys, types; p = types.ModuleType('sandbox'); p.__path__ = [{here!r}]; "
-            f"sys.modules['sandbox'] = p; import sandbox._zygote as z; {then}")
+    return (
+        f"import sys, types; p = types.ModuleType('sandbox'); p.__path__ = [{here!r}]; "
+        f"sys.modules['sandbox'] = p; import sandbox._zygote as z; {then}"
+    )
 
 
 class SandboxError(RuntimeError):
@@ -110,9 +123,15 @@ class Sandbox:
         boot = server_boot(f"z.main({child.fileno()})")
         env = dict(_child.SAFE_ENV)
         try:
-            self._proc = subprocess.Popen([sys.executable, "-I", "-c", boot], pass_fds=(child.fileno(),), env=env,
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
-                                          close_fds=True)
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", boot],
+                pass_fds=(child.fileno(),),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
         finally:
             child.close()
         host.settimeout(120)
@@ -137,8 +156,13 @@ class Sandbox:
         level, missing = level_of(ready["layers"])
         self._report = IsolationReport(level, ready["layers"], missing, float(ready["speed_factor"]))
         self._calibrated_at = time.monotonic()
-        log.info("sandbox server %d up: isolation %s (missing: %s), speed factor %.2f", self._server_pid, level,
-                 ", ".join(missing) or "none", self._report.speed_factor)
+        log.info(
+            "sandbox server %d up: isolation %s (missing: %s), speed factor %.2f",
+            self._server_pid,
+            level,
+            ", ".join(missing) or "none",
+            self._report.speed_factor,
+        )
 
     def _ensure(self) -> None:
         if self._pid != os.getpid():  # forked: the parent's server is not ours
@@ -251,8 +275,9 @@ class Sandbox:
                     self._report = report = replace(self._report, speed_factor=factor)
         return limits.timeout_s * report.speed_factor
 
-    def _launch(self, children: list[tuple[str, int, list[int]]], limits: Limits, deadline_s: float, slot: int
-                ) -> tuple[int, int, int]:
+    def _launch(
+        self, children: list[tuple[str, int, list[int]]], limits: Limits, deadline_s: float, slot: int
+    ) -> tuple[int, int, int]:
         """Ask the server to fork the children; each gets (role, uid, fds for 0..n-1, -1 = /dev/null).
 
         Returns the job number, the server's generation and a descriptor that turns readable if it dies.
@@ -302,8 +327,13 @@ class Sandbox:
         self._server_lost(gen)
         raise SandboxError("the sandbox server died during the run; its processes were killed")
 
-    def _execute(self, children: list[tuple[str, list[str | None]]], writes: dict[str, bytes], limits: Limits,
-                 finish_on: list[str]) -> tuple[Pump, dict[str, Any], float, float, dict[str, Stream]]:
+    def _execute(
+        self,
+        children: list[tuple[str, list[str | None]]],
+        writes: dict[str, bytes],
+        limits: Limits,
+        finish_on: list[str],
+    ) -> tuple[Pump, dict[str, Any], float, float, dict[str, Stream]]:
         """Start the children, feed ``writes``, read every other pipe until ``finish_on`` close, end the job.
 
         Returns the pump, the server's end reply, the deadline, the duration and the read streams by name.
@@ -363,7 +393,7 @@ class Sandbox:
         out, err = st["out"], st["err"]
         ex = (end.get("exits") or [None])[0] or {}
         code_, sig = ex.get("code"), ex.get("signal")
-        stderr = bytes(err.buf[-(1 << 14):])
+        stderr = bytes(err.buf[-(1 << 14) :])
         status: ProgramStatus
         if end.get("oom", [False])[0]:
             status, reason = "memory", "memory limit reached"
@@ -380,8 +410,9 @@ class Sandbox:
             reason = f"exit code {code_}" if code_ is not None else f"killed by signal {sig}"
         return ProgramResult(status, bytes(out.buf[: limits.max_output_bytes]), stderr, code_, sig, duration, reason)
 
-    def run_tests(self, code: str, tests: str, entry_point: str | None = None, partial: bool = False,
-                  limits: Limits | None = None) -> TestsResult:
+    def run_tests(
+        self, code: str, tests: str, entry_point: str | None = None, partial: bool = False, limits: Limits | None = None
+    ) -> TestsResult:
         """Run ``tests`` (Python source) in a judge process against ``code`` running in a solution process.
 
         ``TestsResult.total`` is the number of test cases known before the run (one per ``assert`` statement
@@ -396,7 +427,8 @@ class Sandbox:
         prepared = _judge.prepare_tests(tests, entry_point)  # raises before anything starts
         children: list[tuple[str, list[str | None]]] = [
             ("solution", [None, "sout:w", "sout:w", "spay:r", "setup0:w", "rpc"]),
-            ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"])]
+            ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"]),
+        ]
         writes = {"spay": _json({"code": code}), "jpay": _json({**prepared, "partial": partial})}
         pump, end, deadline_s, duration, st = self._execute(children, writes, limits, ["verdict"])
         output = bytes(st["sout"].buf[-4096:])
@@ -408,8 +440,13 @@ class Sandbox:
         if ooms[0] or (verdict and "MemoryError" in str(verdict.get("reason", ""))[:40]):
             return TestsResult("memory", 0, total, reason="memory limit reached", **base)
         if pump.timed_out:
-            return TestsResult("timeout", min(_int(verdict, "passed"), total - 1), total,
-                               reason=f"wall-clock limit of {deadline_s:.1f}s reached", **base)
+            return TestsResult(
+                "timeout",
+                min(_int(verdict, "passed"), total - 1),
+                total,
+                reason=f"wall-clock limit of {deadline_s:.1f}s reached",
+                **base,
+            )
         if st["sout"].over or st["jout"].over:
             return TestsResult("fail", 0, total, reason=f"output over {limits.max_output_bytes} bytes", **base)
         if verdict is None:
@@ -417,8 +454,9 @@ class Sandbox:
             return TestsResult("error", 0, total, reason=f"the judge ended without a verdict ({judge_exit})", **base)
         status = verdict.get("status")
         if status == "bad_tests":
-            return TestsResult("bad_tests", 0, 0, reason=str(verdict.get("reason", ""))[:2000], duration_s=duration,
-                               output=output)
+            return TestsResult(
+                "bad_tests", 0, 0, reason=str(verdict.get("reason", ""))[:2000], duration_s=duration, output=output
+            )
         judged: Literal["pass", "fail", "error"] = status if status in ("pass", "fail", "error") else "fail"
         passed = min(_int(verdict, "passed"), total if judged == "pass" else total - 1)
         tests_run = list(verdict.get("tests") or [])
@@ -446,7 +484,7 @@ def _parse_verdict(raw: bytes) -> dict[str, Any] | None:
         return None
     n = int.from_bytes(raw[:4], "big")
     try:
-        v = json.loads(raw[4:4 + n])
+        v = json.loads(raw[4 : 4 + n])
     except ValueError:
         return None
     return v if isinstance(v, dict) else None

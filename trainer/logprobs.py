@@ -26,8 +26,14 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
-__all__ = ["token_logprobs", "sequence_logprobs", "naive_logprobs", "default_chunk", "split_model",
-           "register_sharded_forward"]
+__all__ = [
+    "token_logprobs",
+    "sequence_logprobs",
+    "naive_logprobs",
+    "default_chunk",
+    "split_model",
+    "register_sharded_forward",
+]
 
 #: The method name under which a sharded (FSDP) root model runs :func:`sequence_logprobs` as a forward method.
 SHARDED_FORWARD = "harness_sequence_logprobs"
@@ -168,10 +174,25 @@ def sequence_logprobs(
     """
     sharded = model.__dict__.get(SHARDED_FORWARD)
     if sharded is not None:
-        return sharded(input_ids, attention_mask, position_ids, targets, temperature=temperature, chunk=chunk,
-                       with_entropy=with_entropy)
-    return _sequence_logprobs(model, input_ids, attention_mask, position_ids, targets, temperature=temperature,
-                              chunk=chunk, with_entropy=with_entropy)
+        return sharded(
+            input_ids,
+            attention_mask,
+            position_ids,
+            targets,
+            temperature=temperature,
+            chunk=chunk,
+            with_entropy=with_entropy,
+        )
+    return _sequence_logprobs(
+        model,
+        input_ids,
+        attention_mask,
+        position_ids,
+        targets,
+        temperature=temperature,
+        chunk=chunk,
+        with_entropy=with_entropy,
+    )
 
 
 def register_sharded_forward(model: Any) -> None:

@@ -109,8 +109,17 @@ class ChatClient:
         max_retry_after_s: the longest ``Retry-After`` honoured; a longer one ends the call as an error.
     """
 
-    def __init__(self, base_url: str, *, api_key: str = "", timeout: float = 60.0, retries: int = 3,
-                 max_concurrency: int = 8, backoff_s: float = 0.5, max_retry_after_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str = "",
+        timeout: float = 60.0,
+        retries: int = 3,
+        max_concurrency: int = 8,
+        backoff_s: float = 0.5,
+        max_retry_after_s: float = 60.0,
+    ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.timeout, self.retries = float(timeout), int(retries)
         self.backoff_s, self.max_retry_after_s = float(backoff_s), float(max_retry_after_s)
@@ -133,15 +142,25 @@ class ChatClient:
                     reply = self._once(data)
                 except _Retry as r:
                     if attempt >= self.retries:
-                        raise JudgeCallError(r.status, f"{r.reason} (after {attempt + 1} attempts)",
-                                             http_status=r.http_status, attempts=attempt + 1) from None
+                        raise JudgeCallError(
+                            r.status,
+                            f"{r.reason} (after {attempt + 1} attempts)",
+                            http_status=r.http_status,
+                            attempts=attempt + 1,
+                        ) from None
                     time.sleep(r.wait if r.wait is not None else self._backoff(attempt))
                     continue
                 except JudgeCallError as e:
                     e.attempts = attempt + 1
                     raise
-                return ChatReply(reply["text"], reply["usage"], reply["model"], reply["finish_reason"],
-                                 time.perf_counter() - t0, attempt + 1)
+                return ChatReply(
+                    reply["text"],
+                    reply["usage"],
+                    reply["model"],
+                    reply["finish_reason"],
+                    time.perf_counter() - t0,
+                    attempt + 1,
+                )
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _backoff(self, attempt: int) -> float:
@@ -173,8 +192,11 @@ class ChatClient:
         if e.code == 429:
             wait = retry_after_seconds(e.headers.get("Retry-After") if e.headers else None)
             if wait is not None and wait > self.max_retry_after_s:
-                return JudgeCallError("error", f"{reason}; Retry-After {wait:g} s is beyond the "
-                                      f"{self.max_retry_after_s:g} s this judge waits", http_status=429)
+                return JudgeCallError(
+                    "error",
+                    f"{reason}; Retry-After {wait:g} s is beyond the {self.max_retry_after_s:g} s this judge waits",
+                    http_status=429,
+                )
             return _Retry("error", reason, 429, wait)
         if e.code in _RETRY_STATUS:
             return _Retry("error", reason, e.code)
@@ -187,10 +209,16 @@ class ChatClient:
             text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as e:
             snippet = raw[:_BODY_CHARS].decode("utf-8", "replace")
-            raise JudgeCallError("error", f"malformed reply from {self.url} ({type(e).__name__}: {e}): {snippet!r}",
-                                 http_status=200) from None
+            raise JudgeCallError(
+                "error", f"malformed reply from {self.url} ({type(e).__name__}: {e}): {snippet!r}", http_status=200
+            ) from None
         if not isinstance(text, str):
-            raise JudgeCallError("error", f"reply from {self.url} has non-text content {type(text).__name__}",
-                                 http_status=200)
-        return {"text": text, "usage": _usage(obj), "model": obj.get("model"),
-                "finish_reason": choice.get("finish_reason")}
+            raise JudgeCallError(
+                "error", f"reply from {self.url} has non-text content {type(text).__name__}", http_status=200
+            )
+        return {
+            "text": text,
+            "usage": _usage(obj),
+            "model": obj.get("model"),
+            "finish_reason": choice.get("finish_reason"),
+        }

@@ -85,9 +85,20 @@ class _Votes:
 class Judge:
     """A configured judge: ``judge(sample, completion) -> Score``. Built by the ``llm_judge`` factory."""
 
-    def __init__(self, client: ChatClient, *, model: str, rubric: Rubric, scale: Scale, votes: int = 1,
-                 aggregate: str = "majority", temperature: float = 0.0, max_tokens: int = 256,
-                 cache: DiskCache | None = None, tracer: trace.Tracer | None = None) -> None:
+    def __init__(
+        self,
+        client: ChatClient,
+        *,
+        model: str,
+        rubric: Rubric,
+        scale: Scale,
+        votes: int = 1,
+        aggregate: str = "majority",
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        cache: DiskCache | None = None,
+        tracer: trace.Tracer | None = None,
+    ) -> None:
         self.client, self.model, self.rubric, self.scale = client, model, rubric, scale
         self.votes, self.aggregate = votes, aggregate
         self.temperature, self.max_tokens = temperature, max_tokens
@@ -116,15 +127,33 @@ class Judge:
         try:
             got = self._ask(prompt)
         except JudgeCallError as e:
-            return Score.unscored(e.status, e.reason, http_status=e.http_status, attempts=e.attempts,  # type: ignore[arg-type]  # status is timeout|error
-                                  rubric=self.rubric.name, model=self.model, latency_s=time.perf_counter() - t0)
-        info: dict[str, Any] = {"rubric": self.rubric.name, "model": got.model or self.model,
-                                "latency_s": round(time.perf_counter() - t0, 6), "usage": dict(got.usage),
-                                "cached_votes": got.cached, "votes": self.votes}
+            return Score.unscored(
+                e.status,  # type: ignore[arg-type]  # status is timeout|error
+                e.reason,
+                http_status=e.http_status,
+                attempts=e.attempts,
+                rubric=self.rubric.name,
+                model=self.model,
+                latency_s=time.perf_counter() - t0,
+            )
+        info: dict[str, Any] = {
+            "rubric": self.rubric.name,
+            "model": got.model or self.model,
+            "latency_s": round(time.perf_counter() - t0, 6),
+            "usage": dict(got.usage),
+            "cached_votes": got.cached,
+            "votes": self.votes,
+        }
         if not got.verdicts:
-            return Score(value=None, status="parse_error", info={
-                **info, "reason": f"no valid verdict: {'; '.join(got.errors)}",
-                "judge_text": [t[:_TEXT_CHARS] for t in got.texts]})
+            return Score(
+                value=None,
+                status="parse_error",
+                info={
+                    **info,
+                    "reason": f"no valid verdict: {'; '.join(got.errors)}",
+                    "judge_text": [t[:_TEXT_CHARS] for t in got.texts],
+                },
+            )
         value = aggregate_votes([v.value for v in got.verdicts], self.aggregate)
         if got.errors:
             info["unparsed_votes"] = got.errors
@@ -150,26 +179,41 @@ class Judge:
         key = request_key(self.model, self.rubric.sha256, prompt, self.temperature, self.max_tokens, seed)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
-            return ChatReply(hit["text"], dict(hit.get("usage", {})), hit.get("model"), hit.get("finish_reason"),
-                             0.0, attempts=0)
-        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
-                "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": seed, "n": 1}
+            return ChatReply(
+                hit["text"], dict(hit.get("usage", {})), hit.get("model"), hit.get("finish_reason"), 0.0, attempts=0
+            )
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": seed,
+            "n": 1,
+        }
         reply = self.client.chat(body)
         if self.cache is not None:
-            self.cache.put(key, {"text": reply.text, "usage": reply.usage, "model": reply.model,
-                                 "finish_reason": reply.finish_reason})
+            self.cache.put(
+                key,
+                {"text": reply.text, "usage": reply.usage, "model": reply.model, "finish_reason": reply.finish_reason},
+            )
         return reply
 
     def _attributes(self, score: Score, seconds: float) -> dict[str, Any]:
         info = score.info
         usage = info.get("usage") or {}
         attrs: dict[str, Any] = {
-            "openinference.span.kind": "EVALUATOR", "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": self.model, "gen_ai.request.temperature": float(self.temperature),
-            "gen_ai.request.max_tokens": int(self.max_tokens), "gen_ai.evaluation.name": self.rubric.name,
-            "server.address": self._server[0], "harness.judge.rubric_sha256": self.rubric.sha256,
-            "harness.judge.status": score.status, "harness.judge.latency_s": seconds,
-            "harness.judge.votes": self.votes, "harness.judge.cached_votes": int(info.get("cached_votes", 0)),
+            "openinference.span.kind": "EVALUATOR",
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": self.model,
+            "gen_ai.request.temperature": float(self.temperature),
+            "gen_ai.request.max_tokens": int(self.max_tokens),
+            "gen_ai.evaluation.name": self.rubric.name,
+            "server.address": self._server[0],
+            "harness.judge.rubric_sha256": self.rubric.sha256,
+            "harness.judge.status": score.status,
+            "harness.judge.latency_s": seconds,
+            "harness.judge.votes": self.votes,
+            "harness.judge.cached_votes": int(info.get("cached_votes", 0)),
         }
         if self._server[1] is not None:
             attrs["server.port"] = self._server[1]
@@ -193,11 +237,23 @@ def _check(cond: bool, msg: str) -> None:
 
 
 @reward("llm_judge", isolation="inline")
-def llm_judge(*, model: str, rubric: str = "correctness", base_url: str | None = None,
-              api_key_env: str = "OPENAI_API_KEY", scale: str = "binary", votes: int = 1,
-              aggregate: str = "majority", temperature: float = 0.0, max_tokens: int = 256,
-              timeout: float = 60.0, max_concurrency: int = 8, retries: int = 3, cache: bool = True,
-              cache_dir: str | None = None) -> Judge:
+def llm_judge(
+    *,
+    model: str,
+    rubric: str = "correctness",
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    scale: str = "binary",
+    votes: int = 1,
+    aggregate: str = "majority",
+    temperature: float = 0.0,
+    max_tokens: int = 256,
+    timeout: float = 60.0,
+    max_concurrency: int = 8,
+    retries: int = 3,
+    cache: bool = True,
+    cache_dir: str | None = None,
+) -> Judge:
     """An LLM judge through any OpenAI-compatible endpoint: a rubric's verdict, unscored when the judge fails.
 
     Built-in rubrics: correctness, hallucination, instruction_following, reasoning_soundness; or a template file.
@@ -226,23 +282,45 @@ def llm_judge(*, model: str, rubric: str = "correctness", base_url: str | None =
     """
     _check(isinstance(model, str) and bool(model.strip()), "model must be a non-empty string")
     url = base_url or os.environ.get("OPENAI_BASE_URL", "")
-    _check(bool(url) and urlsplit(url).scheme in ("http", "https"),
-           "base_url must be an http(s) URL such as http://127.0.0.1:8000/v1 (or set OPENAI_BASE_URL)")
-    _check(isinstance(api_key_env, str) and _ENV_NAME.fullmatch(api_key_env) is not None,
-           "api_key_env must be the NAME of an environment variable (letters, digits, underscores), not a key")
+    _check(
+        bool(url) and urlsplit(url).scheme in ("http", "https"),
+        "base_url must be an http(s) URL such as http://127.0.0.1:8000/v1 (or set OPENAI_BASE_URL)",
+    )
+    _check(
+        isinstance(api_key_env, str) and _ENV_NAME.fullmatch(api_key_env) is not None,
+        "api_key_env must be the NAME of an environment variable (letters, digits, underscores), not a key",
+    )
     try:
         scale_ = parse_scale(scale)
         rubric_ = load_rubric(rubric)
     except ValueError as e:
         raise RewardParameterError(f"llm_judge: {e}") from None
     _check(aggregate in ("majority", "mean"), f"aggregate must be 'majority' or 'mean', got {aggregate!r}")
-    for label, v, lo in (("votes", votes, 1), ("max_tokens", max_tokens, 1), ("max_concurrency", max_concurrency, 1),
-                         ("retries", retries, 0)):
+    for label, v, lo in (
+        ("votes", votes, 1),
+        ("max_tokens", max_tokens, 1),
+        ("max_concurrency", max_concurrency, 1),
+        ("retries", retries, 0),
+    ):
         _check(isinstance(v, int) and not isinstance(v, bool) and v >= lo, f"{label} must be an integer >= {lo}")
     _check(isinstance(timeout, (int, float)) and timeout > 0, "timeout must be a positive number of seconds")
     _check(isinstance(temperature, (int, float)) and 0 <= temperature <= 2, "temperature must be in [0, 2]")
-    client = ChatClient(url, api_key=os.environ.get(api_key_env, ""), timeout=float(timeout), retries=retries,
-                        max_concurrency=max_concurrency)
+    client = ChatClient(
+        url,
+        api_key=os.environ.get(api_key_env, ""),
+        timeout=float(timeout),
+        retries=retries,
+        max_concurrency=max_concurrency,
+    )
     store = DiskCache(cache_dir or default_cache_dir()) if cache else None
-    return Judge(client, model=model, rubric=rubric_, scale=scale_, votes=votes, aggregate=aggregate,
-                 temperature=float(temperature), max_tokens=max_tokens, cache=store)
+    return Judge(
+        client,
+        model=model,
+        rubric=rubric_,
+        scale=scale_,
+        votes=votes,
+        aggregate=aggregate,
+        temperature=float(temperature),
+        max_tokens=max_tokens,
+        cache=store,
+    )

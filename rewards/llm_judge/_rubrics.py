@@ -78,8 +78,10 @@ def _fields(text: str, origin: str) -> tuple[str, ...]:
         if name is None:
             continue
         if not name.isidentifier() or spec or conv:
-            raise ValueError(f"rubric {origin}: placeholder {{{name}{'!' + conv if conv else ''}"
-                             f"{':' + spec if spec else ''}}} is not a plain column name")
+            raise ValueError(
+                f"rubric {origin}: placeholder {{{name}{'!' + conv if conv else ''}"
+                f"{':' + spec if spec else ''}}} is not a plain column name"
+            )
         if name not in out:
             out.append(name)
     if "completion" not in out:

@@ -10,5 +10,12 @@ from rewards.math.parse import ParseError
 from rewards.math.reward import math_reward, parse_answer, verify
 
 __all__ = [
-    "math_reward", "verify", "parse_answer", "extract_answer", "Extraction", "equivalent", "Options", "ParseError",
+    "math_reward",
+    "verify",
+    "parse_answer",
+    "extract_answer",
+    "Extraction",
+    "equivalent",
+    "Options",
+    "ParseError",
 ]

@@ -217,8 +217,12 @@ def _seq_equal(gold: Value, ans: Value, gs: list[Value], as_: list[Value], opt: 
 
 def _assignments(v: Value) -> bool:
     """A list of two or more ``variable = value`` items (``x = 1, y = 2``)."""
-    return isinstance(v, Seq) and v.kind == "list" and len(v.items) >= 2 and all(
-        isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in v.items)
+    return (
+        isinstance(v, Seq)
+        and v.kind == "list"
+        and len(v.items) >= 2
+        and all(isinstance(i, Rel) and i.ops == ("=",) and isinstance(i.terms[0], sp.Symbol) for i in v.items)
+    )
 
 
 def _by_label(gold: Value, ans: Value, opt: Options) -> tuple[bool, str] | None:

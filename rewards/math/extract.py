@@ -110,10 +110,37 @@ _ALTERNATIVE = re.compile(  # "Hmm, or is it 8?", "it might be 8", "possibly $8$
     re.IGNORECASE,
 )
 _TURN = re.compile(r"<\|[A-Za-z0-9_\-]{1,40}\|>|<｜[^｜<>\n]{1,40}｜>|</s>|<(?:start|end)_of_turn>")
-_THOUGHT = {"<|begin_of_thought|>": "<think>", "<|end_of_thought|>": "</think>", "<|begin_of_solution|>": "",
-            "<|end_of_solution|>": ""}
-_MATH_WORDS = {"sqrt", "frac", "dfrac", "pi", "infty", "text", "boxed", "cdot", "times", "left", "right", "none",
-               "undefined", "exp", "log", "sin", "cos", "tan", "and", "begin", "end", "pmatrix", "mathrm"}
+_THOUGHT = {
+    "<|begin_of_thought|>": "<think>",
+    "<|end_of_thought|>": "</think>",
+    "<|begin_of_solution|>": "",
+    "<|end_of_solution|>": "",
+}
+_MATH_WORDS = {
+    "sqrt",
+    "frac",
+    "dfrac",
+    "pi",
+    "infty",
+    "text",
+    "boxed",
+    "cdot",
+    "times",
+    "left",
+    "right",
+    "none",
+    "undefined",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tan",
+    "and",
+    "begin",
+    "end",
+    "pmatrix",
+    "mathrm",
+}
 
 
 @dataclass(frozen=True)
@@ -181,6 +208,7 @@ def _final_box(text: str) -> tuple[Extraction, int] | None:
     found = [f for f in found if f[2]]
     if not found:
         return None
+
     def key(b: str) -> str:
         return re.sub(r"\s+|\$", "", b)
 
@@ -195,8 +223,11 @@ def _final_box(text: str) -> tuple[Extraction, int] | None:
     for _, _, b in found:
         distinct.setdefault(key(b), b)
     between = text[earlier[-1][0] : last_at]
-    stepwise = (re.search(r"[.:;!?]\s|\n", between) and re.search(r"(?<![\\A-Za-z])[A-Za-z]{2,}", between)
-                and not _STEP_HEDGE.search(between))  # prose between: a step, not a list of boxes
+    stepwise = (
+        re.search(r"[.:;!?]\s|\n", between)
+        and re.search(r"(?<![\\A-Za-z])[A-Za-z]{2,}", between)
+        and not _STEP_HEDGE.search(between)
+    )  # prose between: a step, not a list of boxes
     return Extraction(", ".join(distinct.values()), "boxed", hedged=True, last=last if stepwise else None), end
 
 

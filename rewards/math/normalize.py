@@ -30,16 +30,40 @@ class NormalizeError(ValueError):
 
 
 _UNICODE = {
-    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u2010": "-", "\u2011": "-", "\u00d7": r"\times ",
-    "\u22c5": r"\cdot ", "\u00b7": r"\cdot ", "\u00f7": r"\div ", "\u2264": r"\le ", "\u2265": r"\ge ",
-    "\u2260": r"\ne ", "\u221e": r"\infty ", "\u03c0": r"\pi ", "\u221a": r"\sqrt", "\u00ba": "°",
-    "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2032": "'", "\u222a": r"\cup ", "\u2208": r"\in ",
-    "\u2205": r"\emptyset ", "\u2248": r"\approx ", "\u2223": r"\mid ", "\uff0c": ",", "\u00bd": "(1/2)",
-    "\u00bc": "(1/4)", "\u00be": "(3/4)",
-    "\u2217": "*", "\u00b1": r"\pm ", "\u2213": r"\mp ",
+    "\u2212": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u00d7": r"\times ",
+    "\u22c5": r"\cdot ",
+    "\u00b7": r"\cdot ",
+    "\u00f7": r"\div ",
+    "\u2264": r"\le ",
+    "\u2265": r"\ge ",
+    "\u2260": r"\ne ",
+    "\u221e": r"\infty ",
+    "\u03c0": r"\pi ",
+    "\u221a": r"\sqrt",
+    "\u00ba": "°",
+    "\u00a0": " ",
+    "\u2009": " ",
+    "\u202f": " ",
+    "\u2032": "'",
+    "\u222a": r"\cup ",
+    "\u2208": r"\in ",
+    "\u2205": r"\emptyset ",
+    "\u2248": r"\approx ",
+    "\u2223": r"\mid ",
+    "\uff0c": ",",
+    "\u00bd": "(1/2)",
+    "\u00bc": "(1/4)",
+    "\u00be": "(3/4)",
+    "\u2217": "*",
+    "\u00b1": r"\pm ",
+    "\u2213": r"\mp ",
 }
-_SUPERSCRIPT = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a",
-                             "0123456789-+")
+_SUPERSCRIPT = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a", "0123456789-+")
 _SUBSCRIPT = str.maketrans("\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089", "0123456789")
 _SUPER_RUN = re.compile("[\u207b\u207a]?[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+")
 _SUB_RUN = re.compile("[\u2080-\u2089]+")
@@ -54,8 +78,33 @@ _UNITS = (
 _UNIT_RE = re.compile(rf"^(?:{_UNITS})$", re.IGNORECASE)
 _ATTACHED_UNIT = re.compile(r"(?<=\d)(?:cm|mm|km|kg|mg|ml|mL|ft|yd|mph|hrs?|mins?|secs?|lbs?|oz)(?:\^?\{?[23]\}?)?\b")
 _MATH_WORDS = {
-    "sqrt", "cbrt", "exp", "log", "ln", "sin", "cos", "tan", "sec", "csc", "cot", "arcsin", "arccos", "arctan",
-    "sinh", "cosh", "tanh", "pi", "oo", "inf", "infinity", "infty", "abs", "or", "and", "i", "e",
+    "sqrt",
+    "cbrt",
+    "exp",
+    "log",
+    "ln",
+    "sin",
+    "cos",
+    "tan",
+    "sec",
+    "csc",
+    "cot",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "pi",
+    "oo",
+    "inf",
+    "infinity",
+    "infty",
+    "abs",
+    "or",
+    "and",
+    "i",
+    "e",
 }
 _UNIT_TAIL = 80
 _WORD = r"[A-Za-z]+(?:\.|/[A-Za-z]+)?(?:\^\{?\d\}?)?"
@@ -73,8 +122,21 @@ _REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
 _ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d{2,40})\s*(?:\.\.\.|\\ldots|\\dots|\\cdots|…)")
 _BASE = re.compile(r"(?<![A-Za-z\\\d])([0-9][0-9A-Za-z]*|[A-F][0-9A-F]*)_\{?\(?(\d{1,2})\)?\}?")
 _CONNECTIVES = {"or": " or ", "and": " and ", ",": ","}
-_NOSOL = {"nosolution", "nosolutions", "norealsolution", "norealsolutions", "none", "emptyset", "nosuchvalue",
-          "thereisnosolution", "therearenosolutions", "novalue", "nointeger", "noreal", "nosuch"}
+_NOSOL = {
+    "nosolution",
+    "nosolutions",
+    "norealsolution",
+    "norealsolutions",
+    "none",
+    "emptyset",
+    "nosuchvalue",
+    "thereisnosolution",
+    "therearenosolutions",
+    "novalue",
+    "nointeger",
+    "noreal",
+    "nosuch",
+}
 _ALL_REALS = {"allrealnumbers", "allreals", "allrealvalues", "everyrealnumber", "realnumbers", "allrealx"}
 _UNDEF = {"undefined", "dne", "doesnotexist", "notdefined", "doesntexist"}
 

@@ -471,6 +471,7 @@ class _Parser(StructureMixin):
             return Ivl(-sp.oo, sp.oo, False, False)
         raise ParseError(f"unsupported command \\{name}")
 
+
 def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
     """``x = 1, y = 2; x = 3, y = 4`` (groups split by ``;`` or "or", each assigning the same two or more
     variables) -> the list of tuples ``(1, 2), (3, 4)``, in the variables' alphabetical order; else None."""
@@ -481,8 +482,13 @@ def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
     names: set[tuple[str, ...]] = set()
     tuples = []
     for g in groups:
-        if len(g) < 2 or not all(isinstance(r, Rel) and r.ops == ("=",) and isinstance(r.terms[0], sp.Symbol)
-                                 and isinstance(r.terms[1], sp.Basic) for r in g):
+        if len(g) < 2 or not all(
+            isinstance(r, Rel)
+            and r.ops == ("=",)
+            and isinstance(r.terms[0], sp.Symbol)
+            and isinstance(r.terms[1], sp.Basic)
+            for r in g
+        ):
             return None
         # each r is a Rel (checked above): hence the ignore
         pairs = sorted(((str(r.terms[0]), r.terms[1]) for r in g), key=lambda p: p[0])  # type: ignore[attr-defined]

@@ -197,8 +197,12 @@ def _compare(g: Value, gold_s: str, answer: str, info: dict[str, Any], settings:
     if isinstance(g, Text) and g.choice and not (isinstance(a, Text) and a.choice):
         g = _choice_content(gold_s) or g  # "C: \frac12" answered by the option's content
     percent_optional, tolerance, deadline = settings
-    opt = Options(percent_optional=percent_optional, tolerance=tolerance, deadline=deadline,
-                  gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)))
+    opt = Options(
+        percent_optional=percent_optional,
+        tolerance=tolerance,
+        deadline=deadline,
+        gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)),
+    )
     try:
         same, reason = equivalent(g, a, opt)
     except OutOfTime:
@@ -333,7 +337,13 @@ def math_reward(
     def score(sample: Sample, completion: str) -> Score:
         if sample.answer is None:
             return Score.unscored("bad_input", "no `answer` field; map one with data.fields.answer=COLUMN")
-        return verify(sample.answer, completion, strict=strict, percent_optional=percent_optional,
-                      tolerance=tolerance, time_limit=time_limit)
+        return verify(
+            sample.answer,
+            completion,
+            strict=strict,
+            percent_optional=percent_optional,
+            tolerance=tolerance,
+            time_limit=time_limit,
+        )
 
     return score

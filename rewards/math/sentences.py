@@ -39,8 +39,10 @@ _DOUBT = re.compile(
 )
 _COPULA = re.compile(r"\b(?:is|are|was|were|equals?|be)\b|=|∴", re.IGNORECASE)
 _MATH = re.compile(r"(?<!\\)\$((?:\\\$|[^$]){1,200}?)(?<!\\)\$|\\\((.{1,200}?)\\\)")
-_NUMBER = re.compile(r"(?<![\w.^_])\$?-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w-])|(?<![\w.^_])\$?-?\d+(?:\.\d+)?"
-                     r"(?:[ \t]*/[ \t]*\d+)?%?(?![\w-])")
+_NUMBER = re.compile(
+    r"(?<![\w.^_])\$?-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w-])|(?<![\w.^_])\$?-?\d+(?:\.\d+)?"
+    r"(?:[ \t]*/[ \t]*\d+)?%?(?![\w-])"
+)
 
 
 def one_value(sentence: str) -> str | None:

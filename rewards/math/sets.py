@@ -157,6 +157,7 @@ def intervals_equal(gs: list[Ivl], as_: list[Ivl], same: Callable[[sp.Basic, sp.
     """Equal unions of intervals: same count, endpoints equal by ``same``, same closedness at finite ends."""
     if len(gs) != len(as_):
         return False
+
     def key(v: Ivl) -> float:
         return float(sp.N(v.lo)) if v.lo.is_number else 0.0
 

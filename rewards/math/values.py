@@ -18,8 +18,26 @@ from dataclasses import dataclass
 import sympy as sp
 
 __all__ = [
-    "Expr", "Rel", "Seq", "Ivl", "IvlUnion", "Based", "Text", "Huge", "Value", "HugeValue",
-    "PCT", "DEG", "PM", "MARKERS", "MAX_BITS", "safe_pow", "safe_root", "safe_factorial", "safe_binomial", "show",
+    "Expr",
+    "Rel",
+    "Seq",
+    "Ivl",
+    "IvlUnion",
+    "Based",
+    "Text",
+    "Huge",
+    "Value",
+    "HugeValue",
+    "PCT",
+    "DEG",
+    "PM",
+    "MARKERS",
+    "MAX_BITS",
+    "safe_pow",
+    "safe_root",
+    "safe_factorial",
+    "safe_binomial",
+    "show",
 ]
 
 #: Largest integer (in bits) the parser will materialize from a power, factorial or binomial.
