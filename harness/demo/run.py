@@ -139,7 +139,9 @@ def demo_config(s: DemoSettings, run_id: str, train: Path, heldout: Path, model_
         "rewards": {"math": {"weight": 1.0}, "boxed_present": {"weight": 0.2}},
         "trainer": {"loss": "grpo", "num_generations": 8, "max_steps": s.steps, "save_steps": s.save_steps,
                     "beta": 0.0, "score_workers": 2, **trainer},
-        "eval": {"k": s.k, "temperature": 0.6, "top_p": 0.95, "seed": s.seed, **ev},
+        # max_new_tokens explicit: the base model is not in a run, so it would not inherit the training length
+        "eval": {"k": s.k, "temperature": 0.6, "top_p": 0.95, "seed": s.seed,
+                 "max_new_tokens": trainer["max_completion_length"], **ev},
     })
 
 
