@@ -6,6 +6,9 @@ sampling; the thread count changes the order of float reductions, which stands i
 gives different numbers on another machine for the same reason). Per run it prints the held-out ``math`` mean of
 the model before GRPO (start) and of the last checkpoint (end), the rise, its paired standard error over
 held-out prompts (see :mod:`harness.demo.stats`), the rise in standard errors, and the run's wall time.
+``--capability avx2`` (or ``default``) makes torch use the vector kernels of an older CPU generation
+(``ATEN_CPU_CAPABILITY``), which changes float results where the thread count does not: for a model this small
+torch splits no matmul across threads, so 1 and 2 threads can give the same numbers.
 
     python benchmarks/demo_seeds.py [--seeds 0 1 2 3 4] [--threads 1 2]
 
@@ -25,21 +28,23 @@ import time
 from pathlib import Path
 
 
-def run_one(seed: int, threads: int, out_dir: str, extra: list[str]) -> dict:
+def run_one(seed: int, threads: int, out_dir: str, extra: list[str], capability: str | None = None) -> dict:
     """One ``harness demo`` run in a child process; its rises read back from the run's evaluation files."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    run_id = f"seed{seed}-t{threads}"
+    if capability:
+        env["ATEN_CPU_CAPABILITY"] = capability
+    run_id = f"seed{seed}-t{threads}{'-' + capability if capability else ''}"
     cmd = [sys.executable, "-m", "harness.cli", "demo", "--seed", str(seed), "--output-dir", out_dir,
            "--run-id", run_id, "--no-progress", *extra]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"seed {seed}, {threads} threads failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     from harness.demo.stats import rise_between
 
     run_dir = Path(out_dir) / run_id
-    last = sorted((run_dir / "eval").glob("step-*"))[-1]
+    last = max((run_dir / "eval").glob("step-*"))
     rises = {name: rise_between(run_dir / "eval" / "base", last, name) for name in ("math", "boxed_present")}
     return {"seed": seed, "threads": threads, "wall_s": wall, "last": last.name,
             **{name: r.__dict__ | {"z": r.z} for name, r in rises.items()}}
@@ -51,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--keep", help="write the runs here instead of a temporary directory")
+    ap.add_argument("--capability", help="ATEN_CPU_CAPABILITY for the runs (default, avx2, avx512): torch's "
+                    "vector kernels of another CPU generation, another stand-in for another machine")
     ap.add_argument("demo_args", nargs="*", help="passed to harness demo after --")
     args = ap.parse_args(argv)
     rows = []
@@ -60,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.keep or tmp
         for threads in args.threads:
             for seed in args.seeds:
-                r = run_one(seed, threads, out, args.demo_args)
+                r = run_one(seed, threads, out, args.demo_args, args.capability)
                 rows.append(r)
                 m = r["math"]
                 print(f"{seed:>4} {threads:>3}  {m['start']:6.3f} {m['end']:6.3f} {m['rise']:+7.3f} "

@@ -67,7 +67,7 @@ def run_ours(model: str, data: Path, steps: int, out_dir: str, threads: int) -> 
     stamps = [_now()]
     res = train(cfg, progress=False, on_step=lambda s, m: stamps.append(_now()))
     tokens = [m["completions/mean_length"] * G * PROMPTS for m in res.metrics]
-    final = sorted((res.run_dir / "checkpoints").glob("step-*"))[-1]
+    final = max((res.run_dir / "checkpoints").glob("step-*"))
     return {**_deltas(stamps), "tokens": tokens, "peak_rss_mb": _peak_rss_mb(), "final": str(final),
             "math": [m["reward/math/mean"] for m in res.metrics]}
 

