@@ -143,8 +143,10 @@ def _child(argv: list[str], env: dict[str, str]) -> dict:
 def _summary(r: dict) -> dict:
     steps = r["step_s"][1:] or r["step_s"]  # the first step also pays for warm-up
     per_token = [s / t for s, t in zip(r["step_s"], r["tokens"]) if t][1:] or [float("nan")]
+    cpu_per_token = [c / t for c, t in zip(r["cpu_s"], r["tokens"]) if t][1:] or [float("nan")]
     return {"step_s": statistics.median(steps), "cpu_s": statistics.median(r["cpu_s"][1:] or r["cpu_s"]),
-            "s_per_token": statistics.median(per_token), "rss": r["peak_rss_mb"]}
+            "s_per_token": statistics.median(per_token), "cpu_per_token": statistics.median(cpu_per_token),
+            "rss": r["peak_rss_mb"]}
 
 
 def main() -> None:
@@ -187,15 +189,17 @@ def main() -> None:
                   for name, m in (("base", model), ("ours", runs["ours"]["final"]), ("trl", runs["trl"]["final"]))}
         print(f"SmolLM2-135M-Instruct, {a.steps} steps of {PROMPTS} prompts x G={G}, {LENGTH} tokens, "
               f"{a.threads} thread(s); held-out: {a.heldout} problems x k={a.k}")
-        print(f"{'':<6}{'median step s':>14}{'CPU s/step':>12}{'ms/compl. token':>17}{'peak RSS MB':>13}"
+        print(f"{'':<6}{'median step s':>14}{'CPU s/step':>12}{'ms/compl. token':>17}{'CPU ms/token':>14}{'peak RSS MB':>13}"
               f"{'held-out math before -> after (rise +- stderr)':>50}")
         s = {n: _summary(runs[n]) for n in runs}
         for name in ("ours", "trl"):
             r = rise_between(evals_["base"], evals_[name], "math")
             print(f"{name:<6}{s[name]['step_s']:>14.2f}{s[name]['cpu_s']:>12.2f}{1000 * s[name]['s_per_token']:>17.1f}"
+                  f"{1000 * s[name]['cpu_per_token']:>14.1f}"
                   f"{s[name]['rss']:>13.0f}{'':>8}{r.start:.3f} -> {r.end:.3f} ({r.rise:+.3f} +- {r.stderr:.3f})")
         o, t = s["ours"], s["trl"]
-        print(f"ratio (ours / TRL): time per completion token {o['s_per_token'] / t['s_per_token']:.2f} (goal <= 0.7), "
+        print(f"ratio (ours / TRL): time per completion token {o['s_per_token'] / t['s_per_token']:.2f} (goal <= 0.7; "
+              f"CPU time per token {o['cpu_per_token'] / t['cpu_per_token']:.2f}), "
               f"step time {o['step_s'] / t['step_s']:.2f}, peak RSS {o['rss'] / t['rss']:.2f} (goal <= 0.7)")
 
 
