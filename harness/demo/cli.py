@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from harness.demo.run import DemoResult, DemoSettings, run_demo
+from harness.demo.run import SMOLLM2, DemoResult, DemoSettings, run_demo
 
 __all__ = ["add_parser", "cmd_demo", "format_outcome"]
 
@@ -19,23 +19,30 @@ def format_outcome(res: DemoResult) -> str:
         lines.append(f"report: {md}  plot: {png}")
     c = res.contamination
     if c.get("checked"):
-        lines.append(f"contamination check: {c.get('exact', 0)} exact and {c.get('ngram', 0)} {c.get('n', 13)}-gram "
-                     f"overlaps between held-out and training prompts")
-    steps = sorted(res.heldout)
-    if steps:
-        first, last = steps[0], steps[-1]
-        for name in res.heldout[last]:
-            a, b = res.heldout[first].get(name), res.heldout[last].get(name)
-            if a is not None and b is not None:
-                lines.append(f"held-out {name}: {a:.3f} at step {first} -> {b:.3f} at step {last} ({b - a:+.3f})")
+        lines.append(
+            f"contamination check: {c.get('exact', 0)} exact and {c.get('ngram', 0)} {c.get('n', 13)}-gram "
+            f"overlaps between held-out and training prompts"
+        )
+    last = max(res.heldout) if res.heldout else None
+    for name, r in res.rises.items():
+        se = f", stderr {r.stderr:.3f} over {r.prompts} prompts" if r.stderr is not None else ""
+        lines.append(f"held-out {name}: {r.start:.3f} before GRPO -> {r.end:.3f} at step {last} ({r.rise:+.3f}{se})")
     lines.append(f"run directory: {res.run_dir}  ({res.seconds:.0f} s)")
     return "\n".join(lines)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Handler of ``harness demo``."""
-    s = DemoSettings.for_model(args.model, steps=args.steps, save_steps=args.save_steps, k=args.k, seed=args.seed,
-                               output_dir=args.output_dir, run_id=args.run_id, progress=not args.no_progress)
+    s = DemoSettings.for_model(
+        args.model,
+        steps=args.steps,
+        save_steps=args.save_steps,
+        k=args.k,
+        seed=args.seed,
+        output_dir=args.output_dir,
+        run_id=args.run_id,
+        progress=not args.no_progress,
+    )
     res = run_demo(s)
     print(format_outcome(res))
     rise = res.rise("math")
@@ -48,12 +55,24 @@ def add_parser(subparsers: Any) -> None:
     """Add ``harness demo`` to the `harness` command's subparsers."""
     d = DemoSettings()
     p = subparsers.add_parser("demo", help="train, evaluate every checkpoint held-out, trace and report, on a CPU")
-    p.add_argument("--model", choices=["tiny", "smollm2"], default=d.model,
-                   help="tiny: a random-init model warmed up in seconds (default); smollm2: SmolLM2-135M-Instruct")
-    p.add_argument("--steps", type=int, default=None, help=f"GRPO steps (default {d.steps}; smollm2: 6)")
-    p.add_argument("--save-steps", type=int, default=None,
-                   help=f"checkpoint (and evaluate) every N steps (default {d.save_steps}; smollm2: 3)")
-    p.add_argument("--k", type=int, default=None, help=f"held-out samples per prompt (default {d.k}; smollm2: 2)")
+    p.add_argument(
+        "--model",
+        choices=["tiny", "smollm2"],
+        default=d.model,
+        help="tiny: a random-init model warmed up in seconds (default); smollm2: SmolLM2-135M-Instruct",
+    )
+    p.add_argument(
+        "--steps", type=int, default=None, help=f"GRPO steps (default {d.steps}; smollm2: {SMOLLM2['steps']})"
+    )
+    p.add_argument(
+        "--save-steps",
+        type=int,
+        default=None,
+        help=f"checkpoint (and evaluate) every N steps (default {d.save_steps}; smollm2: only the last)",
+    )
+    p.add_argument(
+        "--k", type=int, default=None, help=f"held-out samples per prompt (default {d.k}; smollm2: {SMOLLM2['k']})"
+    )
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--output-dir", default=d.output_dir, help="where runs/<run-id> goes")
     p.add_argument("--run-id", default=None, help="default: demo-<UTC timestamp>")

