@@ -30,6 +30,8 @@ def _entry(rank: int, world: int, port: int, fn: Callable[..., Any], args: tuple
     torch.set_num_threads(1)
     try:
         fn(rank, *args)
+        if dist.is_initialized():
+            dist.barrier()  # no rank tears its gloo connections down while a peer may still be sending
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
