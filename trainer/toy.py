@@ -35,17 +35,18 @@ def is_toy_data(source: str | None) -> bool:
     return bool(source) and str(source).startswith("toy:")
 
 
-def char_tokenizer(vocab_size: int | None = None) -> Any:
+def char_tokenizer(vocab_size: int | None = None, chars: str = CHARS) -> Any:
     """A character-level tokenizer with ``<pad>``, ``<eos>`` and ``<unk>``; decode joins characters back.
 
     Args:
         vocab_size: pad the vocabulary with filler tokens (``<f0>``, ``<f1>``...) up to this size, for models
             with a realistic embedding size; encoding never produces them, sampling may.
+        chars: the characters after the three special tokens, in id order.
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    tokens = _SPECIAL + list(CHARS)
+    tokens = _SPECIAL + list(chars)
     tokens += [f"<f{i}>" for i in range(max(0, (vocab_size or 0) - len(tokens)))]
     vocab = {t: i for i, t in enumerate(tokens)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))

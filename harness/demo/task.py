@@ -29,7 +29,6 @@ __all__ = ["DEMO_CHARS", "Split", "make_split", "write_split", "demo_tokenizer",
 
 #: Every character the task needs; the tokenizer has one token per character plus <pad>, <eos>, <unk>.
 DEMO_CHARS = "0123456789+=\\{}boxed ."
-_SPECIAL = ["<pad>", "<eos>", "<unk>"]
 
 
 @dataclass(frozen=True)
@@ -63,20 +62,9 @@ def write_split(split: Split, directory: Path) -> tuple[Path, Path]:
 
 def demo_tokenizer() -> Any:
     """A character-level ``PreTrainedTokenizerFast`` over :data:`DEMO_CHARS` (saves and loads like any other)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from trainer.toy import char_tokenizer
 
-    vocab = {t: i for i, t in enumerate(_SPECIAL + list(DEMO_CHARS))}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        eos_token="<eos>",
-        unk_token="<unk>",
-        clean_up_tokenization_spaces=False,
-    )
+    return char_tokenizer(chars=DEMO_CHARS)
 
 
 def _target(value: int | None, boxed: bool) -> str:
