@@ -4,7 +4,9 @@ Both train SmolLM2-135M-Instruct (float32, dequantized once from the GGUF in the
 the generated word problems of ``harness demo --model smollm2`` (:mod:`harness.demo.word_problems`), with the same
 rewards (``math`` + ``boxed_present`` at weight 0.2; TRL gets them through our adapter,
 :mod:`rewards.adapters.trl`), G=8, 2 prompts per step, 24 completion tokens, temperature 0.8, learning rate 1e-5,
-loss ``grpo`` with group std scaling, beta 0, the same number of steps and the same torch thread count. Each
+loss ``grpo`` with group std scaling, beta 0, the same number of steps and the same torch thread count. Ours
+takes its forward/backward passes ``MICRO`` completions at a time (gradient accumulation: the same update as one
+pass over all 16); TRL takes all 16 in one pass with gradient checkpointing, its default. Each
 trainer runs in its own child process (so peak RSS is its own), one after the other. Afterwards our evaluator
 scores the base model and both trained models on the same held-out problems (k samples each, same rewards).
 
@@ -32,6 +34,8 @@ import time
 from pathlib import Path
 
 G, PROMPTS, LENGTH, LR, TEMP, SEED, SYSTEM = 8, 2, 24, 1e-5, 0.8, 0, "Answer briefly."
+#: Completions per forward/backward in our trainer (gradient accumulation: the same update as one pass of 16).
+MICRO = 2
 REWARDS = [{"name": "math", "weight": 1.0}, {"name": "boxed_present", "weight": 0.2}]
 
 
@@ -62,7 +66,8 @@ def run_ours(model: str, data: Path, steps: int, out_dir: str, threads: int) -> 
         "rewards": {r["name"]: {"weight": r["weight"]} for r in REWARDS},
         "trainer": {"loss": "grpo", "num_generations": G, "prompts_per_step": PROMPTS, "max_prompt_length": 128,
                     "max_completion_length": LENGTH, "lr": LR, "max_steps": steps, "temperature": TEMP,
-                    "beta": 0.0, "max_grad_norm": 1.0, "save_steps": steps, "score_workers": 2},
+                    "beta": 0.0, "max_grad_norm": 1.0, "save_steps": steps, "score_workers": 2,
+                    "micro_batch_size": MICRO},
     })
     stamps = [_now()]
     res = train(cfg, progress=False, on_step=lambda s, m: stamps.append(_now()))
