@@ -7,12 +7,17 @@ downloaded. Its completions are gibberish; the test rewards look at characters.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
 
 HERE = str(Path(__file__).resolve().parent)
+OAI_SERVER = Path(__file__).with_name("oai_server.py")
 CHAT_TEMPLATE = (
     "{% for m in messages %}{{ m['role'][0] }}:{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}a:{% endif %}"
@@ -72,3 +77,23 @@ def make_run(root: Path, model_dir: Path, *, step: int = 4, eval_section: dict |
     (ckpt / "telemetry.json").write_text(json.dumps(tel.checkpoint_context(step)), encoding="utf-8")
     tel.shutdown()
     return run
+
+
+@contextlib.contextmanager
+def served(model_dir: Path) -> Iterator[str]:
+    """Run ``oai_server.py`` (an OpenAI-compatible server process) on ``model_dir``; yields its ``/v1`` base URL."""
+    proc = subprocess.Popen([sys.executable, str(OAI_SERVER), "--model", str(model_dir), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""  # blocks until the server listens (or dies)
+        if not line.startswith("LISTENING"):
+            proc.kill()
+            raise RuntimeError(f"test server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from eval_runs import served
 
 from evals import evaluate
 from evals.backends import PromptRequest, SamplingParams
@@ -22,26 +21,12 @@ from harness.cfg.eval import EvalSection
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SERVER = Path(__file__).with_name("oai_server.py")
 
 
 @pytest.fixture(scope="module")
 def server(tiny_model_dir: Path) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--model", str(tiny_model_dir), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""  # blocks until the server listens (or dies)
-        if not line.startswith("LISTENING"):
-            proc.kill()
-            pytest.fail(f"test server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
+    with served(tiny_model_dir) as base:
+        yield base
 
 
 def _control(base: str, **kw: float) -> dict:

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from eval_runs import served
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SERVER = Path(__file__).resolve().parents[2] / "evals" / "oai_server.py"
 REPO = Path(__file__).resolve().parents[3]
 KEY = "sk-judge-secret-4f1c9e27b"
 CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'][0] }}:{{ m['content'] }}\n{% endfor %}"
@@ -35,21 +35,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tok.chat_template = CHAT_TEMPLATE
     tiny_model(len(tok), seed=0).save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--model", str(model_dir), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        if not line.startswith("LISTENING"):
-            proc.kill()
-            pytest.fail(f"test server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
+    with served(model_dir) as base:
+        yield base
 
 
 def requests_served(base: str) -> int:
