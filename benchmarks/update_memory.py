@@ -39,8 +39,10 @@ def _status_kib(key: str) -> int:
 
 
 def _naive_completion_logprobs(model: Any, prompt_ids: Any, prompt_mask: Any, completion_ids: Any,
-                               temperature: float, *, with_entropy: bool = False, chunk: Any = None) -> Any:
-    """The former implementation: full (B, T, V) logits, a float32 tempered copy, log-softmax, gather."""
+                               temperature: float, *, with_entropy: bool = False, chunk: Any = None,
+                               **_: Any) -> Any:
+    """The former implementation: full (B, T, V) logits, a float32 tempered copy, log-softmax, gather (rows that
+    share a prompt are not packed: the rows here have prompts of their own)."""
     import torch
 
     from trainer.losses import entropy_from_logits

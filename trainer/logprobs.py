@@ -164,9 +164,14 @@ def sequence_logprobs(
     temperature: float = 1.0,
     chunk: int | None = None,
     with_entropy: bool = False,
+    predict: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(B, T) log-probs of ``targets``, the last T tokens of ``input_ids`` (B, L), each predicted by the position
     before it; and (B, T) entropies when asked (no gradient).
+
+    With ``predict`` (n,), ``targets`` is (n,) too and ``predict[i]`` is the index, in the flattened (B * L)
+    positions, of the one that predicts ``targets[i]`` (a packed layout, :mod:`trainer.packing`; then
+    ``attention_mask`` may be 4D); the results are (n,).
 
     The backbone and the head are called one by one, not through the model's ``forward``; a model sharded with
     FSDP2 therefore runs this as a registered forward method (:func:`register_sharded_forward`), so that its root
@@ -182,6 +187,7 @@ def sequence_logprobs(
             temperature=temperature,
             chunk=chunk,
             with_entropy=with_entropy,
+            predict=predict,
         )
     return _sequence_logprobs(
         model,
@@ -192,6 +198,7 @@ def sequence_logprobs(
         temperature=temperature,
         chunk=chunk,
         with_entropy=with_entropy,
+        predict=predict,
     )
 
 
@@ -216,11 +223,15 @@ def _sequence_logprobs(
     temperature: float,
     chunk: int | None,
     with_entropy: bool,
+    predict: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     body, head, softcap = split_model(model)
-    t = targets.shape[1]
     out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
-    hidden = out.last_hidden_state[:, -t - 1 : -1]  # (B, T, H): position j predicts token j + 1
+    if predict is not None:
+        hidden = out.last_hidden_state.flatten(0, 1)[predict]  # (n, H)
+    else:
+        t = targets.shape[1]
+        hidden = out.last_hidden_state[:, -t - 1 : -1]  # (B, T, H): position j predicts token j + 1
     return token_logprobs(
         hidden, targets, head, temperature=temperature, chunk=chunk, softcap=softcap, with_entropy=with_entropy
     )

@@ -9,7 +9,9 @@ sums gradients over ranks and clips them. It is two calls, so that the loop can 
 while the scores are computed; :func:`apply_update` takes the advantages and steps. Dropout is off in the policy
 (see :func:`trainer.setup.load_policy`), so old, new and reference log-probs compare one deterministic policy; with
 gradient checkpointing the policy is in train mode, which then computes the same function. With ``bf16`` the forward
-runs under bfloat16 autocast over float32 weights.
+runs under bfloat16 autocast over float32 weights. Rows of a micro-batch that share a prompt can run as one packed
+sequence, the prompt computed once (:mod:`trainer.packing`, ``pack``: by default where a cost model says it saves
+FLOPs).
 
 When the batch carries the sampler's log-probs (vLLM) and ``is_cap`` is set, each token's loss is weighted by
 ``min(pi_old / pi_sampler, is_cap)`` (:func:`trainer.losses.tis_weights`), where pi_old is the trainer's own
@@ -28,6 +30,7 @@ from typing import Any
 
 import torch
 
+from trainer import packing
 from trainer.dist import DistInfo, all_reduce_sum, sync_gradients
 from trainer.logprobs import sequence_logprobs
 from trainer.losses import LossConfig, LossOutput, TISStats, policy_loss, tis_weights
@@ -96,9 +99,25 @@ def completion_logprobs(
     *,
     with_entropy: bool = False,
     chunk: int | None = None,
+    lengths: torch.Tensor | None = None,
+    pack: bool | None = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(B, T) log-probs of ``completion_ids`` given the prompts, and (B, T) entropies when asked (no grad)."""
+    """(B, T) log-probs of ``completion_ids`` given the prompts, and (B, T) entropies when asked (no grad).
+
+    ``lengths`` (B,) are the completions' real lengths (default: all T tokens). ``pack``: run rows that share a
+    prompt as one packed sequence (:mod:`trainer.packing`) when the model's attention allows it, ``None`` only
+    where that is cheaper, ``False`` never; positions past a row's length are then 0.
+    """
     device = next(model.parameters()).device
+    if pack is not False and packing.supported(model):
+        n_len = lengths if lengths is not None else torch.full((len(completion_ids),), completion_ids.shape[1])
+        runs = packing.segments(prompt_ids, prompt_mask)
+        p_len, c_len = prompt_mask.sum(1).tolist(), n_len.tolist()
+        shared = any(b - a > 1 for a, b in runs) and min(p_len) > 0
+        if shared and (pack or packing.pays(p_len, c_len, runs, packing.cost_weights(model.config))):
+            return _packed_logprobs(
+                model, prompt_ids, prompt_mask, completion_ids, n_len, temperature, with_entropy, chunk
+            )
     ids = torch.cat([prompt_ids, completion_ids], dim=1).to(device)
     if bool(prompt_mask.all()):
         attn = pos = None  # no left padding: plain causal attention, no mask to build
@@ -115,6 +134,36 @@ def completion_logprobs(
         chunk=chunk,
         with_entropy=with_entropy,
     )
+
+
+def _packed_logprobs(
+    model: Any,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    lengths: torch.Tensor,
+    temperature: float,
+    with_entropy: bool,
+    chunk: int | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`completion_logprobs` over the packed layout, scattered back to (B, T) (0 past each row's end)."""
+    device = next(model.parameters()).device
+    pk = packing.layout(prompt_ids.cpu(), prompt_mask.cpu(), completion_ids.cpu(), lengths.cpu())
+    logp, ent = sequence_logprobs(
+        model,
+        pk.input_ids.to(device),
+        packing.attention_mask_for(model, pk.allowed).to(device),
+        pk.position_ids.to(device),
+        pk.targets.to(device),
+        temperature=temperature,
+        chunk=chunk,
+        with_entropy=with_entropy,
+        predict=pk.predict.to(device),
+    )
+    where = (pk.rows.to(device), pk.cols.to(device))
+    shape = tuple(completion_ids.shape)
+    out = logp.new_zeros(shape).index_put(where, logp)
+    return out, (ent.new_zeros(shape).index_put(where, ent) if ent is not None else None)
 
 
 def autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextManager:
@@ -162,6 +211,7 @@ def first_forward(
     ref_model: Any | None = None,
     bf16: bool = False,
     logprob_chunk: int | None = None,
+    pack: bool | None = None,
 ) -> FirstPass:
     """The part of an update that needs no reward: old and reference log-probs and the first micro-batch's
     forward pass with grad. The loop runs it while the scoring workers are still judging ``batch``."""
@@ -169,9 +219,19 @@ def first_forward(
     slices = micro_batches(batch.prompt_mask, batch.completion_mask, micro_batch_size, micro_batch_tokens)
     trimmed = [_trim(batch, s) for s in slices]
 
+    lengths = [batch.completion_mask[s].sum(1) for s in slices]
+
     def forward(m: Any, k: int, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         with autocast(device, bf16):
-            return completion_logprobs(m, *trimmed[k][:3], temperature, with_entropy=with_entropy, chunk=logprob_chunk)
+            return completion_logprobs(
+                m,
+                *trimmed[k][:3],
+                temperature,
+                with_entropy=with_entropy,
+                chunk=logprob_chunk,
+                lengths=lengths[k],
+                pack=pack,
+            )
 
     with torch.no_grad():
         old_logp = [forward(model, k)[0] for k in range(len(slices))] if mu > 1 else None
@@ -262,6 +322,7 @@ def policy_update(
     bf16: bool = False,
     is_cap: float | None = None,
     logprob_chunk: int | None = None,
+    pack: bool | None = None,
 ) -> dict[str, float]:
     """:func:`first_forward` then :func:`apply_update`, for a batch whose advantages are already known."""
     passes = first_forward(
@@ -274,6 +335,7 @@ def policy_update(
         ref_model=ref_model,
         bf16=bf16,
         logprob_chunk=logprob_chunk,
+        pack=pack,
     )
     return apply_update(
         passes, inputs, optimizer, scheduler, loss_cfg, max_grad_norm=max_grad_norm, dist=dist, is_cap=is_cap

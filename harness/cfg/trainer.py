@@ -147,6 +147,11 @@ class TrainerSection(BaseModel):
         description="padded tokens (rows x (prompt + completion)) "
         "per forward/backward; with micro_batch_size, both bound each one",
     )
+    pack_prompts: bool | None = Field(
+        None,
+        description="run the completions of one prompt as one sequence, the prompt computed once "
+        "(trainer/packing.py); default: where that costs fewer FLOPs; false: never",
+    )
     mu: int = Field(1, ge=1, description="optimizer passes over each generation batch")
     # sampling
     max_prompt_length: int = Field(256, ge=1)
