@@ -231,6 +231,7 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
         micro_batch_tokens=trainer.micro_batch_tokens,
         ref_model=ctx.reference,
         bf16=ctx.bf16,
+        pack=trainer.pack_prompts,
     )
     # 3. Wait for the scores; group-relative advantages of the weighted totals (over every rank's batch).
     waited = time.perf_counter()
@@ -248,6 +249,7 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
         dist=ctx.dist,
         is_cap=trainer.vllm.is_cap,
     )
+    ctx.optimizer.zero_grad(set_to_none=True)  # the gradients are not needed until the next update: free them
     ctx.rollout.sync_weights()  # vLLM: wake up, load the new weights
     timing = {
         "timing/score_wait_s": score_wait_s,
