@@ -4,17 +4,18 @@ Both train SmolLM2-135M-Instruct (float32, dequantized once from the GGUF in the
 the generated word problems of ``harness demo --model smollm2`` (:mod:`harness.demo.word_problems`), with the same
 rewards (``math`` + ``boxed_present`` at weight 0.2; TRL gets them through our adapter,
 :mod:`rewards.adapters.trl`), G=8, 2 prompts per step, 24 completion tokens, temperature 0.8, learning rate 1e-5,
-loss ``grpo`` with group std scaling, beta 0, the same number of steps and the same torch thread count. Ours
-takes its forward/backward passes ``MICRO`` completions at a time (gradient accumulation: the same update as one
-pass over all 16); TRL takes all 16 in one pass with gradient checkpointing, its default. Each
-trainer runs in its own child process (so peak RSS is its own), one after the other. Afterwards our evaluator
+loss ``grpo`` with group std scaling, beta 0, the same number of steps and the same torch thread count. Both take
+all 16 completions in one forward/backward pass with gradient checkpointing (TRL's default). Ours packs the 8
+completions of each prompt into one sequence with the prompt computed once (``trainer.pack_prompts``, on by
+default where it saves FLOPs; :mod:`trainer.packing`); ``--no-pack`` turns that off. Each trainer runs in its own
+child process (so peak RSS is its own), one after the other. Afterwards our evaluator
 scores the base model and both trained models on the same held-out problems (k samples each, same rewards).
 
 Printed: median step time, time per completion token (step time / completion tokens of that step), median CPU
 seconds per step, peak RSS, and held-out ``math`` before/after with its paired standard error, for both, and the
 ratios (ours / TRL).
 
-    python benchmarks/real_model_vs_trl.py [--steps 10] [--threads 1] [--k 4] [--heldout 64]
+    python benchmarks/real_model_vs_trl.py [--steps 10] [--threads 1] [--k 4] [--heldout 64] [--no-pack]
 
 Goals: time per completion token ratio <= 0.7, peak RSS ratio <= 0.7, held-out gain no worse than TRL's within
 the standard error. Wall-clock times swing with the machine's load; the CPU seconds are printed beside them.
@@ -34,8 +35,6 @@ import time
 from pathlib import Path
 
 G, PROMPTS, LENGTH, LR, TEMP, SEED, SYSTEM = 8, 2, 24, 1e-5, 0.8, 0, "Answer briefly."
-#: Completions per forward/backward in our trainer (gradient accumulation: the same update as one pass of 16).
-MICRO = 2
 REWARDS = [{"name": "math", "weight": 1.0}, {"name": "boxed_present", "weight": 0.2}]
 
 
@@ -52,7 +51,7 @@ def _deltas(stamps: list[tuple[float, float]]) -> dict[str, list[float]]:
     return {"step_s": [b[0] - a[0] for a, b in pairs], "cpu_s": [b[1] - a[1] for a, b in pairs]}
 
 
-def run_ours(model: str, data: Path, steps: int, out_dir: str, threads: int) -> dict:
+def run_ours(model: str, data: Path, steps: int, out_dir: str, threads: int, pack: bool = True) -> dict:
     import torch
 
     torch.set_num_threads(threads)
@@ -67,7 +66,7 @@ def run_ours(model: str, data: Path, steps: int, out_dir: str, threads: int) -> 
         "trainer": {"loss": "grpo", "num_generations": G, "prompts_per_step": PROMPTS, "max_prompt_length": 128,
                     "max_completion_length": LENGTH, "lr": LR, "max_steps": steps, "temperature": TEMP,
                     "beta": 0.0, "max_grad_norm": 1.0, "save_steps": steps, "score_workers": 2,
-                    "micro_batch_size": MICRO},
+                    "gradient_checkpointing": True, "pack_prompts": None if pack else False},
     })
     stamps = [_now()]
     res = train(cfg, progress=False, on_step=lambda s, m: stamps.append(_now()))
@@ -160,6 +159,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--k", type=int, default=4)
     p.add_argument("--heldout", type=int, default=64)
+    p.add_argument("--no-pack", action="store_true", help="our trainer without shared-prompt packing")
     p.add_argument("--workdir", help="keep models, data and evaluations here (default: a temporary directory)")
     p.add_argument("--child", choices=["ours", "trl", "eval"])
     p.add_argument("--model")
@@ -171,8 +171,10 @@ def main() -> None:
         data = Path(a.data)
         if a.child == "eval":
             res: dict = {"dir": str(evaluate_on_heldout(a.model, data, Path(a.dir), a.k, a.threads))}
+        elif a.child == "ours":
+            res = run_ours(a.model, data, a.steps, a.dir, a.threads, pack=not a.no_pack)
         else:
-            res = (run_ours if a.child == "ours" else run_trl)(a.model, data, a.steps, a.dir, a.threads)
+            res = run_trl(a.model, data, a.steps, a.dir, a.threads)
         Path(a.out).write_text(json.dumps(res))
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -187,13 +189,15 @@ def main() -> None:
         write_word_problems(data, 448, a.heldout, seed=SEED)
         env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "TOKENIZERS_PARALLELISM": "false"}
         common = ["--data", str(data), "--steps", str(a.steps), "--threads", str(a.threads), "--k", str(a.k)]
+        common += ["--no-pack"] if a.no_pack else []
         runs = {}
         for name in ("ours", "trl"):
             runs[name] = _child(["--child", name, "--model", model, "--dir", str(work / name), *common], env)
         evals_ = {name: _child(["--child", "eval", "--model", m, "--dir", str(work / "eval" / name), *common], env)["dir"]
                   for name, m in (("base", model), ("ours", runs["ours"]["final"]), ("trl", runs["trl"]["final"]))}
         print(f"SmolLM2-135M-Instruct, {a.steps} steps of {PROMPTS} prompts x G={G}, {LENGTH} tokens, "
-              f"{a.threads} thread(s); held-out: {a.heldout} problems x k={a.k}")
+              f"{a.threads} thread(s); held-out: {a.heldout} problems x k={a.k}; "
+              f"ours {'without' if a.no_pack else 'with'} shared-prompt packing")
         print(f"{'':<6}{'median step s':>14}{'CPU s/step':>12}{'ms/compl. token':>17}{'CPU ms/token':>14}{'peak RSS MB':>13}"
               f"{'held-out math before -> after (rise +- stderr)':>50}")
         s = {n: _summary(runs[n]) for n in runs}
