@@ -20,15 +20,24 @@ equal (the rollout lays each group out that way); nothing else is deduplicated.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-__all__ = ["Packed", "segments", "layout", "cost_weights", "pays", "supported", "attention_mask_for"]
+from trainer.logprobs import SHARDED_FORWARD
+
+__all__ = ["Packed", "segments", "layout", "cost_weights", "pays", "supported", "choose", "attention_mask_for"]
+
+log = logging.getLogger(__name__)
 
 #: Attention implementations whose mask argument may be a ready 4D mask (bool for SDPA, additive for eager).
 MASKED_ATTENTION = ("sdpa", "eager")
+
+#: Where a model keeps the verdict of its first packed pass against the plain one (see :func:`choose`).
+_CHECKED = "_harness_packing_checked"
 
 
 @dataclass(frozen=True)
@@ -158,9 +167,61 @@ def pays(
 
 
 def supported(model: Any) -> bool:
-    """Whether ``model``'s attention implementation takes a ready 4D mask."""
-    impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
-    return impl in MASKED_ATTENTION
+    """Whether ``model``'s attention takes a ready 4D mask, and the mask is all there is to it (no sliding
+    window, which a ready mask would override)."""
+    cfg = getattr(model, "config", None)
+    if getattr(cfg, "_attn_implementation", None) not in MASKED_ATTENTION:
+        return False
+    return not (getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True))
+
+
+def choose(
+    model: Any,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    lengths: torch.Tensor,
+    *,
+    force: bool,
+    gap: Callable[[], float],
+) -> bool:
+    """Whether to pack this micro-batch: the model supports it, a prompt is shared, and it :func:`pays` (or
+    ``force``). A model sharded with FSDP packs only when forced (see below).
+
+    The first time a model would pack, ``gap()`` (the largest log-prob difference between the packed and the plain
+    pass on this micro-batch) must be within 1e-3 (0.05 under autocast): an architecture that builds positions or
+    masks of its own (ALiBi, a sliding window) fails that and is never packed, with a warning. The verdict is kept
+    on the model. A sharded model is not checked (the check's extra forward passes are collectives, and another
+    rank's micro-batch may not call for them), so it packs only when forced.
+    """
+    if not supported(model) or model.__dict__.get(_CHECKED) is False:
+        return False
+    runs = segments(prompt_ids, prompt_mask)
+    p_len, c_len = [int(x) for x in prompt_mask.sum(1).tolist()], [int(x) for x in lengths.tolist()]
+    if all(b - a < 2 for a, b in runs) or min(p_len) == 0:
+        return False
+    if not force and not pays(p_len, c_len, runs, cost_weights(model.config)):
+        return False
+    if model.__dict__.get(_CHECKED) is None:
+        if SHARDED_FORWARD in model.__dict__:
+            return force  # the check's extra passes are collectives that other ranks might not run: only on request
+        device = next(model.parameters()).device.type
+        tol = 0.05 if torch.is_autocast_enabled(device) else 1e-3
+        try:
+            diff = gap()
+        except Exception as e:  # noqa: BLE001 - any failure of the packed pass means: do not pack this model
+            log.warning("shared-prompt packing is off for %s: the packed pass failed (%s)", type(model).__name__, e)
+            diff = float("inf")
+        ok = diff <= tol
+        if not ok and diff != float("inf"):
+            log.warning(
+                "shared-prompt packing is off for %s: its packed log-probs differ from the plain pass by %.3g "
+                "(more than %g); its attention or positions do not follow the 4D mask",
+                type(model).__name__,
+                diff,
+                tol,
+            )
+        model.__dict__[_CHECKED] = ok
+    return bool(model.__dict__[_CHECKED])
 
 
 def attention_mask_for(model: Any, allowed: torch.Tensor) -> torch.Tensor:

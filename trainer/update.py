@@ -108,16 +108,33 @@ def completion_logprobs(
     prompt as one packed sequence (:mod:`trainer.packing`) when the model's attention allows it, ``None`` only
     where that is cheaper, ``False`` never; positions past a row's length are then 0.
     """
-    device = next(model.parameters()).device
-    if pack is not False and packing.supported(model):
+    if pack is not False:
         n_len = lengths if lengths is not None else torch.full((len(completion_ids),), completion_ids.shape[1])
-        runs = packing.segments(prompt_ids, prompt_mask)
-        p_len, c_len = prompt_mask.sum(1).tolist(), n_len.tolist()
-        shared = any(b - a > 1 for a, b in runs) and min(p_len) > 0
-        if shared and (pack or packing.pays(p_len, c_len, runs, packing.cost_weights(model.config))):
-            return _packed_logprobs(
-                model, prompt_ids, prompt_mask, completion_ids, n_len, temperature, with_entropy, chunk
-            )
+        args = (model, prompt_ids, prompt_mask, completion_ids, temperature)
+
+        def gap() -> float:  # packed against plain on this micro-batch, real positions only (see packing.choose)
+            with torch.no_grad():
+                a = _packed_logprobs(*args, n_len, False, chunk)[0]
+                b = _plain_logprobs(*args, False, chunk)[0]
+            real = torch.arange(a.shape[1], device=a.device)[None] < n_len.to(a.device)[:, None]
+            return float((a - b)[real].abs().max()) if bool(real.any()) else 0.0
+
+        if packing.choose(model, prompt_ids, prompt_mask, n_len, force=bool(pack), gap=gap):
+            return _packed_logprobs(*args, n_len, with_entropy, chunk)
+    return _plain_logprobs(model, prompt_ids, prompt_mask, completion_ids, temperature, with_entropy, chunk)
+
+
+def _plain_logprobs(
+    model: Any,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    temperature: float,
+    with_entropy: bool,
+    chunk: int | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`completion_logprobs` with each row its own ``[prompt, completion]`` sequence."""
+    device = next(model.parameters()).device
     ids = torch.cat([prompt_ids, completion_ids], dim=1).to(device)
     if bool(prompt_mask.all()):
         attn = pos = None  # no left padding: plain causal attention, no mask to build
@@ -141,8 +158,8 @@ def _packed_logprobs(
     prompt_ids: torch.Tensor,
     prompt_mask: torch.Tensor,
     completion_ids: torch.Tensor,
-    lengths: torch.Tensor,
     temperature: float,
+    lengths: torch.Tensor,
     with_entropy: bool,
     chunk: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:

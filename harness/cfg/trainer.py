@@ -150,7 +150,8 @@ class TrainerSection(BaseModel):
     pack_prompts: bool | None = Field(
         None,
         description="run the completions of one prompt as one sequence, the prompt computed once "
-        "(trainer/packing.py); default: where that costs fewer FLOPs; false: never",
+        "(trainer/packing.py); default: where that costs fewer FLOPs (not with FSDP); true: wherever a prompt "
+        "is shared; false: never",
     )
     mu: int = Field(1, ge=1, description="optimizer passes over each generation batch")
     # sampling

@@ -73,6 +73,10 @@ def test_supported_attention_implementations():
 
     assert packing.supported(model("sdpa")) and packing.supported(model("eager"))
     assert not packing.supported(model("flash_attention_2")) and not packing.supported(model("flex_attention"))
+    windowed = SimpleNamespace(config=SimpleNamespace(_attn_implementation="sdpa", sliding_window=4096))
+    assert not packing.supported(windowed)  # a ready 4D mask would override the window
+    windowed.config.use_sliding_window = False  # Qwen2's switch: the window is off
+    assert packing.supported(windowed)
 
 
 def _grouped(seed: int = 5) -> tuple[torch.Tensor, ...]:
@@ -142,3 +146,37 @@ def test_a_packed_update_takes_the_plain_update_s_step():
     for (name, p), (_, q) in zip(models[0].named_parameters(), models[1].named_parameters(), strict=True):
         assert not torch.equal(p, base.get_parameter(name)), name  # the step moved every weight
         assert torch.allclose(p, q, atol=1e-6), name
+
+
+def test_a_model_whose_packed_pass_differs_is_never_packed(monkeypatch, caplog):
+    """The first packed pass is checked against the plain one; an architecture that ignores the packed positions
+    (simulated here by a layout whose positions are all 0) fails it and runs plain from then on."""
+    model = tiny_model(VOCAB, seed=1)
+    p_ids, p_mask, c_ids, c_mask = _grouped()
+    real_layout = packing.layout
+
+    def wrong_positions(*a):
+        pk = real_layout(*a)
+        return packing.Packed(**{**pk.__dict__, "position_ids": torch.zeros_like(pk.position_ids)})
+
+    monkeypatch.setattr(packing, "layout", wrong_positions)
+    got, _ = completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    want, _ = completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, pack=False)
+    assert torch.equal(got, want)
+    assert "shared-prompt packing is off for Qwen2ForCausalLM" in caplog.text
+    calls = []
+    monkeypatch.setattr(packing, "layout", lambda *a: calls.append(1) or real_layout(*a))
+    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    assert not calls  # the verdict is kept: no packed pass again
+
+
+def test_a_model_that_passes_the_check_keeps_packing(monkeypatch):
+    model = tiny_model(VOCAB, seed=1)
+    p_ids, p_mask, c_ids, c_mask = _grouped()
+    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    assert model.__dict__[packing._CHECKED] is True
+    calls = []
+    real_layout = packing.layout
+    monkeypatch.setattr(packing, "layout", lambda *a: calls.append(1) or real_layout(*a))
+    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    assert len(calls) == 1  # packed, with no second check
