@@ -30,7 +30,7 @@ from harness.telemetry._sources import load_file_store
 # Held-out math rise (base model -> step 100), measured by benchmarks/demo_seeds.py over seeds 0-4 with 1 thread,
 # 2 threads (the same numbers as 1 thread: this model is too small for torch to split its matmuls) and
 # ATEN_CPU_CAPABILITY=avx2 (other kernels, other numbers): rises +0.317 to +0.438, mean +0.40, sd 0.04 over the
-# 10 distinct runs, stderr 0.041-0.067 each. The lowest run (seed 4, +0.317 +- 0.059) is 3.7 of its standard
+# 10 distinct runs, stderr 0.041-0.069 each. The lowest run (seed 4, +0.317 +- 0.059) is 3.7 of its standard
 # errors above this threshold, every other run more, and the threshold is 7 sd below the mean.
 MIN_MATH_RISE = 0.10
 

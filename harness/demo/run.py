@@ -64,7 +64,7 @@ class DemoSettings:
 
     @classmethod
     def for_model(cls, model: Literal["tiny", "smollm2"], **overrides: Any) -> DemoSettings:
-        """Defaults sized for ``model`` (SmolLM2 takes 15-20 s per GRPO step on a CPU), then ``overrides``."""
+        """Defaults sized for ``model`` (SmolLM2 takes about 11 s per GRPO step on a CPU core), then ``overrides``."""
         base: dict[str, Any] = {"model": model}
         if model == "smollm2":
             base.update(steps=SMOLLM2["steps"], save_steps=SMOLLM2["steps"], k=SMOLLM2["k"])
