@@ -20,6 +20,7 @@ the model config is applied; other logit post-processing is not), and top-p reno
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -178,19 +179,8 @@ def sequence_logprobs(
     parameters (embeddings, final norm, head) are gathered before and their gradients reduced after.
     """
     sharded = model.__dict__.get(SHARDED_FORWARD)
-    if sharded is not None:
-        return sharded(
-            input_ids,
-            attention_mask,
-            position_ids,
-            targets,
-            temperature=temperature,
-            chunk=chunk,
-            with_entropy=with_entropy,
-            predict=predict,
-        )
-    return _sequence_logprobs(
-        model,
+    run = sharded if sharded is not None else functools.partial(_sequence_logprobs, model)
+    return run(
         input_ids,
         attention_mask,
         position_ids,

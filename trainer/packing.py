@@ -78,9 +78,14 @@ def segments(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> list[tuple[
 
 
 def layout(
-    prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor, lengths: torch.Tensor
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    lengths: torch.Tensor,
+    runs: list[tuple[int, int]] | None = None,
 ) -> Packed:
-    """Pack rows with equal prompts (see :func:`segments`); ``lengths`` (B,) are the completions' real lengths.
+    """Pack rows with equal prompts; ``lengths`` (B,) are the completions' real lengths, ``runs`` the rows'
+    :func:`segments` when the caller has them already.
 
     Every prompt must have at least one token (its last one predicts the completion's first).
     """
@@ -90,7 +95,7 @@ def layout(
     rows: list[int] = []
     cols: list[int] = []
     lens = [int(x) for x in lengths.tolist()]
-    for a, b in segments(prompt_ids, prompt_mask):
+    for a, b in runs if runs is not None else segments(prompt_ids, prompt_mask):
         prompt = prompt_ids[a][prompt_mask[a].bool()].tolist()
         p = len(prompt)
         if p == 0:
@@ -182,32 +187,32 @@ def choose(
     lengths: torch.Tensor,
     *,
     force: bool,
-    gap: Callable[[], float],
-) -> bool:
-    """Whether to pack this micro-batch: the model supports it, a prompt is shared, and it :func:`pays` (or
-    ``force``). A model sharded with FSDP packs only when forced (see below).
+    gap: Callable[[list[tuple[int, int]]], float],
+) -> list[tuple[int, int]] | None:
+    """The rows' :func:`segments` when this micro-batch is to be packed (the model supports it, a prompt is
+    shared, and it :func:`pays`, or ``force``), else None. A model sharded with FSDP packs only when forced.
 
-    The first time a model would pack, ``gap()`` (the largest log-prob difference between the packed and the plain
+    The first time a model would pack, ``gap(runs)`` (the largest log-prob difference between the packed and the plain
     pass on this micro-batch) must be within 1e-3 (0.05 under autocast): an architecture that builds positions or
     masks of its own (ALiBi, a sliding window) fails that and is never packed, with a warning. The verdict is kept
     on the model. A sharded model is not checked (the check's extra forward passes are collectives, and another
     rank's micro-batch may not call for them), so it packs only when forced.
     """
     if not supported(model) or model.__dict__.get(_CHECKED) is False:
-        return False
+        return None
     runs = segments(prompt_ids, prompt_mask)
     p_len, c_len = [int(x) for x in prompt_mask.sum(1).tolist()], [int(x) for x in lengths.tolist()]
     if all(b - a < 2 for a, b in runs) or min(p_len) == 0:
-        return False
+        return None
     if not force and not pays(p_len, c_len, runs, cost_weights(model.config)):
-        return False
+        return None
     if model.__dict__.get(_CHECKED) is None:
         if SHARDED_FORWARD in model.__dict__:
-            return force  # the check's extra passes are collectives that other ranks might not run: only on request
+            return runs if force else None  # the check's extra passes are collectives other ranks might not run
         device = next(model.parameters()).device.type
         tol = 0.05 if torch.is_autocast_enabled(device) else 1e-3
         try:
-            diff = gap()
+            diff = gap(runs)
         except Exception as e:  # noqa: BLE001 - any failure of the packed pass means: do not pack this model
             log.warning("shared-prompt packing is off for %s: the packed pass failed (%s)", type(model).__name__, e)
             diff = float("inf")
@@ -221,7 +226,7 @@ def choose(
                 tol,
             )
         model.__dict__[_CHECKED] = ok
-    return bool(model.__dict__[_CHECKED])
+    return runs if model.__dict__[_CHECKED] else None
 
 
 def attention_mask_for(model: Any, allowed: torch.Tensor) -> torch.Tensor:

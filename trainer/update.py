@@ -112,15 +112,16 @@ def completion_logprobs(
         n_len = lengths if lengths is not None else torch.full((len(completion_ids),), completion_ids.shape[1])
         args = (model, prompt_ids, prompt_mask, completion_ids, temperature)
 
-        def gap() -> float:  # packed against plain on this micro-batch, real positions only (see packing.choose)
+        def gap(runs: list[tuple[int, int]]) -> float:  # packed against plain, real positions (packing.choose)
             with torch.no_grad():
-                a = _packed_logprobs(*args, n_len, False, chunk)[0]
+                a = _packed_logprobs(*args, n_len, runs, False, chunk)[0]
                 b = _plain_logprobs(*args, False, chunk)[0]
             real = torch.arange(a.shape[1], device=a.device)[None] < n_len.to(a.device)[:, None]
             return float((a - b)[real].abs().max()) if bool(real.any()) else 0.0
 
-        if packing.choose(model, prompt_ids, prompt_mask, n_len, force=bool(pack), gap=gap):
-            return _packed_logprobs(*args, n_len, with_entropy, chunk)
+        runs = packing.choose(model, prompt_ids, prompt_mask, n_len, force=bool(pack), gap=gap)
+        if runs is not None:
+            return _packed_logprobs(*args, n_len, runs, with_entropy, chunk)
     return _plain_logprobs(model, prompt_ids, prompt_mask, completion_ids, temperature, with_entropy, chunk)
 
 
@@ -160,12 +161,13 @@ def _packed_logprobs(
     completion_ids: torch.Tensor,
     temperature: float,
     lengths: torch.Tensor,
+    runs: list[tuple[int, int]],
     with_entropy: bool,
     chunk: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`completion_logprobs` over the packed layout, scattered back to (B, T) (0 past each row's end)."""
     device = next(model.parameters()).device
-    pk = packing.layout(prompt_ids.cpu(), prompt_mask.cpu(), completion_ids.cpu(), lengths.cpu())
+    pk = packing.layout(prompt_ids.cpu(), prompt_mask.cpu(), completion_ids.cpu(), lengths.cpu(), runs)
     logp, ent = sequence_logprobs(
         model,
         pk.input_ids.to(device),
