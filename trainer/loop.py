@@ -45,6 +45,7 @@ from trainer.dist import (
     group_advantages_over_ranks,
     init_distributed,
 )
+from trainer.interrupt import StopRequest
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
@@ -85,6 +86,8 @@ class TrainResult:
         warnings: every monitor warning raised.
         model: the trained policy (in memory, on its device).
         tokenizer: its tokenizer.
+        interrupted: Ctrl-C stopped the run after ``steps`` (which was then checkpointed).
+        rank: this process's rank (summaries are printed by rank 0 only).
     """
 
     run_dir: Path
@@ -95,6 +98,8 @@ class TrainResult:
     warnings: list[str] = field(default_factory=list)
     model: Any = None
     tokenizer: Any = None
+    interrupted: bool = False
+    rank: int = 0
 
 
 @dataclass
@@ -435,7 +440,9 @@ def train(
     ctx, run_dir, start = setup_training(config, resume)
     if ctx.dist.parallel == "fsdp":
         ctx.rollout = sharding.GatheredRollout(ctx.rollout, ctx.model)  # whole weights while sampling
-    result = TrainResult(run_dir, str(config.run.id), start, model=ctx.model, tokenizer=ctx.tokenizer)
+    result = TrainResult(
+        run_dir, str(config.run.id), start, model=ctx.model, tokenizer=ctx.tokenizer, rank=ctx.dist.rank
+    )
     telemetry = None
     if ctx.dist.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -454,6 +461,7 @@ def train(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=ctx.trainer.max_steps, initial=start, desc="train", unit="step")
+    stop = StopRequest.install()  # Ctrl-C: finish the step in flight, checkpoint it, stop (trainer/interrupt.py)
     try:
         for step in range(start + 1, ctx.trainer.max_steps + 1):
             metrics = train_step(ctx, step, telemetry)
@@ -462,7 +470,9 @@ def train(
                 writer.write(metrics)
             result.metrics.append(metrics)
             result.steps = step
-            if (ctx.trainer.save_steps and step % ctx.trainer.save_steps == 0) or step == ctx.trainer.max_steps:
+            stopping = stop.agreed(ctx.dist) and step < ctx.trainer.max_steps
+            due = (ctx.trainer.save_steps and step % ctx.trainer.save_steps == 0) or step == ctx.trainer.max_steps
+            if due or stopping:
                 result.last_checkpoint = _save(ctx, run_dir, step, telemetry) or result.last_checkpoint
             if bar is not None:
                 bar.update(1)
@@ -474,7 +484,11 @@ def train(
                 )
             if on_step is not None:
                 on_step(step, metrics)
+            if stopping:
+                result.interrupted = True
+                break
     finally:
+        stop.uninstall()
         if bar is not None:
             bar.close()
         ctx.session.close()
