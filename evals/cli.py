@@ -256,13 +256,6 @@ def _eval_one(
         backend=_shared_vllm(engines, args, info, settings, path),
         progress=not args.no_progress,
     )
-    contamination = res.results.get("contamination", {})
-    if contamination.get("checked") and (contamination.get("exact") or contamination.get("ngram")):
-        print(
-            f"warning: {contamination['exact']} exact and {contamination['ngram']} {contamination['n']}-gram "
-            f"overlaps with the training prompts (see results.json)",
-            file=sys.stderr,
-        )
     if res.results["dataset"]["skipped_rows"]:
         print(
             f"warning: {res.results['dataset']['skipped_rows']} bad data rows skipped, first: "

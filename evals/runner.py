@@ -137,7 +137,10 @@ def _contamination(
         log.warning("contamination check skipped: %s", e)
         return {"checked": False, "reason": str(e)}
     report = check_contamination(held.samples, train.samples, n=settings.ngram)
-    (log.warning if report.overlap else log.info)("%s", report.summary())
+    if report.overlap:  # the one console line about it (the CLI prints none of its own)
+        log.warning("%s (examples in results.json)", report.summary())
+    else:
+        log.info("%s", report.summary())
     if report.overlap and settings.fail_on_overlap:
         ex = "; ".join(f"{e['heldout_id']} ~ {e['train_id']} ({e['kind']})" for e in report.examples)
         raise ContaminationError(f"{report.summary()}; examples: {ex}")

@@ -455,7 +455,9 @@ def train(
         if ctx.dist.is_main
         else None
     )
-    monitors = Monitors(ctx.trainer.monitors, [s.name for s in config.rewards])
+    monitors = Monitors(
+        ctx.trainer.monitors, [s.name for s in config.rewards], mask_truncated=bool(ctx.trainer.mask_truncated)
+    )
     bar = None
     if progress and ctx.dist.is_main:
         from tqdm.auto import tqdm
