@@ -325,6 +325,9 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
         ckpt_io.set_rng_state(mine["rng"], generator)
         start = int(state["step"])
         log.info("resuming %s from step %d", ckpt, start)
+        note = ckpt_io.world_size_note(len(state["ranks"]), info.world_size, dcp.has_sharded(ckpt))
+        if note and info.is_main:
+            log.warning("%s: %s", ckpt, note)
     assert trainer.epsilon is not None and trainer.epsilon_high is not None  # resolved() filled them
     loss_cfg = LossConfig(
         loss_type=trainer.loss,
