@@ -4,7 +4,8 @@ One step (:func:`_step`) samples ``prompts_per_step`` groups of G completions (s
 the one scoring path (:class:`harness.scoring.ScoringSession`), starts the update's first forward pass while the
 rewards run, turns the weighted total rewards into group-relative advantages (unscored samples excluded), and
 takes ``mu`` optimizer steps. Then it records metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with
-a ``reward/<name>`` child per reward), checks the monitors, and saves a checkpoint every ``save_steps``.
+a ``reward/<name>`` child per reward), checks the monitors, and saves a checkpoint every ``save_steps`` (and after
+the step in flight when Ctrl-C stops the run: :mod:`trainer.interrupt`).
 
 What it leaves out on purpose: a critic, reward models on the GPU, asynchronous off-policy generation (the batch
 of step N+1 is sampled by the weights after step N), and callbacks beyond one ``on_step`` hook.
