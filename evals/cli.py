@@ -264,6 +264,14 @@ def _eval_one(
         )
     print(res.table())
     print(f"results: {res.output_dir / 'results.json'}", file=sys.stderr)
+    ev = res.results["evaluation"]
+    if info.run_dir is not None and not args.no_telemetry:
+        where = (
+            "the run's own: harness report shows it"
+            if ev["own"]
+            else f"not the run's own: harness report {info.run_dir} shows it with --eval {ev['id']}"
+        )
+        print(f"evaluation {ev['id']} ({ev['data']}, k={ev['k']}; {where})", file=sys.stderr)
     return res
 
 

@@ -63,6 +63,7 @@ def test_an_ad_hoc_eval_leaves_the_run_report_unchanged(
         == 0
     )
     adhoc = json.loads((tmp_path / "elsewhere" / "results.json").read_text())["evaluation"]
+    assert f"not the run's own: harness report {run_dir} shows it with --eval {adhoc['id']}" in capsys.readouterr().err
     assert adhoc["own"] is False and adhoc["id"] != own["id"] and adhoc["data"] == "adhoc.jsonl"
 
     assert _report_json(run_dir, capsys) == before  # the run's report did not move
