@@ -1,8 +1,8 @@
 """How much reward time stays on the trainer's critical path when rewards run in worker processes.
 
-Trains the toy task with ``char_count_slow`` (the toy reward in a scoring worker, sleeping ``--delay`` seconds
-per call, standing in for a costly verifier) and prints, per step, the summed reward time of all calls and the
-part of the step the trainer spent blocked on rewards (submit + wait). Scoring runs while the update's first
+Trains the toy task with ``char_count_slow`` (a plugin, ``slow_reward.py``: the toy reward in a scoring worker,
+sleeping ``--delay`` seconds per call, standing in for a costly verifier) and prints, per step, the summed reward
+time of all calls and the part of the step the trainer spent blocked on rewards (submit + wait). Scoring runs while the update's first
 forward pass does, so the blocked time is the reward time the trainer could not hide.
 
     OMP_NUM_THREADS=1 python benchmarks/reward_overlap.py [--delay 0.005] [--steps 20]
@@ -13,8 +13,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+from pathlib import Path
 
 import torch
+
+SLOW_REWARD = Path(__file__).with_name("slow_reward.py")
 
 
 def main() -> None:
@@ -42,6 +45,7 @@ def _run(a: argparse.Namespace, chunks: int, serial: float) -> None:
             "run": {"id": "overlap", "output_dir": d, "seed": 0},
             "model": {"name_or_path": "toy:char"},
             "data": {"train": "toy:256", "chat_template": False},
+            "plugins": [str(SLOW_REWARD)],  # registers char_count_slow (not a built-in)
             "rewards": {"char_count_slow": {"weight": 1.0, "params": {"norm": 32.0, "delay_s": a.delay}}},
             "trainer": {"num_generations": 8, "prompts_per_step": 2, "max_prompt_length": 16,
                         "max_completion_length": 32, "lr": 3e-3, "max_steps": a.steps, "score_workers": a.workers,

@@ -256,13 +256,6 @@ def _eval_one(
         backend=_shared_vllm(engines, args, info, settings, path),
         progress=not args.no_progress,
     )
-    contamination = res.results.get("contamination", {})
-    if contamination.get("checked") and (contamination.get("exact") or contamination.get("ngram")):
-        print(
-            f"warning: {contamination['exact']} exact and {contamination['ngram']} {contamination['n']}-gram "
-            f"overlaps with the training prompts (see results.json)",
-            file=sys.stderr,
-        )
     if res.results["dataset"]["skipped_rows"]:
         print(
             f"warning: {res.results['dataset']['skipped_rows']} bad data rows skipped, first: "
@@ -271,6 +264,14 @@ def _eval_one(
         )
     print(res.table())
     print(f"results: {res.output_dir / 'results.json'}", file=sys.stderr)
+    ev = res.results["evaluation"]
+    if info.run_dir is not None and not args.no_telemetry:
+        where = (
+            "the run's own: harness report shows it"
+            if ev["own"]
+            else f"not the run's own: harness report {info.run_dir} shows it with --eval {ev['id']}"
+        )
+        print(f"evaluation {ev['id']} ({ev['data']}, k={ev['k']}; {where})", file=sys.stderr)
     return res
 
 

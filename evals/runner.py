@@ -25,6 +25,7 @@ from typing import Any
 from evals.backends import Backend, PromptRequest, SamplingParams, make_backend, prompt_seed
 from evals.checkpoint import CheckpointInfo, resolve_checkpoint
 from evals.errors import ContaminationError, EvalError
+from evals.identity import describe_evaluation, evaluation_key
 from evals.outputs import EvalOutput, read_records
 from evals.results import TRUNCATION_WARN_FRAC, build_results, flat_metrics, format_table, package_versions
 from harness.cfg.common import FieldMap
@@ -136,7 +137,10 @@ def _contamination(
         log.warning("contamination check skipped: %s", e)
         return {"checked": False, "reason": str(e)}
     report = check_contamination(held.samples, train.samples, n=settings.ngram)
-    (log.warning if report.overlap else log.info)("%s", report.summary())
+    if report.overlap:  # the one console line about it (the CLI prints none of its own)
+        log.warning("%s (examples in results.json)", report.summary())
+    else:
+        log.info("%s", report.summary())
     if report.overlap and settings.fail_on_overlap:
         ex = "; ".join(f"{e['heldout_id']} ~ {e['train_id']} ({e['kind']})" for e in report.examples)
         raise ContaminationError(f"{report.summary()}; examples: {ex}")
@@ -253,7 +257,7 @@ def _generate_and_score(
     return timing
 
 
-def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any]) -> bool:
+def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any], evaluation: Mapping[str, Any]) -> bool:
     if info.run_dir is None or info.step is None:
         return False
     from harness.telemetry import RunTelemetry
@@ -262,7 +266,7 @@ def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any]) -> bool:
         info.run_dir, info.run_id or info.run_dir.name, info.config.telemetry if info.config else None
     )
     try:
-        with tel.eval_checkpoint(info.step, info.telemetry_ctx) as ev:
+        with tel.eval_checkpoint(info.step, info.telemetry_ctx, evaluation) as ev:
             ev.set_metrics(flat_metrics(results))
             for name, r in results["rewards"].items():
                 extra = {"stderr": r["stderr"], "scored": r["scored"], "count": r["count"]}
@@ -278,6 +282,8 @@ class _Plan:
 
     source: str
     held: LoadResult
+    limit: int | None
+    strict: bool
     specs: list[RewardSpec]
     success: str
     fields: FieldMap
@@ -297,6 +303,12 @@ class _Plan:
             "chat_template": self.chat_template,
             "system_prompt": self.system_prompt,
         }
+
+    def key(self, cfg: EvalSection) -> str:
+        """The key of this evaluation (:func:`evals.identity.evaluation_key`)."""
+        return evaluation_key(
+            self.held.fingerprint, cfg.k, self.params.to_dict(), self.specs, self.chat_template, self.system_prompt
+        )
 
     def dataset_record(self) -> dict[str, Any]:
         """The dataset part of results.json."""
@@ -320,20 +332,32 @@ def _plan(
     fields: FieldMap | None,
     chat_template: bool | None,
     system_prompt: str | None,
+    held: _Plan | None = None,
 ) -> _Plan:
+    """What to evaluate on; ``held``: a plan whose loaded data is reused when it read the same source the same way."""
     reward_specs = resolve_specs(specs, info)
     data_cfg = info.config.data if info.config else None
     source = str(data) if data is not None else saved_data_path(info, data_cfg.heldout if data_cfg else None)
     if not source:
         raise EvalError("no held-out data: pass --data SOURCE (or set data.heldout in the run config)")
     fmap = fields or (data_cfg.fields if data_cfg else FieldMap())
-    held = load_samples(source, fmap, strict=cfg.strict, limit=cfg.limit)
-    if not held.samples:
-        raise EvalError(f"{source}: no usable prompts ({len(held.errors)} bad rows)")
+    if held is not None and (held.source, held.fields, held.limit, held.strict) == (
+        source,
+        fmap,
+        cfg.limit,
+        cfg.strict,
+    ):
+        loaded = held.held
+    else:
+        loaded = load_samples(source, fmap, strict=cfg.strict, limit=cfg.limit)
+    if not loaded.samples:
+        raise EvalError(f"{source}: no usable prompts ({len(loaded.errors)} bad rows)")
     assert cfg.max_new_tokens is not None, "resolve_settings fills max_new_tokens"
     return _Plan(
         source=source,
-        held=held,
+        held=loaded,
+        limit=cfg.limit,
+        strict=cfg.strict,
         specs=reward_specs,
         success=_success_reward(reward_specs, cfg),
         fields=fmap,
@@ -341,6 +365,22 @@ def _plan(
         system_prompt=system_prompt if system_prompt is not None else (data_cfg.system_prompt if data_cfg else None),
         params=SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed),
     )
+
+
+def _own_key(info: CheckpointInfo, plan: _Plan) -> str | None:
+    """The key of the run's own evaluation (its config's data.heldout, eval section and rewards), None outside a run.
+
+    The run's held-out set is loaded again only when this evaluation read another source or read it differently.
+    """
+    if info.config is None or not info.config.data.heldout:
+        return None
+    cfg = resolve_settings(info, None, None, None)
+    try:
+        own = _plan(info, cfg, None, None, None, None, None, held=plan)
+    except (EvalError, DataError) as e:
+        log.debug("no own evaluation key for this run: %s", e)
+        return None
+    return own.key(cfg)
 
 
 def _metrics(plan: _Plan, cfg: EvalSection, output: EvalOutput) -> dict[str, Any]:
@@ -464,7 +504,18 @@ def evaluate(
         "started": started.isoformat(),
         "finished": datetime.now(timezone.utc).isoformat(),
     }
+    key = plan.key(cfg)
+    results["evaluation"] = describe_evaluation(
+        key,
+        key == _own_key(info, plan),
+        plan.source,
+        plan.held.fingerprint,
+        len(plan.held.samples),
+        cfg.k,
+        plan.params.to_dict(),
+        plan.specs,
+    )
     output.write_results(results)
     if telemetry:
-        _record_telemetry(info, results)
+        _record_telemetry(info, results, results["evaluation"])
     return EvalResult(results=results, output_dir=output.dir)

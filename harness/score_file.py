@@ -38,7 +38,7 @@ _CHUNK = 64
 class ScoreFileReport:
     """What a :func:`score_file` run did."""
 
-    rows: int = 0
+    rows: int = 0  # rows written, bad ones included
     skipped: int = 0
     bad_rows: list[tuple[int, str]] = field(default_factory=list)
     scores: dict[str, list[Score]] = field(default_factory=dict)
@@ -230,9 +230,9 @@ def format_summary(report: ScoreFileReport) -> str:
         levels = sorted({str(sc.info["isolation"]) for sc in col if "isolation" in sc.info})
         if levels:
             lines.append(f"{name}: sandbox isolation level {', '.join(levels)}")
-    tail = f"{report.rows} rows scored"
+    tail = f"{report.rows - len(report.bad_rows)} rows scored"  # bad rows are written, never scored
     if report.skipped:
         tail += f", {report.skipped} skipped (already in the output)"
     if report.bad_rows:
-        tail += f", {len(report.bad_rows)} bad rows (status bad_input)"
+        tail += f", {len(report.bad_rows)} bad rows not scored (written with status bad_input)"
     return "\n".join(lines + [tail])

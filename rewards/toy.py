@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.registry import ScoreFn, reward
+from harness.registry import reward
 from harness.types import Sample, Score
 
-__all__ = ["char_count", "char_count_slow"]
+__all__ = ["char_count"]
 
 
 @reward("char_count", isolation="inline", reads=())
@@ -27,22 +27,5 @@ def char_count(*, char: str = "a", norm: float = 1.0) -> Callable[[Sample, str],
 
     def score(sample: Sample, completion: str) -> Score:
         return Score(value=completion.count(char) / norm, answer=str(completion.count(char)))
-
-    return score
-
-
-@reward("char_count_slow", isolation="process", reads=(), cacheable=False)
-def char_count_slow(*, char: str = "a", norm: float = 1.0, delay_s: float = 0.01) -> ScoreFn:
-    """``char_count`` run in a scoring worker process after sleeping ``delay_s`` (stands in for a costly verifier).
-
-    Used to measure how much reward time the trainer hides behind its own work.
-    """
-    import time
-
-    inner = char_count(char=char, norm=norm)
-
-    def score(sample: Sample, completion: str) -> Score | float | None:
-        time.sleep(delay_s)
-        return inner(sample, completion)
 
     return score

@@ -216,3 +216,19 @@ def test_a_fresh_registry_adopts_the_imported_builtins_and_the_real_one_is_back_
     assert reg.default_registry() is real and "t_only_here" not in real.entries
     with pytest.raises(UnknownRewardError):
         get_reward("t_only_here")
+
+
+def test_the_builtin_listing_holds_no_test_or_benchmark_reward(tmp_path: Path) -> None:
+    """``harness rewards list`` in a fresh process shows the built-ins only. Regression: on the old main it showed
+    ``char_count_slow``, a benchmark's stand-in for a slow verifier, now a plugin in ``benchmarks/slow_reward.py``."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "rewards", "list"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    names = [line for line in proc.stdout.splitlines() if line and not line.startswith(" ")]
+    origins = [line.split("origin:", 1)[1].strip() for line in proc.stdout.splitlines() if "origin:" in line]
+    assert "char_count" in names and "char_count_slow" not in names
+    assert all(o.startswith("built-in") or o.startswith("rewards.") for o in origins), origins

@@ -50,6 +50,8 @@ def test_output_rows_in_order_with_bad_rows_reported(infile: Path, tmp_path: Pat
         assert why in r["scores"]["boxed_present"]["info"]["reason"]
     assert rows[5]["rewards"]["boxed_present"] == 1.0  # chat-message completion: the last message is scored
     assert "line 3: invalid JSON" in proc.stderr and "boxed_present" in proc.stderr and "p99" in proc.stderr
+    # the 3 bad rows are not counted as scored (on the old main: "6 rows scored, 3 bad rows")
+    assert "3 rows scored, 3 bad rows not scored" in proc.stderr
 
 
 def test_strict_turns_bad_rows_into_a_nonzero_exit(infile: Path, tmp_path: Path) -> None:

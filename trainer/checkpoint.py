@@ -37,6 +37,7 @@ __all__ = [
     "load_trainer_state",
     "rng_state",
     "set_rng_state",
+    "world_size_note",
 ]
 
 log = logging.getLogger(__name__)
@@ -144,3 +145,24 @@ def load_trainer_state(ckpt: Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing; {ckpt} is not a complete checkpoint")
     return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def world_size_note(saved: int, now: int, sharded: bool) -> str | None:
+    """What resuming a checkpoint written by ``saved`` ranks on ``now`` ranks changes (None when they are equal).
+
+    >>> world_size_note(2, 2, True) is None
+    True
+    """
+    if saved == now:
+        return None
+    state = (
+        "weights and optimizer state are resharded onto the new ranks"
+        if sharded
+        else "every rank loads the whole weights and optimizer state"
+    )
+    return (
+        f"written by {saved} rank(s), resumed on {now}: {state}; each rank's prompt position and random state come "
+        f"from the saved rank of the same number (rank 0's for ranks beyond {saved - 1}) in a split over {now} "
+        f"rank(s), so the steps from here differ from a run that kept {saved} rank(s) (prompts may repeat or be "
+        "skipped until the next epoch)"
+    )

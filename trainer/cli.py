@@ -5,12 +5,15 @@ give a launcher for data parallelism::
 
     torchrun --nproc_per_node 2 -m trainer.cli --config run.yaml
 
-This module parses arguments and prints a summary; the work is :func:`trainer.loop.train`.
+This module parses arguments and prints a summary (rank 0 only); the work is :func:`trainer.loop.train`. After a
+Ctrl-C (the step in flight is finished and checkpointed, see :mod:`trainer.interrupt`) it prints the command that
+resumes the run and exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 
@@ -18,7 +21,7 @@ import yaml
 
 from harness.errors import ConfigError
 
-__all__ = ["add_parser", "parse_sets", "run_train", "main"]
+__all__ = ["add_parser", "parse_sets", "run_train", "resume_command", "main"]
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
@@ -76,6 +79,8 @@ def run_train(args: argparse.Namespace) -> int:
 
         config = config.model_copy(update={"plugins": [*config.plugins, *map(normalize_plugin, args.plugin)]})
     result = train(config, resume=args.resume, progress=not args.no_progress)
+    if result.rank != 0:  # one summary per run, from rank 0
+        return 130 if result.interrupted else 0
     last = result.metrics[-1] if result.metrics else {}
     mean = last.get("reward/total/mean")
     print(
@@ -84,7 +89,25 @@ def run_train(args: argparse.Namespace) -> int:
     )
     if result.warnings:
         print(f"{len(result.warnings)} monitor warning(s); see the log above", file=sys.stderr)
+    if result.interrupted:
+        print(
+            f"interrupted after step {result.steps} (checkpoint {result.last_checkpoint}); resume with:\n"
+            f"  {resume_command(args, result.run_id if config.run.id is None else None)}",
+            file=sys.stderr,
+        )
+        return 130
     return 0
+
+
+def resume_command(args: argparse.Namespace, generated_id: str | None) -> str:
+    """The ``harness train`` command line that continues this run (its id added when it was generated)."""
+    parts = ["harness", "train", "--config", args.config, "--resume"]
+    sets = [*args.sets, *([f"run.id={generated_id}"] if generated_id else [])]
+    for item in sets:
+        parts += ["--set", item]
+    for plugin in args.plugin:
+        parts += ["--plugin", plugin]
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 def main(argv: list[str] | None = None) -> int:

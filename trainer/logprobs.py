@@ -197,10 +197,18 @@ def register_sharded_forward(model: Any) -> None:
     from torch.distributed.fsdp import register_fsdp_forward_method
 
     def run(self: Any, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-        return _sequence_logprobs(self, *args, **kwargs)
+        logp, ent = _sequence_logprobs(self, *args, **kwargs)
+        # FSDP2 hooks the outputs of a forward for its pre-backward step and warns about views (an in-place op on
+        # one would drop that hook); the (B, T) result is a reshape of the chunks: a copy costs B*T floats
+        return _own(logp), (None if ent is None else _own(ent))
 
     setattr(model, SHARDED_FORWARD, run.__get__(model, type(model)))
     register_fsdp_forward_method(model, SHARDED_FORWARD)
+
+
+def _own(t: torch.Tensor) -> torch.Tensor:
+    """``t`` itself when it owns its storage, else a copy (not a view of another tensor)."""
+    return t.clone() if t._base is not None else t
 
 
 def _sequence_logprobs(

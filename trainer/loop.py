@@ -4,7 +4,8 @@ One step (:func:`_step`) samples ``prompts_per_step`` groups of G completions (s
 the one scoring path (:class:`harness.scoring.ScoringSession`), starts the update's first forward pass while the
 rewards run, turns the weighted total rewards into group-relative advantages (unscored samples excluded), and
 takes ``mu`` optimizer steps. Then it records metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with
-a ``reward/<name>`` child per reward), checks the monitors, and saves a checkpoint every ``save_steps``.
+a ``reward/<name>`` child per reward), checks the monitors, and saves a checkpoint every ``save_steps`` (and after
+the step in flight when Ctrl-C stops the run: :mod:`trainer.interrupt`).
 
 What it leaves out on purpose: a critic, reward models on the GPU, asynchronous off-policy generation (the batch
 of step N+1 is sampled by the weights after step N), and callbacks beyond one ``on_step`` hook.
@@ -45,6 +46,7 @@ from trainer.dist import (
     group_advantages_over_ranks,
     init_distributed,
 )
+from trainer.interrupt import StopRequest
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
@@ -85,6 +87,8 @@ class TrainResult:
         warnings: every monitor warning raised.
         model: the trained policy (in memory, on its device).
         tokenizer: its tokenizer.
+        interrupted: Ctrl-C stopped the run after ``steps`` (which was then checkpointed).
+        rank: this process's rank (summaries are printed by rank 0 only).
     """
 
     run_dir: Path
@@ -95,6 +99,8 @@ class TrainResult:
     warnings: list[str] = field(default_factory=list)
     model: Any = None
     tokenizer: Any = None
+    interrupted: bool = False
+    rank: int = 0
 
 
 @dataclass
@@ -320,6 +326,9 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
         ckpt_io.set_rng_state(mine["rng"], generator)
         start = int(state["step"])
         log.info("resuming %s from step %d", ckpt, start)
+        note = ckpt_io.world_size_note(len(state["ranks"]), info.world_size, dcp.has_sharded(ckpt))
+        if note and info.is_main:
+            log.warning("%s: %s", ckpt, note)
     assert trainer.epsilon is not None and trainer.epsilon_high is not None  # resolved() filled them
     loss_cfg = LossConfig(
         loss_type=trainer.loss,
@@ -435,7 +444,9 @@ def train(
     ctx, run_dir, start = setup_training(config, resume)
     if ctx.dist.parallel == "fsdp":
         ctx.rollout = sharding.GatheredRollout(ctx.rollout, ctx.model)  # whole weights while sampling
-    result = TrainResult(run_dir, str(config.run.id), start, model=ctx.model, tokenizer=ctx.tokenizer)
+    result = TrainResult(
+        run_dir, str(config.run.id), start, model=ctx.model, tokenizer=ctx.tokenizer, rank=ctx.dist.rank
+    )
     telemetry = None
     if ctx.dist.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -448,12 +459,15 @@ def train(
         if ctx.dist.is_main
         else None
     )
-    monitors = Monitors(ctx.trainer.monitors, [s.name for s in config.rewards])
+    monitors = Monitors(
+        ctx.trainer.monitors, [s.name for s in config.rewards], mask_truncated=bool(ctx.trainer.mask_truncated)
+    )
     bar = None
     if progress and ctx.dist.is_main:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=ctx.trainer.max_steps, initial=start, desc="train", unit="step")
+    stop = StopRequest.install()  # Ctrl-C: finish the step in flight, checkpoint it, stop (trainer/interrupt.py)
     try:
         for step in range(start + 1, ctx.trainer.max_steps + 1):
             metrics = train_step(ctx, step, telemetry)
@@ -462,7 +476,9 @@ def train(
                 writer.write(metrics)
             result.metrics.append(metrics)
             result.steps = step
-            if (ctx.trainer.save_steps and step % ctx.trainer.save_steps == 0) or step == ctx.trainer.max_steps:
+            stopping = stop.agreed(ctx.dist) and step < ctx.trainer.max_steps
+            due = (ctx.trainer.save_steps and step % ctx.trainer.save_steps == 0) or step == ctx.trainer.max_steps
+            if due or stopping:
                 result.last_checkpoint = _save(ctx, run_dir, step, telemetry) or result.last_checkpoint
             if bar is not None:
                 bar.update(1)
@@ -474,7 +490,11 @@ def train(
                 )
             if on_step is not None:
                 on_step(step, metrics)
+            if stopping:
+                result.interrupted = True
+                break
     finally:
+        stop.uninstall()
         if bar is not None:
             bar.close()
         ctx.session.close()

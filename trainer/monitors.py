@@ -42,10 +42,12 @@ class Monitors:
     Args:
         cfg: thresholds and window.
         reward_names: the reward spec names (for per-reward unscored rates).
+        mask_truncated: the run's ``trainer.mask_truncated`` (the truncation warning's advice depends on it).
     """
 
-    def __init__(self, cfg: MonitorSection, reward_names: list[str]) -> None:
+    def __init__(self, cfg: MonitorSection, reward_names: list[str], *, mask_truncated: bool = False) -> None:
         self.cfg = cfg
+        self.mask_truncated = mask_truncated
         self.reward_names = list(reward_names)
         self._zero_run = 0
         self._lengths: deque[float] = deque(maxlen=cfg.window)
@@ -103,12 +105,14 @@ class Monitors:
             )
         tr = m.get("completions/clipped_ratio")
         if tr is not None and tr > c.truncated_frac:
-            self._warn(
-                "truncated",
-                step,
-                f"{tr:.0%} of completions hit max_completion_length; raise it or set mask_truncated",
-                out,
+            advice = (
+                "trainer.mask_truncated leaves them out of the loss, so they teach nothing: raise "
+                "trainer.max_completion_length"
+                if self.mask_truncated
+                else "raise trainer.max_completion_length, or set trainer.mask_truncated: true to leave truncated "
+                "completions out of the loss (DAPO's overlong filtering; see docs/TRAINING.md)"
             )
+            self._warn("truncated", step, f"{tr:.0%} of completions hit trainer.max_completion_length; {advice}", out)
         self._check_length_bias(step, m, out)
         return out
 

@@ -231,6 +231,9 @@ def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
         f"a checkpoint every {s.save_steps} steps"
     )
     result = trainer.train(cfg, progress=s.progress)
+    if result.interrupted:  # Ctrl-C: the step reached is checkpointed; stop rather than go on to evaluate
+        _say(f"interrupted after step {result.steps}; checkpoint {result.last_checkpoint}")
+        raise KeyboardInterrupt
     out = DemoResult(run_dir=result.run_dir)
     ckpts = sorted(p for p in (result.run_dir / "checkpoints").glob("step-*") if p.is_dir())
     _say(

@@ -19,7 +19,16 @@ from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from harness.telemetry._stats import RewardStats
 
-__all__ = ["num", "flat_metrics", "span_ids", "link_to", "reward_attributes", "sample_event", "UrandomIdGenerator"]
+__all__ = [
+    "num",
+    "flat_metrics",
+    "span_ids",
+    "link_to",
+    "reward_attributes",
+    "eval_attributes",
+    "sample_event",
+    "UrandomIdGenerator",
+]
 
 logger = logging.getLogger("harness.telemetry._run")
 
@@ -90,6 +99,39 @@ def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
     for status, n in stats.statuses.items():
         attrs[f"harness.reward.status.{status}"] = int(n)
     return attrs
+
+
+#: keys of an evaluation's description and the attribute types they are written as (``harness.eval.<key>``)
+_EVAL_KEYS: dict[str, type] = {
+    "id": str,
+    "own": bool,
+    "data": str,
+    "fingerprint": str,
+    "prompts": int,
+    "k": int,
+    "temperature": float,
+    "top_p": float,
+    "max_new_tokens": int,
+    "seed": int,
+    "rewards": str,
+}
+
+
+def eval_attributes(evaluation: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``harness.eval.<key>`` attributes of an evaluation's description (unknown keys and None values are left out).
+
+    >>> eval_attributes({"id": "ab12", "k": 8, "rewards": ["math", "format"], "other": 1})
+    {'harness.eval.id': 'ab12', 'harness.eval.k': 8, 'harness.eval.rewards': 'math,format'}
+    """
+    out: dict[str, Any] = {}
+    for key, value in (evaluation or {}).items():
+        kind = _EVAL_KEYS.get(key)
+        if kind is None or value is None:
+            continue
+        if key == "rewards" and not isinstance(value, str):
+            value = ",".join(str(v) for v in value)
+        out[f"harness.eval.{key}"] = kind(value)
+    return out
 
 
 def sample_event(name: str, sample_id: str, score: Any) -> dict[str, Any]:

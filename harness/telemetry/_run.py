@@ -35,6 +35,7 @@ from harness.cfg.telemetry import TelemetrySection
 from harness.errors import ConfigError
 from harness.telemetry._attrs import (
     UrandomIdGenerator,
+    eval_attributes,
     flat_metrics,
     link_to,
     num,
@@ -93,11 +94,19 @@ class StepSpan:
 class EvalSpan:
     """The ``eval.checkpoint`` span of one evaluated checkpoint; returned by :meth:`RunTelemetry.eval_checkpoint`."""
 
-    def __init__(self, tel: RunTelemetry, step: int, span: trace.Span, ctx: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self,
+        tel: RunTelemetry,
+        step: int,
+        span: trace.Span,
+        ctx: Mapping[str, Any] | None,
+        evaluation: Mapping[str, Any] | None = None,
+    ) -> None:
         self._tel = tel
         self.step = step
         self.span = span
         self._ctx = ctx or {}
+        self._evaluation = eval_attributes(evaluation)
 
     def set_metrics(self, metrics: Mapping[str, float]) -> None:
         """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` attributes."""
@@ -117,6 +126,7 @@ class EvalSpan:
         train_mean = num(train.get("train_mean"))
         attrs = self._tel._common(self.step, "EVALUATOR")
         attrs.update({"harness.reward.name": name, "gen_ai.evaluation.name": name})
+        attrs.update(self._evaluation)
         if heldout is not None:
             attrs["harness.reward.heldout"] = float(heldout)
             attrs["gen_ai.evaluation.score.value"] = float(heldout)
@@ -322,13 +332,21 @@ class RunTelemetry:
         return json.loads(json.dumps(ctx))
 
     @contextmanager
-    def eval_checkpoint(self, step: int, checkpoint_ctx: Mapping[str, Any] | None = None) -> Iterator[EvalSpan]:
+    def eval_checkpoint(
+        self,
+        step: int,
+        checkpoint_ctx: Mapping[str, Any] | None = None,
+        evaluation: Mapping[str, Any] | None = None,
+    ) -> Iterator[EvalSpan]:
         """An ``eval.checkpoint`` span linked to the checkpoint's ``train.step`` span; yields an :class:`EvalSpan`.
 
         Args:
             step: the checkpoint's training step.
             checkpoint_ctx: what :meth:`checkpoint_context` returned for it (read from the checkpoint directory);
                 None: looked up in this process when the step was trained here, else the span is not linked.
+            evaluation: which evaluation this is (``id``, ``own``, ``data``, ``fingerprint``, ``prompts``, ``k``,
+                the sampling settings, ``rewards``); written as ``harness.eval.*`` attributes on this span and its
+                reward spans, so that ``harness report`` keeps the scores of different evaluations apart.
         """
         ctx = (
             checkpoint_ctx
@@ -341,12 +359,13 @@ class RunTelemetry:
             )
         attrs = self._common(step, "CHAIN")
         attrs["harness.checkpoint.step"] = int(step)
+        attrs.update(eval_attributes(evaluation))
         link = link_to(ctx, {"harness.link.kind": "train_step", "harness.train.step": int(step)})
         attrs["harness.link.linked"] = link is not None
         with self._tracer.start_as_current_span(
             "eval.checkpoint", context=Context(), attributes=attrs, links=[link] if link else None
         ) as span:
-            yield EvalSpan(self, step, span, ctx)
+            yield EvalSpan(self, step, span, ctx, evaluation)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Write pending spans to the file store and send what waits for the OTLP backend (up to ``timeout_s``)."""

@@ -73,7 +73,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     alarm = _alarm_config(args)
     spans, source = _load_spans(args)
-    report = build_report(spans, alarm, run_id=args.run_id, source=source)
+    report = build_report(spans, alarm, run_id=args.run_id, source=source, evaluation=args.eval)
     out = Path(args.out or args.run_dir or ".")
     md, png = write_report(report, out)
     if args.json:
@@ -98,6 +98,12 @@ def add_report_parser(sub: Any) -> None:
     p.add_argument("--run-id", help="the run to report (default: the only or latest run found)")
     p.add_argument("--project", default="grpo-harness", help="Phoenix project (default: grpo-harness)")
     p.add_argument("--experiment-id", default="0", help="MLflow experiment id (default: 0)")
+    p.add_argument(
+        "--eval",
+        metavar="ID|all",
+        help="held-out evaluations to show: an evaluation id (or prefix) or data set name, or all "
+        "(default: the run's own evaluation, its config's data.heldout, eval settings and rewards)",
+    )
     p.add_argument("--out", help="directory for report.md and report.png (default: RUN_DIR or .)")
     p.add_argument("--config", help="run config whose telemetry.alarm thresholds to use (default: RUN_DIR/config.yaml)")
     p.add_argument("--window", type=int, help="alarm window in checkpoints")

@@ -6,6 +6,11 @@ Per checkpoint, the training reward is the mean over the steps since the previou
 window the trainer puts in the checkpoint context). The join is by run id, step and reward name, so it works for
 backends that drop span links; where links survive, the report also says whether each evaluation's link resolves.
 
+Held-out scores are kept apart by evaluation (:mod:`harness.telemetry._evals`: data set, k, sampling, rewards):
+by default the report follows the run's own evaluation, and a checkpoint evaluated ad hoc on other data changes
+nothing in it; other evaluations are shown only when asked for, each with its own rows, windows and alarms. Every
+held-out number is shown with the data set and k it comes from.
+
 The alarm (see :class:`harness.cfg.telemetry.AlarmSection`): over the last ``window`` checkpoints, training
 reward rose by at least ``train_rise`` while the held-out score rose by less than ``heldout_min_rise``, unless
 the held-out score is saturated and at or above the training reward. This module does not query backends and
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cfg.telemetry import AlarmSection
+from harness.telemetry._evals import Evaluation, group_evaluations, select_evaluations
 
 __all__ = [
     "CheckpointRow",
@@ -49,6 +55,9 @@ class CheckpointRow:
     train_steps: int  # training steps averaged into train_mean (0: taken from the eval span's attribute)
     link: str  # "resolved", "dangling" (target span not in this source), "none"
     alarm: str | None = None
+    evaluation: str = ""  # the evaluation's id ("" when its spans carry none)
+    data: str | None = None  # the held-out data set the score comes from
+    k: int | None = None  # samples per prompt of that evaluation
 
 
 @dataclass
@@ -60,6 +69,8 @@ class Report:
     train_curve: dict[str, list[tuple[int, float]]]
     alarm_config: AlarmSection = field(default_factory=AlarmSection)
     source: str = ""
+    evaluations: list[Evaluation] = field(default_factory=list)  # shown
+    hidden: list[Evaluation] = field(default_factory=list)  # found in the spans, not shown (ask with --eval)
 
     @property
     def alarms(self) -> list[CheckpointRow]:
@@ -70,6 +81,7 @@ class Report:
             "run_id": self.run_id,
             "source": self.source,
             "alarm_config": self.alarm_config.model_dump(),
+            "evaluations": [e.to_dict() for e in self.evaluations],
             "rows": [asdict(r) for r in self.rows],
             "train_curve": {k: [list(p) for p in v] for k, v in self.train_curve.items()},
         }
@@ -145,27 +157,20 @@ def divergence_alarms(train: list[float | None], heldout: list[float | None], cf
     return out
 
 
-def build_report(
-    spans: list[dict[str, Any]], alarm: AlarmSection | None = None, *, run_id: str | None = None, source: str = ""
-) -> Report:
-    """Join training and held-out spans of one run into per-checkpoint rows with alarms."""
-    cfg = alarm or AlarmSection()
-    run_id, spans = _pick_run(spans, run_id)
-    known = {s["span_id"] for s in spans}
-    train = _latest(spans, "reward/")
+def _eval_rows(
+    ev: Evaluation,
+    spans: list[dict[str, Any]],
+    curve: dict[str, list[tuple[int, float]]],
+    known: set[str],
+    cfg: AlarmSection,
+) -> list[CheckpointRow]:
+    """Rows of one evaluation: per reward and checkpoint, the training window mean beside the held-out score."""
     evals = _latest(spans, "eval.reward/")
-    curve = {
-        name: sorted(
-            (st, m) for st, s in by_step.items() if (m := _num(s["attributes"].get("harness.reward.mean"))) is not None
-        )
-        for name, by_step in train.items()
-    }
     rows: list[CheckpointRow] = []
     for name in sorted(evals):
-        steps = sorted(evals[name])
         reward_rows = []
         prev = None
-        for step in steps:
+        for step in sorted(evals[name]):
             s = evals[name][step]
             a = s["attributes"]
             window = [m for st, m in curve.get(name, ()) if (prev is None or st > prev) and st <= step]
@@ -176,7 +181,9 @@ def build_report(
                 link = "resolved" if all(ln["span_id"] in known for ln in s["links"]) else "dangling"
             else:
                 link = "none"
-            reward_rows.append(CheckpointRow(step, name, train_mean, heldout, gap, len(window), link))
+            reward_rows.append(
+                CheckpointRow(step, name, train_mean, heldout, gap, len(window), link, None, ev.id, ev.data, ev.k)
+            )
             prev = step
         for row, msg in zip(
             reward_rows,
@@ -185,8 +192,43 @@ def build_report(
         ):
             row.alarm = msg
         rows.extend(reward_rows)
-    rows.sort(key=lambda r: (r.step, r.reward))
-    return Report(run_id, rows, curve, cfg, source)
+    return rows
+
+
+def build_report(
+    spans: list[dict[str, Any]],
+    alarm: AlarmSection | None = None,
+    *,
+    run_id: str | None = None,
+    source: str = "",
+    evaluation: str | None = None,
+) -> Report:
+    """Join training and held-out spans of one run into per-checkpoint rows with alarms.
+
+    Args:
+        evaluation: which held-out evaluations to show (:func:`harness.telemetry._evals.select_evaluations`):
+            None the run's own, ``"all"``, or an evaluation id (prefix) or data set name. Scores of different
+            evaluations are never mixed: each has its own rows, training windows and alarms.
+    """
+    cfg = alarm or AlarmSection()
+    run_id, spans = _pick_run(spans, run_id)
+    known = {s["span_id"] for s in spans}
+    train = _latest(spans, "reward/")
+    curve = {
+        name: sorted(
+            (st, m) for st, s in by_step.items() if (m := _num(s["attributes"].get("harness.reward.mean"))) is not None
+        )
+        for name, by_step in train.items()
+    }
+    found, by_id = group_evaluations(spans)
+    shown = select_evaluations(found, evaluation)
+    rows: list[CheckpointRow] = []
+    for ev in shown:
+        rows.extend(_eval_rows(ev, by_id[ev.id], curve, known, cfg))
+    order = {ev.id: i for i, ev in enumerate(shown)}
+    rows.sort(key=lambda r: (r.step, r.reward, order[r.evaluation]))
+    hidden = [ev for ev in found if ev not in shown]
+    return Report(run_id, rows, curve, cfg, source, shown, hidden)
 
 
 def _f(v: float | None, signed: bool = False) -> str:
@@ -195,20 +237,53 @@ def _f(v: float | None, signed: bool = False) -> str:
     return f"{v:+.3f}" if signed else f"{v:.3f}"
 
 
-_HEADER = ("step", "reward", "train (since prev ckpt)", "held-out", "gap (train - held-out)", "link", "alarm")
+_HEADER = (
+    "step",
+    "reward",
+    "train (since prev ckpt)",
+    "held-out",
+    "held-out on",
+    "gap (train - held-out)",
+    "link",
+    "alarm",
+)
 
 
-def _cells(r: CheckpointRow) -> tuple[str, ...]:
-    return (str(r.step), r.reward, _f(r.train_mean), _f(r.heldout), _f(r.gap, True), r.link, "ALARM" if r.alarm else "")
+def _on(report: Report, r: CheckpointRow) -> str:
+    """Which data set and k a held-out number comes from (and the evaluation id when several are shown)."""
+    ev = next((e for e in report.evaluations if e.id == r.evaluation), None)
+    label = ev.label if ev is not None else f"{r.data}, k={r.k}"
+    return f"{label} [{r.evaluation}]" if len(report.evaluations) > 1 and r.evaluation else label
+
+
+def _cells(report: Report, r: CheckpointRow) -> tuple[str, ...]:
+    return (
+        str(r.step),
+        r.reward,
+        _f(r.train_mean),
+        _f(r.heldout),
+        _on(report, r),
+        _f(r.gap, True),
+        r.link,
+        "ALARM" if r.alarm else "",
+    )
+
+
+def _hidden_note(report: Report) -> list[str]:
+    if not report.hidden:
+        return []
+    listed = "; ".join(f"{e.id or '(no id)'} on {e.label} (checkpoints {e.checkpoints})" for e in report.hidden)
+    return [f"not shown: {len(report.hidden)} other evaluation(s) of this run's checkpoints: {listed} (--eval ID|all)"]
 
 
 def format_table(report: Report) -> str:
     """A plain-text table for the terminal, followed by one line per alarm."""
     if not report.rows:
         return f"run {report.run_id}: no evaluated checkpoints found ({_train_summary(report)})"
-    rows = [_HEADER, *(_cells(r) for r in report.rows)]
+    rows = [_HEADER, *(_cells(report, r) for r in report.rows)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     lines = [f"run {report.run_id}" + (f" ({report.source})" if report.source else "")]
+    lines += [e.describe() for e in report.evaluations]
     for k, row in enumerate(rows):
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if k == 0:
@@ -216,6 +291,7 @@ def format_table(report: Report) -> str:
     lines.extend(f"ALARM {r.reward} @ step {r.step}: {r.alarm}" for r in report.alarms)
     if not report.alarms:
         lines.append("no divergence alarm")
+    lines += _hidden_note(report)
     return "\n".join(lines)
 
 
@@ -230,12 +306,14 @@ def to_markdown(report: Report, plot_name: str | None = "report.png") -> str:
     out = [f"# Training reward vs held-out score: run `{report.run_id}`", ""]
     if report.source:
         out += [f"Source: {report.source}", ""]
+    out += [f"- {e.describe()}" for e in report.evaluations] + ([""] if report.evaluations else [])
     if not report.rows:
         out += [f"No evaluated checkpoints found ({_train_summary(report)}).", ""]
     else:
         out += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
-        out += ["| " + " | ".join(_cells(r)) + " |" for r in report.rows]
+        out += ["| " + " | ".join(_cells(report, r)) + " |" for r in report.rows]
         out.append("")
+    out += [f"{line}" for line in _hidden_note(report)] + ([""] if report.hidden else [])
     out.append(
         f"Alarm rule: over the last {c.window} checkpoints, training reward rose by at least {c.train_rise} "
         f"while held-out rose by less than {c.heldout_min_rise}."
@@ -248,6 +326,9 @@ def to_markdown(report: Report, plot_name: str | None = "report.png") -> str:
     if plot_name:
         out += [f"![training vs held-out]({plot_name})", ""]
     return "\n".join(out)
+
+
+_COLORS = ("tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
 
 
 def plot_report(report: Report, path: str | Path) -> Path:
@@ -271,12 +352,15 @@ def plot_report(report: Report, path: str | Path) -> Path:
                 label="training (per step)",
             )
         rows = [r for r in report.rows if r.reward == name]
-        tr = [(r.step, r.train_mean) for r in rows if r.train_mean is not None]
-        ho = [(r.step, r.heldout) for r in rows if r.heldout is not None]
+        first = report.evaluations[0].id if report.evaluations else ""
+        tr = [(r.step, r.train_mean) for r in rows if r.train_mean is not None and r.evaluation == first]
         if tr:
             ax.plot(*zip(*tr, strict=True), "o-", color="tab:blue", label="training (since previous checkpoint)")
-        if ho:
-            ax.plot(*zip(*ho, strict=True), "s-", color="tab:orange", label="held-out")
+        for ev, color in zip(report.evaluations, _COLORS * len(report.evaluations), strict=False):
+            ho = [(r.step, r.heldout) for r in rows if r.heldout is not None and r.evaluation == ev.id]
+            if ho:
+                tag = f" [{ev.id}]" if len(report.evaluations) > 1 and ev.id else ""
+                ax.plot(*zip(*ho, strict=True), "s-", color=color, label=f"held-out ({ev.label}){tag}")
         for r in rows:
             if r.alarm:
                 ax.axvline(r.step, color="tab:red", ls="--", lw=1)

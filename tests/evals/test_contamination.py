@@ -51,3 +51,20 @@ def test_tokens_and_bad_n() -> None:
     assert tokens("Hello, World! 3.5") == ["hello", "world", "3", "5"]
     with pytest.raises(ValueError):
         ContaminationIndex.build([], n=0)
+
+
+def test_harness_eval_warns_about_overlap_once_per_checkpoint(run_dir, tmp_path, caplog, capsys) -> None:
+    """Regression: on the old main the evaluator logged the overlap and the CLI printed it again."""
+    import logging
+
+    from eval_runs import HELDOUT, write_jsonl
+    from harness.cli import main as harness_main
+
+    leaky = write_jsonl(tmp_path / "leaky_train.jsonl", HELDOUT[:2])
+    with caplog.at_level(logging.INFO):
+        assert harness_main(["eval", "--checkpoints", str(run_dir), "--train-data", str(leaky), "--k", "1",
+                             "--no-progress", "--no-telemetry"]) == 0
+    said = [r.getMessage() for r in caplog.records if "held-out prompts exactly in the training set" in r.getMessage()]
+    shown = capsys.readouterr()
+    assert len(said) == 1 and said[0].startswith("contamination: 2/6") and "results.json" in said[0]
+    assert "held-out prompts exactly" not in shown.err + shown.out and "overlaps with the training" not in shown.err

@@ -88,6 +88,8 @@ def test_mlflow_keeps_links_from_eval_to_training_spans(mlflow_server, tmp_path)
     from_file = build_report(load_file_store(tmp_path))
     assert [(r.step, r.reward, r.link) for r in from_backend.rows] == [(r.step, r.reward, "resolved") for r in from_file.rows]
     assert [r.train_mean for r in from_backend.rows] == pytest.approx([r.train_mean for r in from_file.rows])
+    assert [e.to_dict() for e in from_backend.evaluations] == [e.to_dict() for e in from_file.evaluations]
+    assert from_backend.evaluations[0].own and from_backend.evaluations[0].label == "heldout.jsonl, k=8"
     assert [(r.step, r.reward) for r in from_backend.alarms] == [(12, "math")]
 
     # MLflow's own client follows the links too

@@ -81,6 +81,9 @@ def test_phoenix_finds_training_and_eval_spans_by_attribute_and_session(phoenix_
     assert [r.heldout for r in rep.rows] == pytest.approx([r.heldout for r in ref.rows])
     assert [r.train_mean for r in rep.rows] == pytest.approx([r.train_mean for r in ref.rows])
     assert {r.link for r in rep.rows} == {"none"} and [(r.step, r.reward) for r in rep.alarms] == [(12, "math")]
+    # the evaluation's harness.eval.* attributes come back intact: the same evaluation, described the same way
+    assert [e.to_dict() for e in rep.evaluations] == [e.to_dict() for e in ref.evaluations]
+    assert rep.evaluations[0].own and rep.evaluations[0].label == "heldout.jsonl, k=8"
 
 
 def test_report_from_phoenix_cli(phoenix_server, tmp_path, capsys):

@@ -1,7 +1,10 @@
 """Rollout collection: streamed chunks and dynamic sampling keep scores aligned with their completions."""
 
+from pathlib import Path
+
 import torch
 
+from harness.plugins import add_plugins
 from harness.scoring import ScoringSession
 from trainer.collect import collect
 from trainer.rollout.base import SamplingConfig
@@ -22,6 +25,7 @@ def _take_from(samples):
 
 def test_chunked_scoring_in_worker_processes_stays_aligned():
     r = _rollout()
+    add_plugins([str(Path(__file__).resolve().parents[2] / "benchmarks" / "slow_reward.py")])  # char_count_slow
     with ScoringSession([{"name": "char_count_slow", "params": {"delay_s": 0.0}}], timeout=60, cache=False) as s:
         col = collect(_take_from(toy_samples(8)), r, s, lambda x: x.prompt_text, num_prompts=4, group_size=4,
                       sampling=SamplingConfig(12), pad_id=r.pad_id, chunks=3)

@@ -45,10 +45,14 @@ def test_kl_truncation_unscored_and_all_unscored():
     text = "\n".join(out)
     assert "KL to the reference is 0.9" in text
     assert "75% of completions" in text
+    assert "set trainer.mask_truncated: true" in text  # the config key, spelled as in a run config
     assert "reward 'r' left 25% of samples unscored (4 timeout)" in text
     assert "every sample of this batch is unscored" in text
     assert mon.update(2, _healthy(2, kl=0.9)) == []  # repeated at most once per window
     assert any("KL" in w for w in mon.update(6, _healthy(6, kl=0.9)))
+    masked = Monitors(MonitorSection(truncated_frac=0.5), ["r"], mask_truncated=True)
+    (warning,) = masked.update(1, _healthy(1, **{"completions/clipped_ratio": 0.75}))
+    assert "raise trainer.max_completion_length" in warning and "set trainer.mask_truncated" not in warning
 
 
 def test_metrics_writer_truncates_to_the_resumed_step(tmp_path):
