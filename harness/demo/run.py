@@ -34,7 +34,7 @@ __all__ = ["DemoResult", "DemoSettings", "run_demo", "demo_config"]
 log = logging.getLogger(__name__)
 
 
-#: ``--model smollm2`` sizes: problems, GRPO shape and evaluation (see README for what they achieve on 2 cores).
+#: ``--model smollm2`` sizes: problems, GRPO shape and evaluation (docs/DEMO.md: what they achieve on 2 cores).
 SMOLLM2: dict[str, Any] = {
     "train": 448,
     "heldout": 64,
