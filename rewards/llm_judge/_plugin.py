@@ -52,9 +52,21 @@ _TEXT_CHARS = 2000
 _KEY_VERSION = 1
 
 
-def request_key(model: str, rubric_sha256: str, prompt: str, temperature: float, max_tokens: int, seed: int) -> str:
-    """The cache key of one judge request: model, rubric text, the rendered fields, sampling parameters."""
-    payload = json.dumps([_KEY_VERSION, model, rubric_sha256, prompt, float(temperature), int(max_tokens), int(seed)])
+def request_key(
+    model: str,
+    rubric_sha256: str,
+    prompt: str,
+    temperature: float,
+    max_tokens: int,
+    seed: int,
+    extra_body: Mapping[str, Any] | None = None,
+) -> str:
+    """The cache key of one judge request: model, rubric text, the rendered fields, sampling parameters (and the
+    request's extra fields, when there are any: a constrained reply is another reply)."""
+    parts: list[Any] = [_KEY_VERSION, model, rubric_sha256, prompt, float(temperature), int(max_tokens), int(seed)]
+    if extra_body:
+        parts.append(json.dumps(extra_body, sort_keys=True, default=str))
+    payload = json.dumps(parts)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -103,11 +115,13 @@ class Judge:
         max_tokens: int = 256,
         cache: DiskCache | None = None,
         tracer: trace.Tracer | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         self.client, self.model, self.rubric, self.scale = client, model, rubric, scale
         self.votes, self.aggregate = votes, aggregate
         self.temperature, self.max_tokens = temperature, max_tokens
         self.cache = cache
+        self.extra_body = dict(extra_body or {})
         self.tracer = tracer or trace.get_tracer("rewards.llm_judge")
         self.max_concurrency = client.max_concurrency  # read by the scoring path to size its thread pool
         # one score (every vote, attempt and retry wait) ends within this; the scoring path checks it is below its own
@@ -183,13 +197,16 @@ class Judge:
         return out
 
     def _reply(self, prompt: str, seed: int, deadline: float) -> ChatReply:
-        key = request_key(self.model, self.rubric.sha256, prompt, self.temperature, self.max_tokens, seed)
+        key = request_key(
+            self.model, self.rubric.sha256, prompt, self.temperature, self.max_tokens, seed, self.extra_body
+        )
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             return ChatReply(
                 hit["text"], dict(hit.get("usage", {})), hit.get("model"), hit.get("finish_reason"), 0.0, attempts=0
             )
         body = {
+            **self.extra_body,
             "model": self.model,
             "messages": [{"role": "user", "content": prompt}],
             "temperature": self.temperature,
@@ -243,6 +260,21 @@ def _check(cond: bool, msg: str) -> None:
         raise RewardParameterError(f"llm_judge: {msg}")
 
 
+_JUDGE_FIELDS = ("model", "messages", "temperature", "max_tokens", "seed", "n", "stream")
+
+
+def _check_extra_body(extra_body: Any) -> None:
+    if extra_body is None:
+        return
+    _check(isinstance(extra_body, dict), f"extra_body must be a mapping of request fields, got {extra_body!r}")
+    taken = sorted(set(extra_body) & set(_JUDGE_FIELDS))
+    _check(not taken, f"extra_body cannot set {', '.join(taken)}: the judge sets those fields itself")
+    try:
+        json.dumps(extra_body)
+    except (TypeError, ValueError) as e:
+        raise RewardParameterError(f"llm_judge: extra_body must be JSON: {e}") from None
+
+
 def _api_key(api_key_env: str | None) -> str:
     """The key from the variable ``api_key_env`` names (which must be set); unnamed: ``$OPENAI_API_KEY`` or none."""
     if api_key_env is None:
@@ -278,6 +310,7 @@ def llm_judge(
     retries: int = 3,
     cache: bool = True,
     cache_dir: str | None = None,
+    extra_body: dict[str, Any] | None = None,
 ) -> Judge:
     """An LLM judge through any OpenAI-compatible endpoint: a rubric's verdict, unscored when the judge fails.
 
@@ -299,6 +332,9 @@ def llm_judge(
         max_concurrency: requests in flight at once.
         cache, cache_dir: the disk cache of replies (default directory: ``$GRPO_HARNESS_JUDGE_CACHE`` or
             ``~/.cache/grpo-harness/llm_judge``).
+        extra_body: fields added to every request, for a server's own options, e.g. vLLM's
+            ``{"structured_outputs": {"choice": ["VERDICT: yes", "VERDICT: no"]}}`` so a small model can only
+            answer with a verdict. They cannot replace the fields the judge sets (model, messages, sampling).
 
     An endpoint that cannot be reached gives an unscored ``error``, not 0.0:
 
@@ -330,6 +366,7 @@ def llm_judge(
         _check(isinstance(v, int) and not isinstance(v, bool) and v >= lo, f"{label} must be an integer >= {lo}")
     _check(isinstance(timeout, (int, float)) and timeout > 0, "timeout must be a positive number of seconds")
     _check(isinstance(temperature, (int, float)) and 0 <= temperature <= 2, "temperature must be in [0, 2]")
+    _check_extra_body(extra_body)
     client = ChatClient(
         url,
         api_key=api_key,
@@ -348,4 +385,5 @@ def llm_judge(
         temperature=float(temperature),
         max_tokens=max_tokens,
         cache=store,
+        extra_body=extra_body,
     )

@@ -86,3 +86,17 @@ def test_defaults_agree_and_a_judge_limit_not_below_the_scoring_limit_fails_at_l
     assert scripted.count == 0
     assert _score(tmp_path, scripted.url, "timeout=30", timeout="45") == 0
     assert scripted.count == 1
+
+
+def test_extra_body_reaches_the_server_and_the_cache_key(scripted: ScriptedServer, make_judge) -> None:
+    """A server's own options (vLLM's structured outputs, which make a small model answer with a verdict) go into
+    every request; a different one is a different cached reply; the judge's own fields cannot be replaced."""
+    choice = {"structured_outputs": {"choice": ["VERDICT: yes", "VERDICT: no"]}}
+    assert make_judge(scripted.url, extra_body=choice)(ROW, "5").status == "ok"
+    assert scripted.requests[0]["body"]["structured_outputs"] == choice["structured_outputs"]
+    assert scripted.requests[0]["body"]["model"] == "scripted"
+    assert make_judge(scripted.url, extra_body=choice)(ROW, "5").info["cached_votes"] == 1 and scripted.count == 1
+    make_judge(scripted.url)(ROW, "5")  # without it: not the same request, so not the cached reply
+    assert scripted.count == 2 and "structured_outputs" not in scripted.requests[1]["body"]
+    with pytest.raises(RewardParameterError, match="extra_body cannot set max_tokens, model"):
+        make_judge(scripted.url, extra_body={"model": "other", "max_tokens": 1})
