@@ -99,7 +99,8 @@ def _validate(entry: RewardEntry, spec: RewardSpec, timeout: float) -> None:
         raise RewardParameterError(
             f"reward {spec.name!r}: its own time limit per call ({spec.name}.timeout = {own:g} s, retries included) "
             f"must be below the scoring path's limit per call ({timeout:g} s); lower {spec.name}.timeout or raise "
-            "the scoring limit (harness score --timeout, trainer.score_timeout, eval.score_timeout)"
+            "the scoring limit (--timeout of harness score and judge-agreement, --score-timeout of harness eval, "
+            "trainer.score_timeout or eval.score_timeout in a run config)"
         )
 
 
