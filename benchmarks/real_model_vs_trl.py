@@ -178,13 +178,13 @@ def main() -> None:
         Path(a.out).write_text(json.dumps(res))
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from harness.demo.run import _smollm2_float32
+    from harness.demo.run import smollm2_float32
     from harness.demo.stats import rise_between
     from harness.demo.word_problems import write_word_problems
 
     with tempfile.TemporaryDirectory(prefix="real-vs-trl-") as tmp:
         work = Path(a.workdir or tmp)
-        model = _smollm2_float32(work / ".cache")
+        model = smollm2_float32(work / ".cache")
         data = work / "data"
         write_word_problems(data, 448, a.heldout, seed=SEED)
         env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "TOKENIZERS_PARALLELISM": "false"}

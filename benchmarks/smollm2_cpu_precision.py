@@ -30,9 +30,9 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from harness.demo.run import _smollm2_float32
+    from harness.demo.run import smollm2_float32
 
-    model = AutoModelForCausalLM.from_pretrained(_smollm2_float32(Path(a.cache)), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(smollm2_float32(Path(a.cache)), dtype=torch.float32)
     ids = torch.randint(0, model.config.vocab_size, (a.batch, a.tokens), generator=torch.Generator().manual_seed(0))
     configs = [(t, bf16) for t in (1, 2) for bf16 in (False, True)]
     wall: dict[tuple[int, bool], list[float]] = {c: [] for c in configs}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 from collections.abc import Iterable
@@ -128,20 +129,47 @@ def _package_dir(name: str) -> Path | None:
     return path.parent if path.name == "__init__.py" else path
 
 
+def _found_from_cwd(name: str) -> Path | None:
+    """Where a process with the working directory first on ``sys.path`` would load ``name`` from (None: not there).
+
+    Scoring workers start that way (the fork server runs ``python -c``, which puts the working directory first),
+    so a ``rewards.py`` in the directory a command runs from reaches them even when the command itself, a console
+    script, never sees it. A namespace directory (no ``__init__.py``) does not count: a regular package wins.
+    """
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name, [str(Path.cwd())])
+    except (ImportError, ValueError, OSError):
+        return None
+    if spec is None or spec.loader is None or not spec.origin:
+        return None
+    path = Path(spec.origin).resolve()
+    return path.parent if path.name == "__init__.py" else path
+
+
+def _is_checkout(found: Path) -> bool:
+    """A ``rewards/`` package beside a ``harness/`` one: a grpo-harness checkout, whose workers import both from it."""
+    return found.is_dir() and (found.parent / "harness" / "registry.py").is_file()
+
+
 def check_builtin_package() -> None:
     """Raise :class:`RegistryError` when ``import rewards`` would not load grpo-harness's own rewards package.
 
-    A user's ``rewards.py`` or ``rewards/`` next to their script (or in the working directory) comes first on
-    ``sys.path`` and would make every built-in reward vanish.
+    A user's ``rewards.py`` or ``rewards/`` next to their script, or in the working directory a command runs from
+    (where scoring workers would import it), comes first on ``sys.path`` and would make every built-in reward
+    vanish: in this process, or in every worker, each sample then unscored.
     """
     expected = Path(__file__).resolve().parent.parent / "rewards"
-    found = _package_dir("rewards")
-    if found is None or found == expected or not expected.is_dir():
+    if not expected.is_dir():
         return
+    found, where = _package_dir("rewards"), "`import rewards` finds"
+    if found is None or found == expected:
+        found, where = _found_from_cwd("rewards"), "scoring workers started in this directory would import"
+        if found is None or found == expected or _is_checkout(found):
+            return
     what = "directory" if found.is_dir() else "file"
     renamed = "my_rewards" if found.is_dir() else "my_rewards.py"
     raise RegistryError(
-        f"the built-in rewards cannot load: `import rewards` finds the {what} {found}, which shadows grpo-harness's "
+        f"the built-in rewards cannot load: {where} the {what} {found}, which shadows grpo-harness's "
         f"own rewards package ({expected}); rename {found} (for example to {renamed}) "
         "and load it with --plugin or the run config's plugins:"
     )

@@ -97,3 +97,35 @@ def test_train_and_eval_accept_plugin() -> None:
     assert train.plugin == ["a.py", "pkg.mod"]
     ev = parser.parse_args(["eval", "--checkpoint", "c", "--plugin", "b.py"])
     assert ev.plugin == ["b.py"]
+
+
+def test_a_users_rewards_py_in_the_working_directory_fails_the_command_naming_it(tmp_path: Path) -> None:
+    """Regression: on the old main the console script loaded fine (its ``sys.path`` has no working directory) but
+    every scoring worker imported the user's ``rewards.py``; the console said "left 3/3 samples unscored (3 error)"
+    and the command exited 0. Now it fails at load (exit 2) and names the file, as ``harness`` and as
+    ``python -m harness``; renamed and passed with ``--plugin``, the same files score."""
+    (tmp_path / "rewards.py").write_text(PLUGIN)
+    inp = _inputs(tmp_path)
+    args = ["score", "--reward", "boxed_present", "--reward", "shout", "--input", str(inp)]
+    script = Path(sys.executable).with_name("harness")
+    assert script.exists(), f"the console script {script} is missing; install the project"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    runs = {
+        "harness": [str(script)],
+        "python -m harness": [sys.executable, "-m", "harness"],
+    }
+    for label, cmd in runs.items():
+        out = tmp_path / f"out-{label.replace(' ', '_')}.jsonl"
+        proc = subprocess.run([*cmd, *args, "--plugin", "rewards.py", "--output", str(out)], capture_output=True,
+                              text=True, timeout=300, env=env, cwd=tmp_path)
+        assert proc.returncode == 2, (label, proc.returncode, proc.stderr)
+        assert str(tmp_path / "rewards.py") in proc.stderr and "shadows" in proc.stderr, (label, proc.stderr)
+        assert "rename" in proc.stderr and "unscored" not in proc.stderr, (label, proc.stderr)
+        assert not out.exists() or not out.read_text().strip(), label  # nothing scored, nothing half-written
+
+    (tmp_path / "rewards.py").rename(tmp_path / "my_rewards.py")
+    out = tmp_path / "out-renamed.jsonl"
+    ok = subprocess.run([str(script), *args, "--plugin", "my_rewards.py", "--output", str(out)], capture_output=True,
+                        text=True, timeout=300, env=env, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert [json.loads(r)["rewards"]["shout"] for r in out.read_text().splitlines()] == [1.0, 0.0, 1.0]

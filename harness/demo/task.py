@@ -12,7 +12,7 @@ sampling temperature the blank habit wins on most prompts. Committing to an answ
 not of one prompt, so what GRPO teaches on the training prompts shows on the held-out ones; the sums it never saw
 stay as right or wrong as the warm-up left them. It says nothing about language ability.
 
-Measured over seeds and thread counts by ``benchmarks/demo_seeds.py`` (README, "What `make demo` shows"). Two
+Measured over seeds and thread counts by ``benchmarks/demo_seeds.py`` (docs/DEMO.md). Two
 designs that did not hold up there: off-by-one noise alone (GRPO sharpened the training sums and the held-out
 score fell) and a learning rate of 1e-3 or more (the tiny model overfits its 70 training prompts).
 """

@@ -76,20 +76,32 @@ def _cache_key(entry: RewardEntry, pkey: str, sample: dict[str, Any], completion
     return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
 
 
-def _validate(entry: RewardEntry, spec: RewardSpec) -> None:
-    """Build the plugin once here so a bad parameter value fails at load, not as an error on every sample."""
+def _validate(entry: RewardEntry, spec: RewardSpec, timeout: float) -> None:
+    """Build the plugin once here so a bad parameter value fails at load, not as an error on every sample.
+
+    A score function with its own ``time_limit_s`` (an LLM judge: requests, retries, waits) must end before the
+    scoring path's ``timeout`` does, so one limit bounds a call and the plugin reports its own failure.
+    """
     from harness.errors import RewardParameterError
     from harness.registry import RewardFn
 
     entry.check_params(spec.params)
     try:
-        RewardFn(entry, spec.params)
+        fn = RewardFn(entry, spec.params)
     except RewardParameterError:
         raise
     except Exception as e:
         raise RewardParameterError(
             f"reward {spec.name!r} ({entry.origin}) rejected its parameters {spec.params!r}: {type(e).__name__}: {e}"
         ) from e
+    own = getattr(fn._fn, "time_limit_s", None)
+    if isinstance(own, (int, float)) and own >= timeout:
+        raise RewardParameterError(
+            f"reward {spec.name!r}: its own time limit per call ({spec.name}.timeout = {own:g} s, retries included) "
+            f"must be below the scoring path's limit per call ({timeout:g} s); lower {spec.name}.timeout or raise "
+            "the scoring limit (--timeout of harness score and judge-agreement, --score-timeout of harness eval, "
+            "trainer.score_timeout or eval.score_timeout in a run config)"
+        )
 
 
 def _to_sample(raw: Sample | Mapping[str, Any], index: int) -> Sample | str:
@@ -179,10 +191,10 @@ class ScoringSession:
         if len(set(names)) != len(names):
             raise ScoringError(f"reward names must be unique in one session, got {names}")
         self.entries = {s.name: get_entry(s.name) for s in self.specs}
-        for s in self.specs:
-            _validate(self.entries[s.name], s)
-        self._pkeys = {s.name: _params_key(s.params) for s in self.specs}
         self.timeout = float(timeout or DEFAULT_TIMEOUT_S)
+        for s in self.specs:
+            _validate(self.entries[s.name], s, self.timeout)
+        self._pkeys = {s.name: _params_key(s.params) for s in self.specs}
         self._workers, self._mem = workers, memory_limit_mb
         self._pool = pool
         # cache=True shares one process-wide cache (keys hold the plugin and its parameters); an int is a private one

@@ -8,10 +8,12 @@ Standard library only (``urllib``). One call is one request with up to ``retries
   date), or the backoff when it sends none; a ``Retry-After`` beyond ``max_retry_after_s`` ends the call;
 * any other HTTP status, a body that is not JSON, or JSON without ``choices[0].message.content``: not retried.
 
-A call that fails raises :class:`JudgeCallError` with ``status`` ``"timeout"`` (the last attempt timed out) or
-``"error"`` (with the HTTP status code when there was one). ``timeout`` bounds each socket operation of an
-attempt (connect, send, each read), as ``urllib`` and ``requests`` do; the scoring path's own limit bounds the
-whole call. At most ``max_concurrency`` calls are in flight at once per client.
+A call that fails raises :class:`JudgeCallError` with ``status`` ``"timeout"`` (the last attempt timed out, or
+no time was left for the next one) or ``"error"`` (with the HTTP status code when there was one). ``timeout``
+bounds the whole call, its retries and their waits included (or a ``deadline`` the caller passes, which may span
+several calls): each attempt's socket operations (connect, send, each read) get the time left, and a retry whose
+wait would end past the deadline is not made. At most ``max_concurrency`` calls are in flight at once per
+client.
 
 The API key is held in memory only, sent as a Bearer token, and never put in a message, a repr or an error.
 Streaming, tools and logprobs are not used.
@@ -102,7 +104,7 @@ class ChatClient:
     Args:
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``.
         api_key: sent as ``Authorization: Bearer``; empty sends no header (local servers).
-        timeout: seconds per socket operation of one attempt.
+        timeout: seconds for one call, its retries and their waits included.
         retries: retries after the first attempt.
         max_concurrency: calls in flight at once through this client.
         backoff_s: the first retry's wait; doubled each retry.
@@ -114,7 +116,7 @@ class ChatClient:
         base_url: str,
         *,
         api_key: str = "",
-        timeout: float = 60.0,
+        timeout: float = 25.0,
         retries: int = 3,
         max_concurrency: int = 8,
         backoff_s: float = 0.5,
@@ -132,23 +134,41 @@ class ChatClient:
     def __repr__(self) -> str:  # never the headers: they hold the key
         return f"ChatClient({self.url!r}, timeout={self.timeout}, retries={self.retries})"
 
-    def chat(self, body: dict[str, Any]) -> ChatReply:
-        """Send ``body`` (model, messages, sampling parameters); the reply, or :class:`JudgeCallError`."""
+    def chat(self, body: dict[str, Any], deadline: float | None = None) -> ChatReply:
+        """Send ``body`` (model, messages, sampling parameters); the reply, or :class:`JudgeCallError`.
+
+        ``deadline`` (``time.monotonic()`` seconds) ends the call, retries included; default: ``timeout`` from now.
+        """
         data = json.dumps(body).encode("utf-8")
         with self._slots:
             t0 = time.perf_counter()
+            end = time.monotonic() + self.timeout if deadline is None else deadline
             for attempt in range(self.retries + 1):
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise JudgeCallError(
+                        "timeout",
+                        f"no time left for a request to {self.url} within {self.timeout:g} s",
+                        attempts=attempt,
+                    )
                 try:
-                    reply = self._once(data)
+                    reply = self._once(data, left)
                 except _Retry as r:
-                    if attempt >= self.retries:
+                    wait = r.wait if r.wait is not None else self._backoff(attempt)
+                    out_of_time = time.monotonic() + wait >= end
+                    if attempt >= self.retries or out_of_time:
+                        why = (
+                            f"no time left for a retry within {self.timeout:g} s; "
+                            if out_of_time and attempt < self.retries
+                            else ""
+                        )
                         raise JudgeCallError(
                             r.status,
-                            f"{r.reason} (after {attempt + 1} attempts)",
+                            f"{r.reason} ({why}after {attempt + 1} attempts)",
                             http_status=r.http_status,
                             attempts=attempt + 1,
                         ) from None
-                    time.sleep(r.wait if r.wait is not None else self._backoff(attempt))
+                    time.sleep(wait)
                     continue
                 except JudgeCallError as e:
                     e.attempts = attempt + 1
@@ -166,18 +186,18 @@ class ChatClient:
     def _backoff(self, attempt: int) -> float:
         return min(10.0, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2)
 
-    def _once(self, data: bytes) -> dict[str, Any]:
+    def _once(self, data: bytes, timeout: float) -> dict[str, Any]:
         req = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as e:
             raise self._http_error(e) from None
         except TimeoutError as e:
-            raise _Retry("timeout", f"no reply from {self.url} within {self.timeout:g} s ({e})") from None
+            raise _Retry("timeout", f"no reply from {self.url} within {timeout:.3g} s ({e})") from None
         except urllib.error.URLError as e:
             if isinstance(e.reason, (TimeoutError, socket.timeout)):
-                raise _Retry("timeout", f"no reply from {self.url} within {self.timeout:g} s") from None
+                raise _Retry("timeout", f"no reply from {self.url} within {timeout:.3g} s") from None
             raise _Retry("error", f"cannot reach {self.url}: {e.reason}") from None
         except (http.client.HTTPException, ConnectionError, OSError) as e:
             raise _Retry("error", f"connection to {self.url} failed: {type(e).__name__}: {e}") from None

@@ -9,8 +9,13 @@ no vote holds a valid verdict, ``bad_input`` when the row lacks a column the rub
 ``Score.info`` carries the verdict, the rationale, latency, token usage (``input_tokens``, ``output_tokens``)
 and how many votes came from the cache; when a global OpenTelemetry tracer provider is installed, each score
 is a span with GenAI semantic-convention attributes (``gen_ai.request.model``, ``gen_ai.usage.*``,
-``gen_ai.evaluation.*``). The API key is read from the environment variable named by ``api_key_env`` and goes
-nowhere but the request's Authorization header.
+``gen_ai.evaluation.*``). The API key is read from the environment variable named by ``api_key_env`` (a named
+variable that is unset or empty fails the load, naming it: requests without the key would only see HTTP 401) and
+goes nowhere but the request's Authorization header.
+
+One limit bounds a score: ``timeout`` covers every vote, attempt and retry wait, and must be below the scoring
+path's per-call limit (checked when a session loads), so the judge reports its own ``timeout`` or ``error`` with
+its attempts instead of the scoring path abandoning the call.
 
 Not covered: a judge can be talked into a verdict by the completion it grades (prompt injection). The rubrics
 fence the completion and tell the judge to treat it as data, which lowers the risk and does not remove it;
@@ -47,9 +52,21 @@ _TEXT_CHARS = 2000
 _KEY_VERSION = 1
 
 
-def request_key(model: str, rubric_sha256: str, prompt: str, temperature: float, max_tokens: int, seed: int) -> str:
-    """The cache key of one judge request: model, rubric text, the rendered fields, sampling parameters."""
-    payload = json.dumps([_KEY_VERSION, model, rubric_sha256, prompt, float(temperature), int(max_tokens), int(seed)])
+def request_key(
+    model: str,
+    rubric_sha256: str,
+    prompt: str,
+    temperature: float,
+    max_tokens: int,
+    seed: int,
+    extra_body: Mapping[str, Any] | None = None,
+) -> str:
+    """The cache key of one judge request: model, rubric text, the rendered fields, sampling parameters (and the
+    request's extra fields, when there are any: a constrained reply is another reply)."""
+    parts: list[Any] = [_KEY_VERSION, model, rubric_sha256, prompt, float(temperature), int(max_tokens), int(seed)]
+    if extra_body:
+        parts.append(json.dumps(extra_body, sort_keys=True, default=str))
+    payload = json.dumps(parts)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -98,13 +115,17 @@ class Judge:
         max_tokens: int = 256,
         cache: DiskCache | None = None,
         tracer: trace.Tracer | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         self.client, self.model, self.rubric, self.scale = client, model, rubric, scale
         self.votes, self.aggregate = votes, aggregate
         self.temperature, self.max_tokens = temperature, max_tokens
         self.cache = cache
+        self.extra_body = dict(extra_body or {})
         self.tracer = tracer or trace.get_tracer("rewards.llm_judge")
         self.max_concurrency = client.max_concurrency  # read by the scoring path to size its thread pool
+        # one score (every vote, attempt and retry wait) ends within this; the scoring path checks it is below its own
+        self.time_limit_s = client.timeout
         parts = urlsplit(client.url)
         self._server = (parts.hostname or "", parts.port)
 
@@ -125,7 +146,7 @@ class Judge:
             return Score.unscored("bad_input", str(e), rubric=self.rubric.name)
         t0 = time.perf_counter()
         try:
-            got = self._ask(prompt)
+            got = self._ask(prompt, time.monotonic() + self.time_limit_s)
         except JudgeCallError as e:
             return Score.unscored(
                 e.status,  # type: ignore[arg-type]  # status is timeout|error
@@ -161,10 +182,10 @@ class Judge:
         info.update(verdict=raw[0] if len(raw) == 1 else raw, rationale=got.verdicts[0].rationale)
         return Score(value=value, status="ok", answer=str(raw[0] if len(raw) == 1 else raw), info=info)
 
-    def _ask(self, prompt: str) -> _Votes:
+    def _ask(self, prompt: str, deadline: float) -> _Votes:
         out = _Votes([], [], [], Counter(), 0, None)
         for seed in range(self.votes):
-            reply = self._reply(prompt, seed)
+            reply = self._reply(prompt, seed, deadline)
             out.cached += reply.attempts == 0
             out.texts.append(reply.text)
             out.usage.update(reply.usage)
@@ -175,14 +196,17 @@ class Judge:
                 out.errors.append(str(e))
         return out
 
-    def _reply(self, prompt: str, seed: int) -> ChatReply:
-        key = request_key(self.model, self.rubric.sha256, prompt, self.temperature, self.max_tokens, seed)
+    def _reply(self, prompt: str, seed: int, deadline: float) -> ChatReply:
+        key = request_key(
+            self.model, self.rubric.sha256, prompt, self.temperature, self.max_tokens, seed, self.extra_body
+        )
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             return ChatReply(
                 hit["text"], dict(hit.get("usage", {})), hit.get("model"), hit.get("finish_reason"), 0.0, attempts=0
             )
         body = {
+            **self.extra_body,
             "model": self.model,
             "messages": [{"role": "user", "content": prompt}],
             "temperature": self.temperature,
@@ -190,7 +214,7 @@ class Judge:
             "seed": seed,
             "n": 1,
         }
-        reply = self.client.chat(body)
+        reply = self.client.chat(body, deadline)
         if self.cache is not None:
             self.cache.put(
                 key,
@@ -236,23 +260,57 @@ def _check(cond: bool, msg: str) -> None:
         raise RewardParameterError(f"llm_judge: {msg}")
 
 
+_JUDGE_FIELDS = ("model", "messages", "temperature", "max_tokens", "seed", "n", "stream")
+
+
+def _check_extra_body(extra_body: Any) -> None:
+    if extra_body is None:
+        return
+    _check(isinstance(extra_body, dict), f"extra_body must be a mapping of request fields, got {extra_body!r}")
+    taken = sorted(set(extra_body) & set(_JUDGE_FIELDS))
+    _check(not taken, f"extra_body cannot set {', '.join(taken)}: the judge sets those fields itself")
+    try:
+        json.dumps(extra_body)
+    except (TypeError, ValueError) as e:
+        raise RewardParameterError(f"llm_judge: extra_body must be JSON: {e}") from None
+
+
+def _api_key(api_key_env: str | None) -> str:
+    """The key from the variable ``api_key_env`` names (which must be set); unnamed: ``$OPENAI_API_KEY`` or none."""
+    if api_key_env is None:
+        return os.environ.get("OPENAI_API_KEY", "")
+    _check(
+        isinstance(api_key_env, str) and _ENV_NAME.fullmatch(api_key_env) is not None,
+        "api_key_env must be the NAME of an environment variable (letters, digits, underscores), not a key",
+    )
+    key = os.environ.get(api_key_env, "")
+    _check(
+        bool(key.strip()),
+        f"api_key_env names the environment variable {api_key_env}, which is "
+        f"{'empty' if api_key_env in os.environ else 'not set'}; requests would go without a key and fail with "
+        f"HTTP 401. Set {api_key_env}, or leave api_key_env out for a server that takes no key",
+    )
+    return key
+
+
 @reward("llm_judge", isolation="inline")
 def llm_judge(
     *,
     model: str,
     rubric: str = "correctness",
     base_url: str | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
+    api_key_env: str | None = None,
     scale: str = "binary",
     votes: int = 1,
     aggregate: str = "majority",
     temperature: float = 0.0,
     max_tokens: int = 256,
-    timeout: float = 60.0,
+    timeout: float = 25.0,
     max_concurrency: int = 8,
     retries: int = 3,
     cache: bool = True,
     cache_dir: str | None = None,
+    extra_body: dict[str, Any] | None = None,
 ) -> Judge:
     """An LLM judge through any OpenAI-compatible endpoint: a rubric's verdict, unscored when the judge fails.
 
@@ -262,15 +320,21 @@ def llm_judge(
         model: the model name the endpoint serves.
         rubric: a built-in rubric name or the path of a template file (see :mod:`._rubrics`).
         base_url: the API root (``http://host:port/v1``); default ``$OPENAI_BASE_URL``.
-        api_key_env: the NAME of the environment variable holding the API key (never the key itself); unset or
-            empty sends no key.
+        api_key_env: the NAME of the environment variable holding the API key (never the key itself). A variable
+            named here must be set and non-empty, or the reward fails to load. Left out: ``$OPENAI_API_KEY`` when
+            it is set, else no key (a local server).
         scale: ``binary`` (yes/no) or ``1-N``, normalized to [0, 1].
         votes: requests per score; aggregated by ``aggregate`` (``majority`` or ``mean``).
         temperature, max_tokens: sampling parameters of each request.
-        timeout: seconds per socket operation of one request; retries: retries per request.
+        timeout: seconds for one score: every vote, attempt and retry wait. It must be below the scoring
+            path's limit per call (``harness score --timeout``, default 30 s), which the session checks at load.
+        retries: retries per request, made only while time is left.
         max_concurrency: requests in flight at once.
         cache, cache_dir: the disk cache of replies (default directory: ``$GRPO_HARNESS_JUDGE_CACHE`` or
             ``~/.cache/grpo-harness/llm_judge``).
+        extra_body: fields added to every request, for a server's own options, e.g. vLLM's
+            ``{"structured_outputs": {"choice": ["VERDICT: yes", "VERDICT: no"]}}`` so a small model can only
+            answer with a verdict. They cannot replace the fields the judge sets (model, messages, sampling).
 
     An endpoint that cannot be reached gives an unscored ``error``, not 0.0:
 
@@ -286,10 +350,7 @@ def llm_judge(
         bool(url) and urlsplit(url).scheme in ("http", "https"),
         "base_url must be an http(s) URL such as http://127.0.0.1:8000/v1 (or set OPENAI_BASE_URL)",
     )
-    _check(
-        isinstance(api_key_env, str) and _ENV_NAME.fullmatch(api_key_env) is not None,
-        "api_key_env must be the NAME of an environment variable (letters, digits, underscores), not a key",
-    )
+    api_key = _api_key(api_key_env)
     try:
         scale_ = parse_scale(scale)
         rubric_ = load_rubric(rubric)
@@ -305,9 +366,10 @@ def llm_judge(
         _check(isinstance(v, int) and not isinstance(v, bool) and v >= lo, f"{label} must be an integer >= {lo}")
     _check(isinstance(timeout, (int, float)) and timeout > 0, "timeout must be a positive number of seconds")
     _check(isinstance(temperature, (int, float)) and 0 <= temperature <= 2, "temperature must be in [0, 2]")
+    _check_extra_body(extra_body)
     client = ChatClient(
         url,
-        api_key=os.environ.get(api_key_env, ""),
+        api_key=api_key,
         timeout=float(timeout),
         retries=retries,
         max_concurrency=max_concurrency,
@@ -323,4 +385,5 @@ def llm_judge(
         temperature=float(temperature),
         max_tokens=max_tokens,
         cache=store,
+        extra_body=extra_body,
     )

@@ -174,7 +174,7 @@ def _reward_file(tmp_path: Path, source: str) -> Path:
 
 
 def _trainer_config(verl: types.SimpleNamespace, path: Path, manager: str = "naive") -> Any:
-    """verl's own generated PPO trainer config with the keys the README recipe sets."""
+    """verl's own generated PPO trainer config with the keys the docs/ADAPTERS.md recipe sets."""
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.load(verl.root / "trainer" / "config" / "_generated_ppo_trainer.yaml")
@@ -225,7 +225,8 @@ def test_trainer_reward_managers_score_through_the_adapter(
 
 
 def _readme_block(marker: str, lang: str) -> str:
-    text = (Path(__file__).parents[2] / "README.md").read_text()
+    """The one ``lang`` block of the adapters page (the README links to it) that contains ``marker``."""
+    text = (Path(__file__).parents[2] / "docs" / "ADAPTERS.md").read_text()
     blocks = re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
     (block,) = [b for b in blocks if marker in b]
     return block

@@ -29,10 +29,12 @@ def test_ok_verdict_carries_rationale_latency_and_usage(scripted: ScriptedServer
 
 
 def test_slow_server_is_a_timeout(scripted: ScriptedServer, make_judge) -> None:
+    """``timeout`` bounds the whole score: an attempt that used it up leaves no time for a retry or another vote
+    (on the old main it bounded each socket read, so 3 votes x 4 attempts took twelve times as long)."""
     scripted.default = Action(sleep=3.0)
-    s = make_judge(scripted.url, timeout=0.5, retries=1)(ROW, "5")
+    s = make_judge(scripted.url, timeout=0.5, retries=3, votes=3)(ROW, "5")
     assert s.value is None and s.status == "timeout", s
-    assert scripted.count == 2  # the first attempt and one retry
+    assert scripted.count == 1  # one attempt; no retry or later vote started past the limit
 
 
 def test_500_then_200_is_retried(scripted: ScriptedServer, make_judge) -> None:

@@ -47,6 +47,7 @@ def requests_served(base: str) -> int:
 
 def _score(run: Path, server: str, out: str) -> list[dict]:
     judge = {"base_url": server, "model": "tiny-test-model", "api_key_env": "JUDGE_TEST_KEY", "max_tokens": 24,
+             "timeout": 100,  # below --timeout 120: the judge's own limit must end first
              "max_concurrency": 4, "cache_dir": str(run / "judge-cache")}
     args = [sys.executable, "-m", "harness.cli", "score", "--reward", "math", "--reward", "llm_judge=0",
             "--input", str(run / "in.jsonl"), "--output", str(run / out), "--workers", "1", "--timeout", "120"]
