@@ -379,7 +379,9 @@ def policy_update(
     logprob_chunk: int | None = None,
     pack: bool | None = None,
 ) -> dict[str, float]:
-    """:func:`first_forward` then :func:`apply_update`, for a batch whose advantages are already known."""
+    """:func:`first_forward` then :func:`apply_update`, for a batch whose advantages are already known.
+
+    ``model`` is a :class:`trainer.head.PolicyForward` or a bare model (then probed on every call)."""
     passes = first_forward(
         model,
         batch,

@@ -77,7 +77,8 @@ def test_supported_attention_implementations_and_windows():
     # windows bound the packed length (see packing.choose); a window that is switched off or unused does not
     assert packing.windows(SimpleNamespace(sliding_window=4096)) == [4096]
     assert packing.windows(SimpleNamespace(sliding_window=4096, use_sliding_window=False)) == []  # Qwen2's switch
-    assert packing.windows(SimpleNamespace(sliding_window=512, layer_types=["sliding_attention", "full_attention"])) == [512]
+    kinds = ["sliding_attention", "full_attention"]
+    assert packing.windows(SimpleNamespace(sliding_window=512, layer_types=kinds)) == [512]
     assert packing.windows(SimpleNamespace(sliding_window=512, layer_types=["full_attention"] * 2)) == []
     assert packing.windows(SimpleNamespace(window_size=256, attention_layers=["global", "local"])) == [256]  # GPT-Neo
     assert packing.windows(SimpleNamespace(window_size=256, attention_layers=["global", "global"])) == []
