@@ -135,15 +135,7 @@ def disable_dropout(model: Any) -> None:
             if isinstance(getattr(m, attr, None), float):
                 setattr(m, attr, 0.0)
         cfg = getattr(m, "config", None)
-        for attr in (
-            "attention_dropout",
-            "hidden_dropout",
-            "dropout",
-            "resid_pdrop",
-            "embd_pdrop",
-            "attn_pdrop",
-            "layerdrop",
-        ):
+        for attr in ("attention_dropout", "hidden_dropout", "dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop"):
             if isinstance(getattr(cfg, attr, None), float):
                 setattr(cfg, attr, 0.0)
 
