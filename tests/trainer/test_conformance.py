@@ -238,3 +238,33 @@ def test_fsdp_sharded_scaled_head_equals_the_model_s_own_forward(tmp_path):
         for n, p in twin.named_parameters():
             p.grad = res["grads"][n]
         assert grad_rel(twin, model) <= GRAD_TOL, mode
+
+
+def test_training_refuses_such_a_model_at_load_before_any_step(tmp_path, monkeypatch):
+    """``train()`` on the toy task, with the policy's forward adding a per-token bias to its logits: the run stops
+    at load with the model type and the reason, and no step runs."""
+    from _trainer_helpers import toy_config
+
+    import trainer.loop as loop
+    from trainer import train
+
+    real = loop.load_policy
+
+    def biased(*args, **kwargs):
+        model, tok = real(*args, **kwargs)
+        forward = model.forward
+
+        def patched(*a, **kw):
+            out = forward(*a, **kw)
+            out.logits = out.logits + torch.linspace(-2.0, 2.0, out.logits.shape[-1])
+            return out
+
+        model.forward = patched
+        return model, tok
+
+    monkeypatch.setattr(loop, "load_policy", biased)
+    steps = []
+    monkeypatch.setattr(loop, "grpo_step", lambda *a: steps.append(1))
+    with pytest.raises(UnsupportedModelError, match=r"^qwen2 \(Qwen2ForCausalLM\): the forward transforms"):
+        train(toy_config(tmp_path, max_steps=1), progress=False)
+    assert not steps
