@@ -57,10 +57,12 @@ def _rank(rank: int, world: int, port: int, mode: str, steps: int, out: str) -> 
     from trainer.dist import init_distributed
     from trainer.fsdp import ensure_process_group, local_bytes, shard_model
     from trainer.losses import LossConfig
+    from trainer.head import PolicyForward
     from trainer.update import UpdateInputs, policy_update
 
     info = init_distributed(prefer_cuda=False)
     model = _model()
+    fwd = PolicyForward.of(model)  # probed once, before sharding, as the trainer's loop does
     if mode == "fsdp":
         info = ensure_process_group(info)
         shard_model(model, info)
@@ -72,7 +74,7 @@ def _rank(rank: int, world: int, port: int, mode: str, steps: int, out: str) -> 
     times = []
     for i in range(steps + 1):
         t0 = time.perf_counter()
-        policy_update(model, opt, sched, batch, UpdateInputs(adv, batch.completion_mask.float()),
+        policy_update(fwd, opt, sched, batch, UpdateInputs(adv, batch.completion_mask.float()),
                       LossConfig("grpo", max_completion_length=COMPLETION), temperature=1.0, max_grad_norm=1.0, dist=info)
         if i:
             times.append(time.perf_counter() - t0)

@@ -52,6 +52,7 @@ def main() -> int:
     from trainer.fsdp import ensure_process_group, full_state_dict, gathered, local_bytes, shard_model
     from trainer.losses import LossConfig
     from trainer.toy import tiny_model
+    from trainer.head import PolicyForward
     from trainer.update import UpdateInputs, policy_update
 
     if cuda:
@@ -59,6 +60,7 @@ def main() -> int:
     info = ensure_process_group(DistInfo(device="cuda:0" if cuda else "cpu"))
     model = tiny_model(args.vocab, hidden=args.hidden, layers=args.layers, heads=max(1, args.hidden // 64)).eval()
     n_params = sum(p.numel() for p in model.parameters())
+    fwd = PolicyForward.of(model)  # probed once, before sharding, as the trainer's loop does
     shard_model(model, info, mixed_precision=cuda)
     master = {p.dtype for p in model.parameters()}
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -70,7 +72,7 @@ def main() -> int:
     times, norms = [], []
     for _ in range(args.steps + 1):
         t0 = time.perf_counter()
-        st = policy_update(model, opt, sched, batch, UpdateInputs(adv, batch.completion_mask.float()), cfg,
+        st = policy_update(fwd, opt, sched, batch, UpdateInputs(adv, batch.completion_mask.float()), cfg,
                            temperature=1.0, mu=1, micro_batch_size=max(1, args.rows // 4), max_grad_norm=1.0,
                            dist=info, bf16=cuda)
         if cuda:

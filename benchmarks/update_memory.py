@@ -45,9 +45,12 @@ def _naive_completion_logprobs(model: Any, prompt_ids: Any, prompt_mask: Any, co
     share a prompt are not packed: the rows here have prompts of their own)."""
     import torch
 
+    from trainer.head import PolicyForward
     from trainer.losses import entropy_from_logits
     from trainer.rollout.hf import position_ids_from_mask
 
+    if isinstance(model, PolicyForward):  # the update passes the model with its probed head map
+        model = model.model
     t = completion_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     attn = torch.cat([prompt_mask, torch.ones_like(completion_ids)], dim=1)

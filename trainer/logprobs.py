@@ -13,21 +13,28 @@ without checkpointing: its logits are within the budget anyway).
 runs a causal LM over prompt + completion and applies it to the completion positions. The update, the old-policy
 pass and the reference model all go through :func:`sequence_logprobs`.
 
-Not covered: heads other than a module that maps ``(n, H)`` to ``(n, vocab)`` (``final_logit_softcapping`` from
-the model config is applied; other logit post-processing is not), and top-p renormalization: the trainer refuses
+What a model's own forward does around its output head (a scale on the hidden states before it, a scale and a
+tanh soft cap on the logits after it) is a :class:`LogitMap`, found by probing the model (:mod:`trainer.head`),
+not read from config attributes; the chunked head applies it.
+
+Not covered: heads other than a module that maps ``(n, H)`` to ``(n, vocab)``, logit post-processing beyond a
+:class:`LogitMap` (:mod:`trainer.head` refuses such models at load), and top-p renormalization: the trainer refuses
 ``top_p < 1`` (see :mod:`harness.cfg.trainer`), so these are log-probs of the full tempered softmax.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils.checkpoint import checkpoint
 
 __all__ = [
+    "LogitMap",
     "token_logprobs",
     "sequence_logprobs",
     "naive_logprobs",
@@ -45,6 +52,35 @@ CHUNK_BYTES = 64 * 2**20
 CHUNK_BYTES_CUDA = 512 * 2**20
 
 
+@dataclass(frozen=True)
+class LogitMap:
+    """What a model's forward applies around its output head: ``logits = f(head(input_scale * h))`` with
+    ``f(x) = softcap * tanh(scale * x / softcap)``, or ``scale * x`` without a cap.
+
+    The identity map (the default) is a plain ``lm_head``; Granite divides its logits by ``logits_scaling``, Cohere
+    multiplies them by ``logit_scale``, Gemma2 soft-caps them, MiniCPM3 scales the hidden states before the head.
+    """
+
+    input_scale: float = 1.0
+    scale: float = 1.0
+    softcap: float | None = None
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        """``f(x)`` of head outputs ``x`` (any shape)."""
+        if self.scale != 1.0:
+            x = x * self.scale
+        if self.softcap is not None and math.isfinite(self.softcap):
+            x = torch.tanh(x / self.softcap) * self.softcap
+        return x
+
+    def logits(self, head: Callable[[torch.Tensor], torch.Tensor], h: torch.Tensor) -> torch.Tensor:
+        """float32 logits of hidden states ``h`` as the model's forward computes them."""
+        return self.apply(head(h * self.input_scale if self.input_scale != 1.0 else h).float())
+
+
+IDENTITY = LogitMap()
+
+
 def default_chunk(vocab_size: int, budget_bytes: int = CHUNK_BYTES) -> int:
     """Positions per chunk so that one chunk's float32 logits take about ``budget_bytes``.
 
@@ -59,14 +95,12 @@ def _chunk_logprobs(
     ids: torch.Tensor,
     head: Callable[[torch.Tensor], torch.Tensor],
     temperature: float,
-    softcap: float | None,
+    logit_map: LogitMap,
     ent_out: list[torch.Tensor] | None,
 ) -> torch.Tensor:
     """(c,) log-probs of one chunk; appends its (c,) entropies to ``ent_out`` when given and not yet done (the
     backward pass's recomputation of a checkpointed chunk skips them: they carry no gradient)."""
-    logits = head(h).float()  # (c, V)
-    if softcap:
-        logits = torch.tanh(logits / softcap) * softcap
+    logits = logit_map.logits(head, h)  # (c, V) float32
     if temperature != 1.0:
         logits = logits / temperature
     logz = torch.logsumexp(logits, dim=-1)  # (c,)
@@ -86,10 +120,10 @@ def token_logprobs(
     *,
     temperature: float = 1.0,
     chunk: int | None = None,
-    softcap: float | None = None,
+    logit_map: LogitMap = IDENTITY,
     with_entropy: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-probs of ``ids`` under ``softmax(head(hidden) / temperature)``, ``chunk`` positions at a time.
+    """Log-probs of ``ids`` under ``softmax(logit_map(head, hidden) / temperature)``, ``chunk`` positions at a time.
 
     Args:
         hidden: ``(..., H)`` hidden states, each position predicting the id at the same index of ``ids``.
@@ -98,7 +132,7 @@ def token_logprobs(
         temperature: the sampling temperature.
         chunk: positions per chunk; default :func:`default_chunk` of the head's output size (64 MiB of logits,
             512 MiB on a GPU).
-        softcap: ``final_logit_softcapping`` of the model, applied before the temperature.
+        logit_map: what the model's forward applies around its head (before the temperature).
         with_entropy: also return the softmax entropy of each position (no gradient).
 
     Returns:
@@ -121,7 +155,7 @@ def token_logprobs(
     ents: list[torch.Tensor] = []
     for i in range(0, flat.numel(), chunk):
         once: list[torch.Tensor] | None = [] if with_entropy else None
-        args = (h[i : i + chunk], flat[i : i + chunk], head, temperature, softcap, once)
+        args = (h[i : i + chunk], flat[i : i + chunk], head, temperature, logit_map, once)
         logps.append(checkpoint(_chunk_logprobs, *args, use_reentrant=False) if grad else _chunk_logprobs(*args))
         if once:
             ents.append(once[0])
@@ -142,17 +176,21 @@ def naive_logprobs(logits: torch.Tensor, ids: torch.Tensor, temperature: float =
     return torch.log_softmax(x, dim=-1).gather(-1, ids[..., None]).squeeze(-1)
 
 
-def split_model(model: Any) -> tuple[Any, Any, float | None]:
-    """(backbone returning ``last_hidden_state``, output head, logit softcap) of a transformers causal LM.
+def split_model(model: Any) -> tuple[Any, Any]:
+    """(backbone returning ``last_hidden_state``, output head) of a transformers causal LM.
 
-    A peft model is unwrapped to its base model (LoRA layers stay in place and train).
+    The backbone is the model's decoder (``get_decoder()``), or where that is the model itself (Llama4's text
+    model), its base model or its child model with input embeddings. A peft model is unwrapped to its base model
+    (LoRA layers stay in place and train).
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    head = base.get_output_embeddings()
-    body = base.get_decoder() if hasattr(base, "get_decoder") else None
+    head = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
+    found = [getattr(base, "get_decoder", lambda: None)(), getattr(base, "base_model", None)]
+    found += [m for m in base.children() if hasattr(m, "get_input_embeddings")]
+    body = next((m for m in found if m is not None and m is not base and m is not head), None)
     if head is None or body is None:
         raise ValueError(f"{type(base).__name__}: no output embeddings / decoder to compute chunked log-probs from")
-    return body, head, getattr(base.config, "final_logit_softcapping", None)
+    return body, head
 
 
 def sequence_logprobs(
@@ -166,13 +204,15 @@ def sequence_logprobs(
     chunk: int | None = None,
     with_entropy: bool = False,
     predict: torch.Tensor | None = None,
+    logit_map: LogitMap = IDENTITY,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(B, T) log-probs of ``targets``, the last T tokens of ``input_ids`` (B, L), each predicted by the position
     before it; and (B, T) entropies when asked (no gradient).
 
     With ``predict`` (n,), ``targets`` is (n,) too and ``predict[i]`` is the index, in the flattened (B * L)
     positions, of the one that predicts ``targets[i]`` (a packed layout, :mod:`trainer.packing`; then
-    ``attention_mask`` may be 4D); the results are (n,).
+    ``attention_mask`` may be 4D); the results are (n,). ``logit_map`` is the model's own map around its head
+    (:func:`trainer.head.probe_logit_map`).
 
     The backbone and the head are called one by one, not through the model's ``forward``; a model sharded with
     FSDP2 therefore runs this as a registered forward method (:func:`register_sharded_forward`), so that its root
@@ -189,6 +229,7 @@ def sequence_logprobs(
         chunk=chunk,
         with_entropy=with_entropy,
         predict=predict,
+        logit_map=logit_map,
     )
 
 
@@ -222,8 +263,9 @@ def _sequence_logprobs(
     chunk: int | None,
     with_entropy: bool,
     predict: torch.Tensor | None = None,
+    logit_map: LogitMap = IDENTITY,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    body, head, softcap = split_model(model)
+    body, head = split_model(model)
     out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
     if predict is not None:
         hidden = out.last_hidden_state.flatten(0, 1)[predict]  # (n, H)
@@ -231,5 +273,5 @@ def _sequence_logprobs(
         t = targets.shape[1]
         hidden = out.last_hidden_state[:, -t - 1 : -1]  # (B, T, H): position j predicts token j + 1
     return token_logprobs(
-        hidden, targets, head, temperature=temperature, chunk=chunk, softcap=softcap, with_entropy=with_entropy
+        hidden, targets, head, temperature=temperature, chunk=chunk, logit_map=logit_map, with_entropy=with_entropy
     )

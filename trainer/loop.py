@@ -46,6 +46,7 @@ from trainer.dist import (
     group_advantages_over_ranks,
     init_distributed,
 )
+from trainer.head import PolicyForward, probe_logit_map
 from trainer.interrupt import StopRequest
 from trainer.losses import LossConfig
 from trainer.monitors import MetricsWriter, Monitors
@@ -127,6 +128,7 @@ class StepContext:
     sampling: SamplingConfig
     bf16: bool
     rollout_generator: torch.Generator
+    forwards: tuple[PolicyForward, PolicyForward | None]  # policy and reference with their probed head maps
 
 
 def _seed_everything(seed: int) -> None:
@@ -229,13 +231,13 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
     ctx.rollout.release_memory()  # vLLM: sleep during the update
     # 2. While the reward workers still score the batch: old and reference log-probs, the first forward pass.
     passes = first_forward(
-        ctx.model,
+        ctx.forwards[0],
         collected.batch,
         temperature=trainer.temperature,
         mu=trainer.mu,
         micro_batch_size=trainer.micro_batch_size,
         micro_batch_tokens=trainer.micro_batch_tokens,
-        ref_model=ctx.reference,
+        ref_model=ctx.forwards[1],
         bf16=ctx.bf16,
         pack=trainer.pack_prompts,
     )
@@ -309,6 +311,7 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
     model, tokenizer = load_policy(config, trainer, load_on, source=ckpt)
     broadcast_parameters(model, info)
     reference = load_reference(config, trainer, load_on)
+    logit_map = probe_logit_map(model)  # before sharding: refuses a model whose logits we cannot match
     model, reference, info = sharding.prepare(model, reference, trainer, info)
     optimizer, scheduler = make_optimizer(model, trainer)
     stream = PromptStream(samples, config.run.seed, info.rank, info.world_size)
@@ -356,6 +359,10 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
         sampling=SamplingConfig(trainer.max_completion_length, trainer.temperature, trainer.top_p),
         bf16=bf16,
         rollout_generator=generator,
+        forwards=(
+            PolicyForward(model, logit_map),
+            PolicyForward(reference, logit_map) if reference is not None else None,
+        ),
     )
     return ctx, run_dir, start
 

@@ -11,7 +11,9 @@ without G - 1 copies of the prompt's compute and activations.
 :func:`layout` builds the packed ids, positions, mask and read-out indices (pure, no model); :func:`pays` compares
 the two layouts' cost (linear FLOPs per token plus attention FLOPs per query-key pair, :func:`cost_weights`):
 with long completions, the packed sequence's attention, quadratic in its length, outweighs the saved prompt
-tokens, and the plain layout is kept; :func:`supported` says whether a model's attention takes a 4D mask.
+tokens, and the plain layout is kept; :func:`supported` says whether a model's attention takes a 4D mask, and
+:func:`choose` packs a micro-batch only when its packed length is within the model's attention windows and has
+matched the plain pass: every packed length beyond those already checked is checked again (:class:`PackState`).
 
 Not covered: attention implementations without 4D masks (flash-attention 2, flex, paged): those models always run
 the plain layout. Rows of a micro-batch share a prompt only when they are consecutive and their prompt tokens are
@@ -21,23 +23,33 @@ equal (the rollout lays each group out that way); nothing else is deduplicated.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from trainer.logprobs import SHARDED_FORWARD
 
-__all__ = ["Packed", "segments", "layout", "cost_weights", "pays", "supported", "choose", "attention_mask_for"]
+__all__ = [
+    "Packed",
+    "PackState",
+    "segments",
+    "layout",
+    "cost_weights",
+    "pays",
+    "packed_length",
+    "supported",
+    "windows",
+    "choose",
+    "attention_mask_for",
+]
 
 log = logging.getLogger(__name__)
 
 #: Attention implementations whose mask argument may be a ready 4D mask (bool for SDPA, additive for eager).
 MASKED_ATTENTION = ("sdpa", "eager")
-
-#: Where a model keeps the verdict of its first packed pass against the plain one (see :func:`choose`).
-_CHECKED = "_harness_packing_checked"
 
 
 @dataclass(frozen=True)
@@ -167,38 +179,99 @@ def pays(
     lin, att = weights
     n = len(completion_lengths)
     plain = max(prompt_lengths) + max(completion_lengths)
-    packed = max(prompt_lengths[a] + sum(completion_lengths[a:b]) for a, b in runs)
+    packed = packed_length(prompt_lengths, completion_lengths, runs)
     return len(runs) * (packed * lin + packed**2 * att) < n * (plain * lin + plain**2 * att)
 
 
 def supported(model: Any) -> bool:
-    """Whether ``model``'s attention takes a ready 4D mask, and the mask is all there is to it (no sliding
-    window, which a ready mask would override)."""
+    """Whether ``model``'s attention takes a ready 4D mask (SDPA or eager). Windows are a matter of length: see
+    :func:`windows`."""
     cfg = getattr(model, "config", None)
-    if getattr(cfg, "_attn_implementation", None) not in MASKED_ATTENTION:
-        return False
-    return not (getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True))
+    return getattr(cfg, "_attn_implementation", None) in MASKED_ATTENTION
+
+
+def windows(config: Any) -> list[int]:
+    """Every attention window ``config`` declares and uses: sliding (``sliding_window``, unless switched off or no
+    layer slides), local (GPT-Neo's ``window_size`` on ``local`` layers), chunked (Llama4's
+    ``attention_chunk_size``). A packed sequence no longer than each of them is attended as its plain rows are:
+    neither the window (if the model applies it by position in the packed sequence) nor our mask (if it replaces the
+    window) can then drop a key the plain pass keeps. Windows a config does not declare are caught by
+    :func:`choose`'s per-length check.
+    """
+    found: list[int] = []
+    kinds = [str(k) for k in (getattr(config, "layer_types", None) or [])]
+    kinds += [str(k) for k in (getattr(config, "attention_layers", None) or [])]
+    sliding = getattr(config, "sliding_window", None)
+    if isinstance(sliding, int) and sliding > 0 and getattr(config, "use_sliding_window", True) is not False:
+        if not kinds or any("sliding" in k or "local" in k for k in kinds):
+            found.append(sliding)
+    local = getattr(config, "window_size", None)
+    if isinstance(local, int) and local > 0 and any("local" in k for k in kinds):
+        found.append(local)
+    chunked = getattr(config, "attention_chunk_size", None)
+    if isinstance(chunked, int) and chunked > 0 and (not kinds or any("chunk" in k for k in kinds)):
+        found.append(chunked)
+    return found
+
+
+@dataclass
+class PackState:
+    """Which packed lengths have matched one model's plain pass, per autocast mode (``"float32"``, ``"bfloat16"``).
+
+    ``checked[mode]``: packed sequences up to this many positions matched; ``failed[mode]``: the shortest length
+    that did not (no packing at or beyond it; 0 when the first check failed: a model that does not follow the mask
+    at one length is not tried at others). Lengths between the two are checked when they first occur.
+    """
+
+    checked: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, int] = field(default_factory=dict)
+
+    def verdict(self, mode: str, length: int) -> bool | None:
+        """True: packs; False: runs plain; None: not yet known, check it."""
+        if length >= self.failed.get(mode, math.inf):
+            return False
+        return True if length <= self.checked.get(mode, 0) else None
+
+    def record(self, mode: str, length: int, ok: bool) -> None:
+        """Record a check of ``length``; a failure before any length has matched ends packing in ``mode``."""
+        if ok:
+            self.checked[mode] = max(self.checked.get(mode, 0), length)
+        else:
+            self.failed[mode] = min(self.failed.get(mode, length), length) if self.checked.get(mode) else 0
+
+
+#: A packed pass matches when its distance to the float32 plain pass is within this factor of the plain pass's
+#: own distance (0 without autocast), plus ``GAP_FLOOR`` nats.
+GAP_FACTOR = 2.0
+GAP_FLOOR = 1e-3
+
+
+def packed_length(prompt_lengths: list[int], completion_lengths: list[int], runs: list[tuple[int, int]]) -> int:
+    """Positions of the longest packed sequence of these rows."""
+    return max(prompt_lengths[a] + sum(completion_lengths[a:b]) for a, b in runs)
 
 
 def choose(
     model: Any,
+    state: PackState,
     prompt_ids: torch.Tensor,
     prompt_mask: torch.Tensor,
     lengths: torch.Tensor,
     *,
     force: bool,
-    gap: Callable[[list[tuple[int, int]]], float],
+    gap: Callable[[list[tuple[int, int]]], tuple[float, float]],
 ) -> list[tuple[int, int]] | None:
-    """The rows' :func:`segments` when this micro-batch is to be packed (the model supports it, a prompt is
-    shared, and it :func:`pays`, or ``force``), else None. A model sharded with FSDP packs only when forced.
+    """The rows' :func:`segments` when this micro-batch is to be packed, else None.
 
-    The first time a model would pack, ``gap(runs)`` (the largest log-prob difference between the packed and the plain
-    pass on this micro-batch) must be within 1e-3 (0.05 under autocast): an architecture that builds positions or
-    masks of its own (ALiBi, a sliding window) fails that and is never packed, with a warning. The verdict is kept
-    on the model. A sharded model is not checked (the check's extra forward passes are collectives, and another
-    rank's micro-batch may not call for them), so it packs only when forced.
+    It is packed when the model's attention takes a 4D mask, a prompt is shared, it :func:`pays` (or ``force``),
+    the packed length is within every one of the model's :func:`windows`, and that length has matched the plain
+    pass (``state``). A length beyond those already checked is checked on this micro-batch: ``gap(runs)`` gives
+    (packed, plain) largest distances to the float32 plain pass; the packed pass matches when its distance is at
+    most ``GAP_FACTOR`` times the plain pass's own (bf16 autocast) plus ``GAP_FLOOR``. A model sharded with FSDP is
+    not checked (the check's extra forward passes are collectives another rank may not run): it packs only when
+    forced, and only within its windows.
     """
-    if not supported(model) or model.__dict__.get(_CHECKED) is False:
+    if not supported(model):
         return None
     runs = segments(prompt_ids, prompt_mask)
     p_len, c_len = [int(x) for x in prompt_mask.sum(1).tolist()], [int(x) for x in lengths.tolist()]
@@ -206,27 +279,60 @@ def choose(
         return None
     if not force and not pays(p_len, c_len, runs, cost_weights(model.config)):
         return None
-    if model.__dict__.get(_CHECKED) is None:
-        if SHARDED_FORWARD in model.__dict__:
-            return runs if force else None  # the check's extra passes are collectives other ranks might not run
-        device = next(model.parameters()).device.type
-        tol = 0.05 if torch.is_autocast_enabled(device) else 1e-3
-        try:
-            diff = gap(runs)
-        except Exception as e:  # noqa: BLE001 - any failure of the packed pass means: do not pack this model
-            log.warning("shared-prompt packing is off for %s: the packed pass failed (%s)", type(model).__name__, e)
-            diff = float("inf")
-        ok = diff <= tol
-        if not ok and diff != float("inf"):
-            log.warning(
-                "shared-prompt packing is off for %s: its packed log-probs differ from the plain pass by %.3g "
-                "(more than %g); its attention or positions do not follow the 4D mask",
-                type(model).__name__,
-                diff,
-                tol,
-            )
-        model.__dict__[_CHECKED] = ok
-    return runs if model.__dict__[_CHECKED] else None
+    length = packed_length(p_len, c_len, runs)
+    if length > min(windows(model.config), default=length):
+        return None
+    if SHARDED_FORWARD in model.__dict__:
+        return runs if force else None
+    device = next(model.parameters()).device.type
+    mode = (
+        str(torch.get_autocast_dtype(device)).removeprefix("torch.") if torch.is_autocast_enabled(device) else "float32"
+    )
+    known = state.verdict(mode, length)
+    if known is None:
+        known = _check(model, mode, length, runs, gap)
+        state.record(mode, length, known)
+    return runs if known else None
+
+
+def _check(
+    model: Any,
+    mode: str,
+    length: int,
+    runs: list[tuple[int, int]],
+    gap: Callable[[list[tuple[int, int]]], tuple[float, float]],
+) -> bool:
+    """Whether the packed pass of ``runs`` matches the plain one (see :func:`choose`), with a warning when not."""
+    name = type(model).__name__
+    try:
+        packed, plain = gap(runs)
+    except Exception as e:  # noqa: BLE001 - any failure of the packed pass means: do not pack at this length
+        log.warning(
+            "shared-prompt packing is off for %s from %d positions: the packed pass failed (%s)", name, length, e
+        )
+        return False
+    tol = GAP_FACTOR * plain + GAP_FLOOR
+    if packed <= tol:
+        log.debug(
+            "%s: packed sequences of %d positions match the plain pass (%.3g, tolerance %.3g)",
+            name,
+            length,
+            packed,
+            tol,
+        )
+        return True
+    log.warning(
+        "shared-prompt packing is off for %s from %d positions (%s): its packed log-probs are %.3g from the float32 "
+        "plain pass (the plain %s pass: %.3g; tolerance %.3g); its attention or positions do not follow the 4D mask",
+        name,
+        length,
+        mode,
+        packed,
+        mode,
+        plain,
+        tol,
+    )
+    return False
 
 
 def attention_mask_for(model: Any, allowed: torch.Tensor) -> torch.Tensor:

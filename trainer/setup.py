@@ -131,7 +131,7 @@ def disable_dropout(model: Any) -> None:
     for m in model.modules():
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
-        for attr in ("attention_dropout", "dropout_p", "attn_dropout"):
+        for attr in ("attention_dropout", "dropout_p", "attn_dropout", "dropout", "layerdrop"):  # OPT: F.dropout
             if isinstance(getattr(m, attr, None), float):
                 setattr(m, attr, 0.0)
         cfg = getattr(m, "config", None)

@@ -32,6 +32,7 @@ import torch
 
 from trainer import packing
 from trainer.dist import DistInfo, all_reduce_sum, sync_gradients
+from trainer.head import PolicyForward
 from trainer.logprobs import sequence_logprobs
 from trainer.losses import LossConfig, LossOutput, TISStats, policy_loss, tis_weights
 from trainer.rollout.base import RolloutBatch
@@ -104,29 +105,55 @@ def completion_logprobs(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(B, T) log-probs of ``completion_ids`` given the prompts, and (B, T) entropies when asked (no grad).
 
-    ``lengths`` (B,) are the completions' real lengths (default: all T tokens). ``pack``: run rows that share a
-    prompt as one packed sequence (:mod:`trainer.packing`) when the model's attention allows it, ``None`` only
-    where that is cheaper, ``False`` never; positions past a row's length are then 0.
+    ``model`` is a :class:`trainer.head.PolicyForward` (the model, its probed head map and its packing state), or a
+    bare model, probed on this call. ``lengths`` (B,) are the completions' real lengths (default: all T tokens).
+    ``pack``: run rows that share a prompt as one packed sequence (:mod:`trainer.packing`) where the model's
+    attention and windows allow it and the packed length has matched the plain pass, ``None`` only where that is
+    also cheaper, ``False`` never; positions past a row's length are then 0.
     """
+    fwd = model if isinstance(model, PolicyForward) else PolicyForward.of(model)
+    args = (fwd, prompt_ids, prompt_mask, completion_ids, temperature)
     if pack is not False:
         n_len = lengths if lengths is not None else torch.full((len(completion_ids),), completion_ids.shape[1])
-        args = (model, prompt_ids, prompt_mask, completion_ids, temperature)
 
-        def gap(runs: list[tuple[int, int]]) -> float:  # packed against plain, real positions (packing.choose)
-            with torch.no_grad():
-                a = _packed_logprobs(*args, n_len, runs, False, chunk)[0]
-                b = _plain_logprobs(*args, False, chunk)[0]
-            real = torch.arange(a.shape[1], device=a.device)[None] < n_len.to(a.device)[:, None]
-            return float((a - b)[real].abs().max()) if bool(real.any()) else 0.0
+        def gap(runs: list[tuple[int, int]]) -> tuple[float, float]:  # see packing.choose
+            return _packing_gap(*args, n_len, runs, chunk)
 
-        runs = packing.choose(model, prompt_ids, prompt_mask, n_len, force=bool(pack), gap=gap)
+        runs = packing.choose(fwd.model, fwd.packing, prompt_ids, prompt_mask, n_len, force=bool(pack), gap=gap)
         if runs is not None:
             return _packed_logprobs(*args, n_len, runs, with_entropy, chunk)
-    return _plain_logprobs(model, prompt_ids, prompt_mask, completion_ids, temperature, with_entropy, chunk)
+    return _plain_logprobs(*args, with_entropy, chunk)
+
+
+def _packing_gap(
+    fwd: PolicyForward,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    temperature: float,
+    lengths: torch.Tensor,
+    runs: list[tuple[int, int]],
+    chunk: int | None,
+) -> tuple[float, float]:
+    """(packed, plain): the largest |log-prob| distance of each pass, in the current autocast mode, to the plain
+    pass in float32 (the plain pass itself without autocast), over the completions' real tokens."""
+    args = (fwd, prompt_ids, prompt_mask, completion_ids, temperature)
+    device = next(fwd.model.parameters()).device
+    with torch.no_grad():
+        packed = _packed_logprobs(*args, lengths, runs, False, chunk)[0]
+        plain = _plain_logprobs(*args, False, chunk)[0]
+        ref = plain
+        if torch.is_autocast_enabled(device.type):
+            with torch.autocast(device.type, enabled=False):
+                ref = _plain_logprobs(*args, False, chunk)[0]
+    real = torch.arange(packed.shape[1], device=packed.device)[None] < lengths.to(packed.device)[:, None]
+    if not bool(real.any()):
+        return 0.0, 0.0
+    return float((packed - ref)[real].abs().max()), float((plain - ref)[real].abs().max())
 
 
 def _plain_logprobs(
-    model: Any,
+    fwd: PolicyForward,
     prompt_ids: torch.Tensor,
     prompt_mask: torch.Tensor,
     completion_ids: torch.Tensor,
@@ -135,7 +162,7 @@ def _plain_logprobs(
     chunk: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`completion_logprobs` with each row its own ``[prompt, completion]`` sequence."""
-    device = next(model.parameters()).device
+    device = next(fwd.model.parameters()).device
     ids = torch.cat([prompt_ids, completion_ids], dim=1).to(device)
     if bool(prompt_mask.all()):
         attn = pos = None  # no left padding: plain causal attention, no mask to build
@@ -143,7 +170,7 @@ def _plain_logprobs(
         attn = torch.cat([prompt_mask, torch.ones_like(completion_ids)], dim=1).to(device)
         pos = position_ids_from_mask(attn)
     return sequence_logprobs(
-        model,
+        fwd.model,
         ids,
         attn,
         pos,
@@ -151,11 +178,12 @@ def _plain_logprobs(
         temperature=temperature,
         chunk=chunk,
         with_entropy=with_entropy,
+        logit_map=fwd.logit_map,
     )
 
 
 def _packed_logprobs(
-    model: Any,
+    fwd: PolicyForward,
     prompt_ids: torch.Tensor,
     prompt_mask: torch.Tensor,
     completion_ids: torch.Tensor,
@@ -166,6 +194,7 @@ def _packed_logprobs(
     chunk: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`completion_logprobs` over the packed layout, scattered back to (B, T) (0 past each row's end)."""
+    model = fwd.model
     device = next(model.parameters()).device
     pk = packing.layout(prompt_ids.cpu(), prompt_mask.cpu(), completion_ids.cpu(), lengths.cpu(), runs)
     logp, ent = sequence_logprobs(
@@ -178,6 +207,7 @@ def _packed_logprobs(
         chunk=chunk,
         with_entropy=with_entropy,
         predict=pk.predict.to(device),
+        logit_map=fwd.logit_map,
     )
     where = (pk.rows.to(device), pk.cols.to(device))
     shape = tuple(completion_ids.shape)
@@ -209,10 +239,11 @@ class FirstPass:
     """
 
     model: Any
+    policy: PolicyForward
     batch: RolloutBatch
     slices: list[slice]
     trimmed: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]
-    forward: Callable[[Any, int, bool], tuple[torch.Tensor, torch.Tensor | None]]
+    forward: Callable[[PolicyForward, int, bool], tuple[torch.Tensor, torch.Tensor | None]]
     mu: int
     old_logp: list[torch.Tensor] | None
     ref_logp: list[torch.Tensor] | None
@@ -233,14 +264,19 @@ def first_forward(
     pack: bool | None = None,
 ) -> FirstPass:
     """The part of an update that needs no reward: old and reference log-probs and the first micro-batch's
-    forward pass with grad. The loop runs it while the scoring workers are still judging ``batch``."""
-    device = next(model.parameters()).device
+    forward pass with grad. The loop runs it while the scoring workers are still judging ``batch``.
+
+    ``model`` and ``ref_model`` are :class:`trainer.head.PolicyForward` objects (the loop builds them once) or
+    bare models (probed here)."""
+    policy = model if isinstance(model, PolicyForward) else PolicyForward.of(model)
+    ref = ref_model if ref_model is None or isinstance(ref_model, PolicyForward) else PolicyForward.of(ref_model)
+    device = next(policy.model.parameters()).device
     slices = micro_batches(batch.prompt_mask, batch.completion_mask, micro_batch_size, micro_batch_tokens)
     trimmed = [_trim(batch, s) for s in slices]
 
     lengths = [batch.completion_mask[s].sum(1) for s in slices]
 
-    def forward(m: Any, k: int, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(m: PolicyForward, k: int, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         with autocast(device, bf16):
             return completion_logprobs(
                 m,
@@ -253,10 +289,10 @@ def first_forward(
             )
 
     with torch.no_grad():
-        old_logp = [forward(model, k)[0] for k in range(len(slices))] if mu > 1 else None
-        ref_logp = [forward(ref_model, k)[0] for k in range(len(slices))] if ref_model is not None else None
-    first = forward(model, 0, True)
-    return FirstPass(model, batch, slices, trimmed, forward, mu, old_logp, ref_logp, first)
+        old_logp = [forward(policy, k)[0] for k in range(len(slices))] if mu > 1 else None
+        ref_logp = [forward(ref, k)[0] for k in range(len(slices))] if ref is not None else None
+    first = forward(policy, 0, True)
+    return FirstPass(policy.model, policy, batch, slices, trimmed, forward, mu, old_logp, ref_logp, first)
 
 
 def apply_update(
@@ -291,7 +327,7 @@ def apply_update(
     for it in range(passes.mu):
         optimizer.zero_grad(set_to_none=True)
         for k, rows in enumerate(slices):
-            logp, ent = passes.first if it == 0 and k == 0 else passes.forward(model, k, it == 0)
+            logp, ent = passes.first if it == 0 and k == 0 else passes.forward(passes.policy, k, it == 0)
             t_len = trimmed[k][3]
             mask = inputs.loss_mask[rows, :t_len].to(device)
             old_k = passes.old_logp[k] if passes.old_logp is not None else logp.detach()
@@ -343,7 +379,9 @@ def policy_update(
     logprob_chunk: int | None = None,
     pack: bool | None = None,
 ) -> dict[str, float]:
-    """:func:`first_forward` then :func:`apply_update`, for a batch whose advantages are already known."""
+    """:func:`first_forward` then :func:`apply_update`, for a batch whose advantages are already known.
+
+    ``model`` is a :class:`trainer.head.PolicyForward` or a bare model (then probed on every call)."""
     passes = first_forward(
         model,
         batch,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer.logprobs import default_chunk, naive_logprobs, token_logprobs
+from trainer.logprobs import LogitMap, default_chunk, naive_logprobs, token_logprobs
 from trainer.losses import entropy_from_logits
 from trainer.rollout.hf import position_ids_from_mask
 from trainer.toy import tiny_model
@@ -70,8 +70,10 @@ def test_token_logprobs_is_a_pure_function_of_hidden_states_and_head():
         logits = head(hidden)
         assert (lp - naive_logprobs(logits, ids, 0.5)).abs().max() <= 1e-5
         assert (ent - entropy_from_logits(logits / 0.5)).abs().max() <= 1e-5
-    capped, _ = token_logprobs(hidden, ids, head, softcap=2.0, chunk=5)
-    assert (capped - naive_logprobs(torch.tanh(head(hidden) / 2.0) * 2.0, ids)).abs().max() <= 1e-5
+    capped, _ = token_logprobs(hidden, ids, head, logit_map=LogitMap(scale=1.5, softcap=2.0), chunk=5)
+    assert (capped - naive_logprobs(torch.tanh(1.5 * head(hidden) / 2.0) * 2.0, ids)).abs().max() <= 1e-5
+    scaled_in, _ = token_logprobs(hidden, ids, head, logit_map=LogitMap(input_scale=0.25), chunk=5)
+    assert (scaled_in - naive_logprobs(head(hidden * 0.25), ids)).abs().max() <= 1e-5
     assert default_chunk(151_936) * 151_936 * 4 <= 64 * 2**20
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from trainer import packing
+from trainer.head import PolicyForward
 from trainer.losses import LossConfig
 from trainer.rollout.base import RolloutBatch, left_pad, right_pad
 from trainer.setup import disable_dropout, enable_checkpointing
@@ -67,16 +68,22 @@ def test_cost_model_packs_long_shared_prompts_and_keeps_long_completions_plain()
     assert not packing.pays([80] * 4, [24] * 4, [(0, 1), (1, 2), (2, 3), (3, 4)], w)  # nothing shared
 
 
-def test_supported_attention_implementations():
+def test_supported_attention_implementations_and_windows():
     def model(impl):
         return SimpleNamespace(config=SimpleNamespace(_attn_implementation=impl))
 
     assert packing.supported(model("sdpa")) and packing.supported(model("eager"))
     assert not packing.supported(model("flash_attention_2")) and not packing.supported(model("flex_attention"))
-    windowed = SimpleNamespace(config=SimpleNamespace(_attn_implementation="sdpa", sliding_window=4096))
-    assert not packing.supported(windowed)  # a ready 4D mask would override the window
-    windowed.config.use_sliding_window = False  # Qwen2's switch: the window is off
-    assert packing.supported(windowed)
+    # windows bound the packed length (see packing.choose); a window that is switched off or unused does not
+    assert packing.windows(SimpleNamespace(sliding_window=4096)) == [4096]
+    assert packing.windows(SimpleNamespace(sliding_window=4096, use_sliding_window=False)) == []  # Qwen2's switch
+    kinds = ["sliding_attention", "full_attention"]
+    assert packing.windows(SimpleNamespace(sliding_window=512, layer_types=kinds)) == [512]
+    assert packing.windows(SimpleNamespace(sliding_window=512, layer_types=["full_attention"] * 2)) == []
+    assert packing.windows(SimpleNamespace(window_size=256, attention_layers=["global", "local"])) == [256]  # GPT-Neo
+    assert packing.windows(SimpleNamespace(window_size=256, attention_layers=["global", "global"])) == []
+    assert packing.windows(SimpleNamespace(attention_chunk_size=8192)) == [8192]  # Llama4
+    assert packing.windows(SimpleNamespace(hidden_size=64)) == []
 
 
 def _grouped(seed: int = 5) -> tuple[torch.Tensor, ...]:
@@ -152,6 +159,7 @@ def test_a_model_whose_packed_pass_differs_is_never_packed(monkeypatch, caplog):
     """The first packed pass is checked against the plain one; an architecture that ignores the packed positions
     (simulated here by a layout whose positions are all 0) fails it and runs plain from then on."""
     model = tiny_model(VOCAB, seed=1)
+    fwd = PolicyForward.of(model)
     p_ids, p_mask, c_ids, c_mask = _grouped()
     real_layout = packing.layout
 
@@ -160,26 +168,28 @@ def test_a_model_whose_packed_pass_differs_is_never_packed(monkeypatch, caplog):
         return packing.Packed(**{**pk.__dict__, "position_ids": torch.zeros_like(pk.position_ids)})
 
     monkeypatch.setattr(packing, "layout", wrong_positions)
-    got, _ = completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
-    want, _ = completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, pack=False)
+    got, _ = completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    want, _ = completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, pack=False)
     assert torch.equal(got, want)
     assert "shared-prompt packing is off for Qwen2ForCausalLM" in caplog.text
     calls = []
     monkeypatch.setattr(packing, "layout", lambda *a: calls.append(1) or real_layout(*a))
-    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
-    assert not calls  # the verdict is kept: no packed pass again
+    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    assert not calls  # the verdict is kept (in the PolicyForward, not on the model): no packed pass again
+    assert not [k for k in model.__dict__ if "pack" in k]
 
 
 def test_a_model_that_passes_the_check_keeps_packing(monkeypatch):
     model = tiny_model(VOCAB, seed=1)
+    fwd = PolicyForward.of(model)
     p_ids, p_mask, c_ids, c_mask = _grouped()
-    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
-    assert model.__dict__[packing._CHECKED] is True
+    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    assert fwd.packing.checked == {"float32": 7 + 6 + 3 + 5}
     calls = []
     real_layout = packing.layout
     monkeypatch.setattr(packing, "layout", lambda *a: calls.append(1) or real_layout(*a))
-    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
-    assert len(calls) == 1  # packed, with no second check
+    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    assert len(calls) == 1  # packed, with no second check (the packed length is within the checked range)
 
 
 def test_packed_lora_gradients_equal_the_plain_pass():
