@@ -11,8 +11,9 @@ Where the answer is looked for (the same for every reward):
 * **Inside the answer block.** When an ``<answer>...</answer>`` block (the R1 format) follows the reasoning, the
   search runs inside the last one (several blocks that say different things, or a value after the last one,
   are a hedge: no answer).
-* **Only what a reader sees.** A box or a statement whose content shows nothing (invisible characters, spacing or
-  no-op commands, ``\ldots``, ``\phantom{...}``, white text: :mod:`rewards.visible`) is not an answer.
+* **Only what a reader sees.** Comments, phantoms and white text are blanked before the search (an answer
+  commented out is no answer), and a box or a statement whose content shows nothing (invisible characters,
+  spacing or no-op commands, ``\ldots``: :mod:`rewards.visible`) is not an answer.
 
 What the answer is, in order: the last box outside reasoning, ``\boxed{...}``, ``\fbox{...}`` or TeX's
 one-token form ``\boxed 5`` (a last box that is opened and never closed means the text was cut off: no answer);
@@ -44,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rewards.final_sentences import one_value
-from rewards.visible import is_placeholder
+from rewards.visible import is_placeholder, strip_hidden
 
 __all__ = ["Extraction", "extract_answer", "reasoning_open", "box_spans", "MAX_COMPLETION_CHARS", "BOX_COMMANDS"]
 
@@ -535,7 +536,7 @@ def extract_answer(
     ('5', None)
     """
     think, answer_tag = tags
-    text = _strip_think(_this_turn(completion[-MAX_COMPLETION_CHARS:]), think)
+    text = _strip_think(_this_turn(strip_hidden(completion[-MAX_COMPLETION_CHARS:])), think)
     if text is None:
         return Extraction(None, "none", reason=f"reasoning never closed (unterminated <{think}>)")
     if f"<{answer_tag}>".lower() in text.lower():

@@ -9,7 +9,8 @@ Two measures over a completion, both linear in its length:
   token stream: text folded by NFKC and case, every number replaced by one placeholder (a counter, ``Check 1:``,
   ``Check 2:``, is the same line each time), invisible characters read as separators, and every punctuation mark
   or symbol its own token (``\boxed{5}\boxed{5}`` repeats without a single space). A run counts from its second
-  occurrence on, so a loop of N copies covers (N - 1) / N of itself.
+  occurrence on, so a loop of N copies covers (N - 1) / N of itself. Only the last :data:`MAX_LOOP_CHARS`
+  characters are read: a loop runs to the end of a completion.
 
 Honest reasoning repeats words ("so", "=", "the answer") and short formulas, but rarely a whole run of
 :data:`LOOP_SPAN` tokens: over realistic long solutions (R1-style thinking with checks, GSM8K arithmetic, MATH
@@ -34,7 +35,7 @@ __all__ = [
     "LOOP_SPAN",
     "LOOP_FREE",
     "LOOP_FULL",
-    "MAX_TOKENS",
+    "MAX_LOOP_CHARS",
     "loop_tokens",
     "loop_coverage",
     "loop_severity",
@@ -47,8 +48,8 @@ LOOP_SPAN = 12
 #: Coverage at or below which there is no loop penalty; at or above :data:`LOOP_FULL` the penalty is full.
 LOOP_FREE = 0.25
 LOOP_FULL = 0.65
-#: Only the last this many tokens are examined (a loop runs to the end of a completion).
-MAX_TOKENS = 200_000
+#: Only the last this many characters are examined for loops (a loop runs to the end of a completion).
+MAX_LOOP_CHARS = 100_000
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*|\S")
 _NUMBER = re.compile(r"\d")
@@ -77,7 +78,8 @@ def words(text: str) -> list[str]:
 
 
 def loop_tokens(text: str) -> list[str]:
-    r"""The normalized token stream :func:`loop_coverage` reads: words, numbers and single symbols, where a number
+    r"""The normalized token stream of the last :data:`MAX_LOOP_CHARS` characters of ``text``, which
+    :func:`loop_coverage` reads: words, numbers and single symbols, where a number
     is written as its step from the number last seen after the same two other tokens (``=`` unchanged, ``+1`` a counter,
     ``#`` the first one), so ``Check 1:``, ``Check 2:`` read alike while a computation's varying results do not.
 
@@ -89,7 +91,7 @@ def loop_tokens(text: str) -> list[str]:
     out: list[str] = []
     last: dict[tuple[str, str], float] = {}
     slot = ("", "")  # the last two tokens that are not numbers
-    for t in _TOKEN.findall(_fold(text)):
+    for t in _TOKEN.findall(_fold(text[-MAX_LOOP_CHARS:])):
         if not _NUMBER.match(t):
             out.append(t)
             slot = (slot[1], t)
@@ -117,20 +119,18 @@ def loop_coverage(tokens: Sequence[str], span: int = LOOP_SPAN, deadline: Deadli
     >>> loop_coverage(loop_tokens("one two three four five six seven eight nine ten eleven twelve thirteen"))
     0.0
     """
-    toks = tokens[-MAX_TOKENS:]
-    n = len(toks)
+    n = len(tokens)
     if n < 2 * span:
         return 0.0
     dl = deadline or Deadline(None)
     ids: dict[str, int] = {}
-    codes = [ids.setdefault(t, len(ids)) for t in toks]
+    codes = [ids.setdefault(t, len(ids)) for t in tokens]
     seen: set[tuple[int, ...]] = set()
     covered_to = 0  # tokens [.., covered_to) are covered
     covered = 0
-    for i in range(n - span + 1):
+    for i, gram in enumerate(zip(*(codes[k:] for k in range(span)), strict=False)):  # the k-grams
         if i % _CHECK_EVERY == 0:
             dl.check()
-        gram = tuple(codes[i : i + span])
         if gram in seen:
             start = max(i, covered_to)
             covered += i + span - start

@@ -33,10 +33,18 @@ import re
 import time
 import unicodedata
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 
-__all__ = ["OutOfTime", "Deadline", "substance_mask", "substance_prefix", "is_placeholder", "is_invisible_char"]
+__all__ = [
+    "OutOfTime",
+    "Deadline",
+    "substance_mask",
+    "substance_prefix",
+    "is_placeholder",
+    "is_invisible_char",
+    "strip_hidden",
+]
 
 
 class OutOfTime(Exception):
@@ -87,7 +95,7 @@ def is_invisible_char(c: str) -> bool:
     return unicodedata.category(c) in _INVISIBLE_CATEGORIES or bool(_BLANK_NAME.search(unicodedata.name(c, "")))
 
 
-_ARG_HIDDEN = r"[hv]?phantom|[hv]space\*?|rule|label|setlength|addtolength|vphantom|begin|end|tag\*?|nonumber"
+_ARG_HIDDEN = r"[hv]?phantom|[hv]space\*?|rule|label|setlength|addtolength|tag\*?"
 _COLOR_ARG = r"color|textcolor|colorbox|fcolorbox|pagecolor|definecolor"
 _SILENT = (
     # spacing and breaks
@@ -111,14 +119,15 @@ _SILENT = (
 )
 _COMMAND = re.compile(
     r"\\(?:"
-    rf"(?P<hide>{_ARG_HIDDEN})(?![A-Za-z])|"
+    rf"(?P<hide>{_ARG_HIDDEN})(?![A-Za-z])|(?P<env>begin|end)(?![A-Za-z])|"
     rf"(?P<color>{_COLOR_ARG})(?![A-Za-z])|"
     r"(?P<dim>[mh]?kern|[hvm]skip|hspace|vspace)(?![A-Za-z])[ \t]*(?P<size>[-+]?[ \t]*\d*\.?\d+[ \t]*"
     r"(?:pt|em|ex|mu|cm|mm|in|bp|pc|sp|dd|cc|fil{1,3})?)|"
     rf"(?P<silent>{_SILENT})(?![A-Za-z])|"
     r"(?P<name>[A-Za-z]+)|(?P<sym>[,;:!> ]))"
 )
-_MARKUP = re.compile(r"<!--.*?(?:-->|\Z)|</?[A-Za-z][^<>\n]{0,300}>", re.DOTALL)
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,300}>")
 _COMMENT = re.compile(r"(?<![\\\d])%(?<!\d[ \t]%)[^\n]*")
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _SET_BRACE = re.compile(r"\\[{}]")
@@ -173,7 +182,9 @@ def _group_end(text: str, at: int, opens: list[int], pairs: dict[int, int]) -> i
     return stop.start() if stop else end
 
 
-def _mask_commands(text: str, mask: bytearray, deadline: Deadline) -> None:
+def _command_spans(text: str, deadline: Deadline) -> Iterator[tuple[int, int, bool]]:
+    """(start, end, hides text) of every command that shows nothing: ``hides text`` when it also hides what it
+    covers (a phantom's or a spacing command's argument, white text), not only its own name."""
     if "\\" not in text:
         return
     pairs = _brace_pairs(text, deadline) if "{" in text else {}
@@ -185,39 +196,40 @@ def _mask_commands(text: str, mask: bytearray, deadline: Deadline) -> None:
         start, end = m.start(), m.end()
         if start < hidden_until:
             continue  # inside an argument or white text already hidden
-        if m.group("hide"):
+        hides = bool(m.group("hide") or m.group("dim"))
+        if m.group("hide") or m.group("env"):
             arg = _arg(text, end, pairs)
             end = arg[1] if arg else end
             if m.group("hide") == "rule" and arg:  # \rule{w}{h}: both arguments are sizes
                 second = _arg(text, end, pairs)
                 end = second[1] if second else end
         elif m.group("color"):
-            end = _mask_color(text, m, pairs, opens)
+            end, hides = _mask_color(text, m, pairs, opens)
         elif m.group("name"):
             continue  # a command that draws something: \infty, \pi, \emptyset
-        mask[start:end] = bytes(end - start)
-        hidden_until = end if m.group("hide") or m.group("color") else hidden_until
+        yield start, end, hides
+        hidden_until = end if hides else hidden_until
 
 
-def _mask_color(text: str, m: re.Match[str], pairs: dict[int, int], opens: list[int]) -> int:
-    """Hide a color command's own arguments, and the text it sets in white; returns where hiding ends."""
+def _mask_color(text: str, m: re.Match[str], pairs: dict[int, int], opens: list[int]) -> tuple[int, bool]:
+    """Where a color command's own arguments end, or the text it sets in white; and whether it hides text."""
     cmd = m.group("color")
     spec = _arg(text, m.end(), pairs)
     if spec is None:
-        return m.end()
+        return m.end(), False
     end = spec[1]
     if cmd in ("definecolor", "colorbox", "fcolorbox", "pagecolor"):
         if cmd == "definecolor":  # \definecolor{name}{model}{spec}
             for _ in range(2):
                 nxt = _arg(text, end, pairs)
                 end = nxt[1] if nxt else end
-        return end
+        return end, False
     if not _WHITE.match(text[spec[0] + 1 : spec[1] - 1]):
-        return end
+        return end, False
     body = _arg(text, end, pairs)
     if cmd == "textcolor" or body is not None and body[0] == end:
-        return body[1] if body else end  # \textcolor{white}{x}, \color{white}{x}
-    return _group_end(text, end, opens, pairs)  # \color{white} x ... to the end of the group
+        return (body[1] if body else end), True  # \textcolor{white}{x}, \color{white}{x}
+    return _group_end(text, end, opens, pairs), True  # \color{white} x ... to the end of the group
 
 
 def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
@@ -226,13 +238,39 @@ def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
     table = {ord(c): 1 if _counts(c) else 0 for c in set(text)}
     mask = bytearray(text.translate(table), "latin-1") if text else bytearray()
     dl.check()
-    for rx in (_MARKUP, _COMMENT) if ("<" in text or "%" in text) else ():
+    for rx in (_HTML_COMMENT, _HTML_TAG, _COMMENT) if ("<" in text or "%" in text) else ():
         for m in rx.finditer(text):
             mask[m.start() : m.end()] = bytes(m.end() - m.start())
     for m in _SET_BRACE.finditer(text) if "\\" in text else ():
         mask[m.start() + 1] = 1  # \{ \}: a set's braces are content (\{\} is the empty set)
-    _mask_commands(text, mask, dl)
+    for start, end, _ in _command_spans(text, dl):
+        mask[start:end] = bytes(end - start)
     return mask
+
+
+def strip_hidden(text: str, deadline: Deadline | None = None) -> str:
+    r"""``text`` with every region a reader cannot see blanked to spaces (same length, same positions): LaTeX and
+    HTML comments, phantoms and spacing arguments, white text. Tags, command names and punctuation stay.
+
+    >>> strip_hidden(r"The answer is {\color{white} 3} 5. % or 4")
+    'The answer is {               } 5.       '
+    """
+    if "%" not in text and "\\" not in text and "<!--" not in text:
+        return text
+    dl = deadline or Deadline(None)
+    spans = [(m.start(), m.end()) for rx in (_HTML_COMMENT, _COMMENT) for m in rx.finditer(text)]
+    spans += [(a, b) for a, b, hides in _command_spans(text, dl) if hides]
+    if not spans:
+        return text
+    out, last = [], 0
+    for a, b in sorted(spans):
+        if b <= last:
+            continue
+        a = max(a, last)
+        out += [text[last:a], " " * (b - a)]
+        last = b
+    out.append(text[last:])
+    return "".join(out)
 
 
 def substance_prefix(text: str, deadline: Deadline | None = None) -> Sequence[int]:
