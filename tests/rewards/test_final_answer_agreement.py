@@ -8,7 +8,7 @@ must agree with the finder: the answer each reports is the finder's, ``math`` fi
 finder finds none, and ``boxed_present`` credits exactly the completions whose final answer is boxed.
 
 Regression: before the finder was shared, ``\boxed{5}<think>\boxed{3}`` was ``no_answer`` for ``math`` and 1.0
-with answer 3 for ``boxed_present``, and ``\boxed 5`` the other way round (8 of the rows below disagreed).
+with answer 3 for ``boxed_present``, and ``\boxed 5`` the other way round (10 of the 25 rows below disagreed).
 """
 
 from __future__ import annotations

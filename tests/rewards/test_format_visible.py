@@ -6,7 +6,7 @@ The invisible characters are chosen by class (Unicode format characters, spaces,
 blank or filler letters and symbols), and the test also sweeps every such code point of the running Python's
 Unicode database, so the rule is the general category and name, not a list.
 
-Regression: before content meant what a reader sees, 41 of the 46 shells below scored 1.0 on at least one of
+Regression: before content meant what a reader sees, 20 of the 41 shells below scored 1.0 on at least one of
 the three rewards.
 """
 
