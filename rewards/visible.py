@@ -7,12 +7,15 @@ when it is a letter, a digit, or a non-ASCII symbol (``∞``, ``∅``), and:
   spaces and joiners, soft hyphens, bidirectional marks, tag characters), surrogates, private-use and unassigned
   code points (``Cs``, ``Co``, ``Cn``), every space and separator (``Z*``), and combining marks (``M*``: a mark
   adds to the letter before it and says nothing alone);
-* it is not a letter or symbol that Unicode itself names a blank or a filler (the Braille blank, the Hangul
-  fillers): these render as empty space by design;
+* it is not a letter or symbol that Unicode itself names a blank, a filler or a fill space (the Braille
+  blank, the Hangul fillers, the ideographic half fill space): these render as empty space by design (the
+  "BLANK SYMBOL" ␢ shows a glyph and counts), nor a math symbol named an ellipsis (``⋯``, ``⋮``: a placeholder);
 * it is not inside LaTeX or markup that renders nothing: a comment (``%`` to the end of the line; a ``%`` right
-  after a digit is a percent sign), an HTML comment or tag, the argument of ``\phantom``/``\hphantom``/
-  ``\vphantom``, ``\hspace``, ``\vspace``, ``\rule``, ``\label`` (nested braces included), a ``\kern``-style
-  dimension, text set in white (``\color{white}`` to the end of its group, ``\textcolor{white}{...}``);
+  after a digit is a percent sign), an HTML comment or tag, an HTML entity for an invisible character
+  (``&nbsp;``, ``&#8203;``), the argument of ``\phantom``/``\hphantom``/``\vphantom``, ``\hspace``, ``\vspace``,
+  ``\rule``, ``\label`` (nested braces included, or TeX's one-token argument), a ``\kern``- or
+  ``\penalty``-style dimension, text set in white (``\color{white}`` to the end of its group,
+  ``\textcolor{white}{...}``);
 * it is not the name of a command that draws nothing a reader takes as content: spacing (``\quad``, ``\hfill``,
   ``\,``), no-ops (``\relax``, ``\null``, ``\strut``), style and size switches (``\displaystyle``, ``\bf``,
   ``\left``), placeholders (``\ldots``, ``\dots``, ``\cdots``), and wrappers whose argument is the content
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import html
 import re
 import time
 import unicodedata
@@ -68,7 +72,11 @@ class Deadline:
 
 
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Mc", "Me"})
-_BLANK_NAME = re.compile(r"\b(?:BLANK|FILLER)\b")
+#: Letters and symbols Unicode names as blanks, fillers or fill spaces: they render as empty space (not "BLANK
+#: SYMBOL" ␢, which shows a glyph).
+_BLANK_NAME = re.compile(r"\bFILLER\b|\bBLANK$|\bFILL SPACE$")
+#: Math symbols that stand in for what is left out (``⋯``, ``⋮``), as ``\cdots`` does.
+_ELLIPSIS_NAME = re.compile(r"\bELLIPSIS$")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -80,7 +88,8 @@ def _counts(c: str) -> bool:
         return False  # Sk: a lone modifier symbol (a spacing accent) says nothing
     if cat == "Sc":
         return False  # a currency sign alone is punctuation around a value, like "$"
-    return not _BLANK_NAME.search(unicodedata.name(c, ""))
+    name = unicodedata.name(c, "")
+    return not _BLANK_NAME.search(name) and not (cat == "Sm" and _ELLIPSIS_NAME.search(name))
 
 
 def is_invisible_char(c: str) -> bool:
@@ -101,10 +110,11 @@ _SILENT = (
     # spacing and breaks
     "quad|qquad|enspace|enskip|thinspace|medspace|thickspace|negthinspace|negmedspace|negthickspace|hfill|vfill|"
     "hfil|vfil|hss|vss|break|newline|linebreak|nolinebreak|pagebreak|newpage|clearpage|par|noindent|indent|"
-    "nobreak|allowbreak|smallskip|medskip|bigskip|space|"
+    "nobreak|allowbreak|smallskip|medskip|bigskip|space|xspace|hfilneg|nopagebreak|cr|crcr|hidewidth|"
     # no-ops
     "relax|null|empty|strut|mathstrut|protect|ignorespaces|unskip|leavevmode|nonumber|notag|displaybreak|"
-    "centering|raggedright|raggedleft|hline|cline|toprule|midrule|bottomrule|limits|nolimits|"
+    "centering|raggedright|raggedleft|hline|cline|toprule|midrule|bottomrule|limits|nolimits|phantomsection|"
+    "expandafter|noexpand|selectfont|vcenter|"
     # style and size switches
     "displaystyle|textstyle|scriptstyle|scriptscriptstyle|left|right|middle|big|Big|bigg|Bigg|bigl|bigr|Bigl|Bigr|"
     "biggl|biggr|Biggl|Biggr|rm|bf|it|sf|tt|sc|em|normalfont|upshape|itshape|bfseries|mdseries|tiny|scriptsize|"
@@ -121,7 +131,7 @@ _COMMAND = re.compile(
     r"\\(?:"
     rf"(?P<hide>{_ARG_HIDDEN})(?![A-Za-z])|(?P<env>begin|end)(?![A-Za-z])|"
     rf"(?P<color>{_COLOR_ARG})(?![A-Za-z])|"
-    r"(?P<dim>[mh]?kern|[hvm]skip|hspace|vspace)(?![A-Za-z])[ \t]*(?P<size>[-+]?[ \t]*\d*\.?\d+[ \t]*"
+    r"(?P<dim>[mh]?kern|[hvm]skip|hspace|vspace|penalty)(?![A-Za-z])[ \t]*(?P<size>[-+]?[ \t]*\d*\.?\d+[ \t]*"
     r"(?:pt|em|ex|mu|cm|mm|in|bp|pc|sp|dd|cc|fil{1,3})?)|"
     rf"(?P<silent>{_SILENT})(?![A-Za-z])|"
     r"(?P<name>[A-Za-z]+)|(?P<sym>[,;:!> ]))"
@@ -131,8 +141,10 @@ _HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,300}>")
 _COMMENT = re.compile(r"(?<![\\\d])%(?<!\d[ \t]%)[^\n]*")
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _SET_BRACE = re.compile(r"\\[{}]")
+_TOKEN_ARG = re.compile(r"[ \t]*(\\[A-Za-z]+|[^\s{}\\])")
+_ENTITY = re.compile(r"&(?:[A-Za-z]{2,10}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 _WHITE = re.compile(
-    r"^\s*(?:white|transparent|none|#?fff(?:fff)?|1(?:\.0*)?(?:\s*,\s*1(?:\.0*)?){0,3}|255\s*,\s*255\s*,\s*255)\s*$",
+    r"^\s*(?:white(?:!100)?|transparent|none|#?fff(?:fff)?|1(?:\.0*)?(?:\s*,\s*1(?:\.0*)?){0,3}|255\s*,\s*255\s*,\s*255)\s*$",
     re.IGNORECASE,
 )
 _COLOR_STOP = re.compile(r"(?<!\\)\$|\\[)\]]|</?[A-Za-z]")
@@ -168,6 +180,15 @@ def _arg(text: str, at: int, pairs: dict[int, int]) -> tuple[int, int] | None:
     return None
 
 
+def _arg_or_token(text: str, at: int, pairs: dict[int, int]) -> tuple[int, int] | None:
+    """A braced argument, or TeX's one-token argument (``\phantom 5``, ``\phantom\frac``)."""
+    arg = _arg(text, at, pairs)
+    if arg is not None:
+        return arg
+    tok = _TOKEN_ARG.match(text, at)
+    return (tok.start(1), tok.end()) if tok else None
+
+
 def _group_end(text: str, at: int, opens: list[int], pairs: dict[int, int]) -> int:
     """Where a ``\\color`` declaration at ``at`` stops: the end of its enclosing group, a math delimiter or a tag.
 
@@ -198,7 +219,7 @@ def _command_spans(text: str, deadline: Deadline) -> Iterator[tuple[int, int, bo
             continue  # inside an argument or white text already hidden
         hides = bool(m.group("hide") or m.group("dim"))
         if m.group("hide") or m.group("env"):
-            arg = _arg(text, end, pairs)
+            arg = _arg_or_token(text, end, pairs) if m.group("hide") else _arg(text, end, pairs)
             end = arg[1] if arg else end
             if m.group("hide") == "rule" and arg:  # \rule{w}{h}: both arguments are sizes
                 second = _arg(text, end, pairs)
@@ -241,6 +262,9 @@ def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
     for rx in (_HTML_COMMENT, _HTML_TAG, _COMMENT) if ("<" in text or "%" in text) else ():
         for m in rx.finditer(text):
             mask[m.start() : m.end()] = bytes(m.end() - m.start())
+    for m in _ENTITY.finditer(text) if "&" in text else ():
+        if not any(map(_counts, html.unescape(m.group(0)))):
+            mask[m.start() : m.end()] = bytes(m.end() - m.start())  # &nbsp; &#8203; &zwj;: entities that show nothing
     for m in _SET_BRACE.finditer(text) if "\\" in text else ():
         mask[m.start() + 1] = 1  # \{ \}: a set's braces are content (\{\} is the empty set)
     for start, end, _ in _command_spans(text, dl):

@@ -40,6 +40,7 @@ INVISIBLE = {
     "variation selector": "\ufe0f",
     "private use": "\ue000",
     "line separator": "\u2028",
+    "ideographic half fill space": "\u303f",
 }
 LATEX_NOTHING = {
     "relax": "\\relax",
@@ -64,6 +65,11 @@ LATEX_NOTHING = {
     "styled nothing": "\\displaystyle\\textstyle\\left.\\right.",
     "empty text": "\\text{ }\\mathrm{}",
     "rule": "\\rule{0pt}{0pt}",
+    "one-token phantom": "\\phantom 5\\hphantom7",
+    "penalty": "\\penalty10000\\nobreak",
+    "white mixed": "{\\color{white!100} 5}",
+    "entities that show nothing": "&nbsp;&#8203;&zwj;&#x200B;",
+    "ellipsis symbols": "\u22ef\u22ee",
 }
 SHELLS = {**INVISIBLE, **LATEX_NOTHING}
 SEEN = {  # hard negatives: short, but a reader sees them
@@ -83,10 +89,13 @@ SEEN = {  # hard negatives: short, but a reader sees them
     "hangul syllable": "\ub124",  # a real Hangul letter, not a filler
     "braille dot": "\u2801",  # a Braille pattern with a dot, not the blank
     "chinese": "\u4e8c",
+    "blank symbol glyph": "\u2422",  # the visible ␢, unlike the Braille blank
     "accented letter": "e\u0301",
     "phantom beside a value": "\\phantom{0}7",
     "white then visible": "{\\color{white} 5} 7",
     "comment then a line": "% note\n7",
+    "entity that shows a symbol": "&infin;",
+    "a list with an ellipsis": "1, 2, \\ldots, 9",
 }
 
 
@@ -140,7 +149,7 @@ def test_every_invisible_code_point_is_invisible_by_category_or_name() -> None:
         c = chr(cp)
         cat = unicodedata.category(c)
         name = unicodedata.name(c, "")
-        blank = " BLANK" in f" {name}" or "FILLER" in name
+        blank = name.endswith((" BLANK", " FILL SPACE")) or "FILLER" in name
         if cat in hidden_categories or blank:
             if not is_invisible_char(c) or not is_placeholder(c):
                 wrong.append(f"U+{cp:04X} {cat} {name}")
