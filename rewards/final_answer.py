@@ -550,13 +550,24 @@ def extract_answer(
     return found
 
 
+def _restates(text: str, boxed: Extraction) -> bool:
+    """The final statement after the last box states that box's answer again ("\\boxed{5}. The answer is 5."): the
+    final answer is still the boxed one."""
+    stated = _anchored(text)
+    return bool(stated and boxed.answer and _key(stated[0]) == _key(boxed.answer))
+
+
+def _key(answer: str) -> str:
+    return re.sub(r"\s+|\$|\.$", "", answer)
+
+
 def _find_in(text: str, strict: bool, hedges: bool, box: re.Pattern[str]) -> Extraction:
     """The final answer of ``text`` (this turn, outside reasoning, inside the answer block)."""
     spans, unclosed = _box_spans(text, box)
     if unclosed >= 0 and not _anchored_after(text, unclosed, box):
         return Extraction(None, "none", reason="the last box is never closed", unclosed=True)
     boxed = _final_box(text, spans)
-    if boxed is not None and _anchored_after(text, boxed[1], box):
+    if boxed is not None and _anchored_after(text, boxed[1], box) and not _restates(text, boxed[0]):
         boxed = None  # "... = \boxed{255} ... Final Answer: The final answer is $10,455$": the statement is final
     if boxed is not None:
         if hedges and _hedged_after(text, boxed[1]):

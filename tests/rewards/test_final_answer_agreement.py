@@ -8,7 +8,7 @@ must agree with the finder: the answer each reports is the finder's, ``math`` fi
 finder finds none, and ``boxed_present`` credits exactly the completions whose final answer is boxed.
 
 Regression: before the finder was shared, ``\boxed{5}<think>\boxed{3}`` was ``no_answer`` for ``math`` and 1.0
-with answer 3 for ``boxed_present``, and ``\boxed 5`` the other way round (10 of the 25 rows below disagreed).
+with answer 3 for ``boxed_present``, and ``\boxed 5`` the other way round (10 of the first 25 rows below disagreed).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ ADVERSARIAL = [
     "<think>\u3164</think><answer>5</answer>",
     "no answer here at all, just words about the problem",
     "\\boxedx{5}",  # another command, not a box
+    "Thus \\boxed{5}. The answer is 5.",  # the statement restates the box
 ]
 
 
@@ -90,6 +91,7 @@ def test_the_issue_examples_agree_across_rewards() -> None:
         ("\\boxed{\\textcolor{red}{7}}", "\\textcolor{red}{7}", "boxed"),  # colored, but not white
         ("\\boxed{50\\%}", "50\\%", "boxed"),
         ("The answer is 5.", "5", "anchor"),
+        ("Thus \\boxed{5}.\n\nFinal Answer: The final answer is $5$.", "5", "boxed"),  # restated: still boxed
     ],
 )
 def test_hard_negatives_keep_their_answer(completion: str, answer: str, source: str) -> None:
