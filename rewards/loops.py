@@ -6,11 +6,12 @@ Two measures over a completion, both linear in its length:
   open-r1), over words split at whitespace *and* at invisible characters (a zero-width space joins nothing a
   reader sees).
 * :func:`loop_coverage`: the share of the text inside a repeated run of :data:`LOOP_SPAN` tokens, over a normalized
-  token stream: text folded by NFKC and case, every number replaced by one placeholder (a counter, ``Check 1:``,
-  ``Check 2:``, is the same line each time), invisible characters read as separators, and every punctuation mark
-  or symbol its own token (``\boxed{5}\boxed{5}`` repeats without a single space). A run counts from its second
-  occurrence on, so a loop of N copies covers (N - 1) / N of itself. Only the last :data:`MAX_LOOP_CHARS`
-  characters are read: a loop runs to the end of a completion.
+  token stream: text folded by NFKC and case, every number (digits, or an English number word) written as its
+  step from the number last seen in the same place (a counter, ``Check 1:``, ``Check 2:``, is the same line each
+  time), invisible characters read as separators, and every punctuation mark or symbol its own token
+  (``\boxed{5}\boxed{5}`` repeats without a single space). A run counts from its second occurrence on, so a loop
+  of N copies covers (N - 1) / N of itself. Only the last :data:`MAX_LOOP_CHARS` characters are read: a loop runs
+  to the end of a completion.
 
 Honest reasoning repeats words ("so", "=", "the answer") and short formulas, but rarely a whole run of
 :data:`LOOP_SPAN` tokens: over realistic long solutions (R1-style thinking with checks, GSM8K arithmetic, MATH
@@ -53,6 +54,14 @@ MAX_LOOP_CHARS = 100_000
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*|\S")
 _NUMBER = re.compile(r"\d")
+#: English number words count as numbers, so "one again, two again" is a counter too.
+_NUMBER_WORDS = {
+    w: float(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen".split()
+    )
+} | {w: 10.0 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
 _CHECK_EVERY = 8192
 
 
@@ -92,11 +101,12 @@ def loop_tokens(text: str) -> list[str]:
     last: dict[tuple[str, str], float] = {}
     slot = ("", "")  # the last two tokens that are not numbers
     for t in _TOKEN.findall(_fold(text[-MAX_LOOP_CHARS:])):
-        if not _NUMBER.match(t):
+        word = _NUMBER_WORDS.get(t)
+        if word is None and not _NUMBER.match(t):
             out.append(t)
             slot = (slot[1], t)
             continue
-        value = _number(t)
+        value = _number(t) if word is None else word
         before = last.get(slot)
         last[slot] = value
         out.append("#" if before is None else "=" if value == before else f"{value - before:+g}")

@@ -7,7 +7,8 @@ case analyses, enumerations of small cases, a traced loop, tables, probability, 
 repeat words, formulas and line shapes but not whole runs: they get no loop penalty at all (measured loop
 coverage 0.00-0.11 against the 0.25 where the penalty starts), only the paper's n-gram penalty, unchanged.
 
-Regression: before the loop penalty, the reward gave the disguised loops below 0.0 to -0.69 (7 of 10 above -0.5).
+Regression: before the loop penalty, the reward gave the first ten disguised loops below 0.0 to -0.69 (7 of 10
+above -0.5).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ HONEST = {
     for r in map(json.loads, (Path(__file__).parents[1] / "data" / "honest_reasoning.jsonl").read_text().splitlines())
 }
 ZW = "\u200b"
+_WORDS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
 PLAIN = "The answer is 5 so we are done. "
 
 DISGUISED = {
@@ -38,6 +40,7 @@ DISGUISED = {
     "recomputing with a step counter": " ".join(f"Step {i}: wait, let me recompute that {i} times." for i in range(60)),
     "loop after an honest start": HONEST["gsm8k_eggs"] + "\n" + "\n".join(f"Check {i}: 9 * 2 = 18." for i in range(200)),
     "invisible separators between symbols": ("=" + "\u2060") * 400 + "5",
+    "a counter in words": " ".join(f"Step {w}: check the sum again." for w in _WORDS * 3),
 }
 
 
