@@ -342,15 +342,17 @@ def boxed_present(*, commands: tuple[str, ...] = BOX_COMMANDS, time_limit: float
 
 
 def _tag_pair(text: str, tag: str, dl: Deadline) -> tuple[float, tuple[int, int] | None]:
-    """(credit, span): 0.5 for exactly one ``<tag>``, 0.5 more for exactly one ``</tag>`` after it around visible
-    content; the span of the complete pair, if any."""
+    """(credit, span): 0.5 for exactly one ``<tag>`` followed by something a reader sees, 0.5 more for exactly one
+    ``</tag>`` after it closing that content; the span of the complete pair, if any. Tags around nothing (empty,
+    invisible characters, no-op commands) earn nothing: a shell is no format."""
     open_t, close_t = f"<{tag}>", f"</{tag}>"
     if text.count(open_t) != 1:
         return 0.0, None
     start, end = text.find(open_t), text.find(close_t)
-    if text.count(close_t) != 1 or end < start:
-        return 0.5, None  # a closing tag without its opening, or before it, earns nothing
-    if _shows_nothing(text[start + len(open_t) : end], dl):
+    closed = text.count(close_t) == 1 and end > start  # a closing tag without its opening, or before it: unclosed
+    if _shows_nothing(text[start + len(open_t) : end if closed else len(text)], dl):
+        return 0.0, None
+    if not closed:
         return 0.5, None
     return 1.0, (start, end + len(close_t))
 
@@ -378,10 +380,11 @@ def _tag_credits(text: str, tags: tuple[str, ...], dl: Deadline) -> dict[str, fl
 def tag_count(*, tags: tuple[str, ...] = ("think", "answer"), time_limit: float = 2.0):
     """Partial credit per well-formed tag pair, in [0, 1].
 
-    Each tag is worth ``1/len(tags)``: half for exactly one opening tag, half for exactly one closing tag after
-    it around visible content, in the order of ``tags`` (a pair that interleaves with another, or comes before an
-    earlier tag's pair, loses its closing half; so do the later pairs when the first tag, the reasoning, is
-    reopened after them and never closed). Per-tag credit is in ``info["tags"]``; ``answer`` is the final answer
+    Each tag is worth ``1/len(tags)``: half for exactly one opening tag followed by visible content, half for
+    exactly one closing tag after it closing that content, in the order of ``tags``: tags around nothing a reader
+    sees earn nothing, and a pair that interleaves with another, or comes before an earlier tag's pair, loses its
+    closing half (so do the later pairs when the first tag, the reasoning, is reopened after them and never
+    closed). Per-tag credit is in ``info["tags"]``; ``answer`` is the final answer
     (:mod:`rewards.final_answer`, reasoning tag ``tags[0]``, answer tag ``tags[-1]``) when the last pair earns
     full credit. Useful early in training, when the strict ``think_answer_format`` is almost always 0.
 

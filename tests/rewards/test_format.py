@@ -179,7 +179,8 @@ def test_boxed_present_commands() -> None:
         ("<think>a</think><answer>b</answer>", 1.0),
         ("<think>a</think>", 0.5),
         ("<think>a<answer>b</answer>", 0.5),  # the answer pair sits inside reasoning never closed: half credit
-        ("</think>a<think>", 0.25),  # opening present once, closing before it earns nothing
+        ("</think>a<think>", 0.0),  # a closing tag before the opening earns nothing, nor an opening around nothing
+        ("</think><think>a", 0.25),
         ("<think>a</think><think>b</think>", 0.0),
         ("plain text", 0.0),
     ],
@@ -190,9 +191,10 @@ def test_tag_count_partial_credit(completion: str, value: float) -> None:
 
 def test_tag_count_custom_tags() -> None:
     fn = get_reward("tag_count", tags=["a", "b", "c", "d"])
-    s = fn({}, "<a>1</a><b>2</b><c>")
+    s = fn({}, "<a>1</a><b>2</b><c>3")
     assert s.value == pytest.approx(2.5 / 4)
     assert s.info["tags"] == {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.0}
+    assert fn({}, "<a>1</a><b>2</b><c>").info["tags"]["c"] == 0.0  # an opening tag with nothing after it
     with pytest.raises(RewardParameterError, match="tags"):
         get_reward("tag_count", tags=[])
 
@@ -321,8 +323,8 @@ def test_boxed_present_rejects_placeholders_but_not_short_real_answers(content: 
         ("<think>a<answer>b</think>c</answer>", 0.5),  # interleaved: neither pair is well formed
         ("<answer>b</answer><think>a</think>", 0.75),  # reversed: the answer comes before the reasoning
         ("<think>a<answer>b</answer></think>", 0.75),  # the answer inside the reasoning
-        ("<think> </think><answer>b</answer>", 0.75),  # empty reasoning
-        ("<think>a</think><answer>\\boxed{\\,}</answer>", 0.75),  # placeholder answer
+        ("<think> </think><answer>b</answer>", 0.5),  # empty reasoning: tags around nothing earn nothing
+        ("<think>a</think><answer>\\boxed{\\,}</answer>", 0.5),  # placeholder answer
     ],
 )
 def test_tag_count_wants_ordered_pairs_around_real_content(completion: str, value: float) -> None:

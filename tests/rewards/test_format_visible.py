@@ -116,6 +116,7 @@ def test_a_shell_earns_no_format_credit(name: str) -> None:
     assert get_reward("think_answer_format")({}, shaped["answer"]).value == 0.0
     assert get_reward("tag_count")({}, shaped["think"]).value < 1.0
     assert get_reward("tag_count")({}, shaped["answer"]).value < 1.0
+    assert get_reward("tag_count")({}, f"<think>{content}</think><answer>{content}</answer>").value == 0.0
     assert get_reward("boxed_present")({}, f"so \\boxed{{{content}}}").value == 0.0
     assert get_reward("boxed_present")({}, shaped["box"]).value == 0.0
     assert get_reward("math")({"answer": "5"}, shaped["box"]).status == "no_answer"
