@@ -149,6 +149,8 @@ _WHITE = re.compile(
 )
 _COLOR_STOP = re.compile(r"(?<!\\)\$|\\[)\]]|</?[A-Za-z]")
 _CHECK_EVERY = 4096
+#: Commands that can hide what they cover (a quick test before the full scan of :func:`strip_hidden`).
+_HIDING = re.compile(rf"\\(?:{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty)(?![A-Za-z])")
 
 
 def _brace_pairs(text: str, deadline: Deadline) -> dict[int, int]:
@@ -279,7 +281,7 @@ def strip_hidden(text: str, deadline: Deadline | None = None) -> str:
     >>> strip_hidden(r"The answer is {\color{white} 3} 5. % or 4")
     'The answer is {               } 5.       '
     """
-    if "%" not in text and "\\" not in text and "<!--" not in text:
+    if "%" not in text and "<!--" not in text and not _HIDING.search(text):
         return text
     dl = deadline or Deadline(None)
     spans = [(m.start(), m.end()) for rx in (_HTML_COMMENT, _COMMENT) for m in rx.finditer(text)]
