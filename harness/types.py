@@ -57,9 +57,9 @@ VERDICT_STATUSES: frozenset[str] = frozenset(STATUSES) - UNSCORED_STATUSES
 DATA_FAULT_STATUSES: frozenset[str] = frozenset({"gold_unparseable", "bad_input"})
 #: Code rewards: the judged program ran and failed (wrong output, crash or did not load, time or memory limit).
 PROGRAM_FAILED_STATUSES: frozenset[str] = frozenset({"fail", "program_error", "time_limit", "memory"})
-#: Never cached: outcomes of one attempt, not of the completion (another attempt may differ), and rows refused
-#: before any reward ran.
-UNCACHED_STATUSES: frozenset[str] = frozenset({"timeout", "error", "sandbox_error", "bad_input"})
+#: Never cached: outcomes of one attempt, not of the completion (another attempt may differ: a judged program's
+#: time limit on a loaded machine, a reward's own timeout), and rows refused before any reward ran.
+UNCACHED_STATUSES: frozenset[str] = frozenset({"timeout", "time_limit", "error", "sandbox_error", "bad_input"})
 
 
 class Sample(BaseModel):

@@ -49,6 +49,9 @@ def test_every_status_is_either_a_verdict_or_unscored() -> None:
     assert VERDICT_STATUSES | UNSCORED_STATUSES == set(STATUSES) and not VERDICT_STATUSES & UNSCORED_STATUSES
     # a reward that runs out of its own time is unscored like the pool's kill; a judged program's limit is a verdict
     assert "timeout" in UNSCORED_STATUSES and {"time_limit", "memory", "program_error"} <= VERDICT_STATUSES
+    from harness.types import UNCACHED_STATUSES
+
+    assert {"timeout", "time_limit"} <= UNCACHED_STATUSES  # one attempt's outcome: another may differ
 
 
 def test_status_set_is_closed() -> None:
