@@ -99,6 +99,9 @@ SEEN = {  # hard negatives: short, but a reader sees them
 }
 
 
+R1_PATTERN = r"^<think>.*?</think>\s*<answer>.*?</answer>$"
+
+
 def _shaped(content: str) -> dict[str, str]:
     return {
         "think": f"<think>{content}</think><answer>5</answer>",
@@ -120,6 +123,8 @@ def test_a_shell_earns_no_format_credit(name: str) -> None:
     assert get_reward("boxed_present")({}, f"so \\boxed{{{content}}}").value == 0.0
     assert get_reward("boxed_present")({}, shaped["box"]).value == 0.0
     assert get_reward("math")({"answer": "5"}, shaped["box"]).status == "no_answer"
+    r1 = get_reward("format_regex", pattern=R1_PATTERN, flags="s")
+    assert r1({}, shaped["think"]).value == 0.0 and r1({}, shaped["answer"]).value == 0.0
 
 
 @pytest.mark.parametrize("name", sorted(SEEN))
@@ -131,6 +136,7 @@ def test_what_a_reader_sees_keeps_its_credit(name: str) -> None:
     assert get_reward("think_answer_format")({}, shaped["answer"]).value == 1.0
     assert get_reward("tag_count")({}, shaped["answer"]).value == 1.0
     assert get_reward("boxed_present")({}, f"so \\boxed{{{content}}}").value == 1.0
+    assert get_reward("format_regex", pattern=R1_PATTERN, flags="s")({}, shaped["answer"]).value == 1.0
 
 
 def test_honest_completions_keep_full_credit() -> None:
