@@ -6,10 +6,12 @@ Two measures over a completion, both linear in its length:
   open-r1), over words split at whitespace *and* at invisible characters (a zero-width space joins nothing a
   reader sees).
 * :func:`loop_coverage`: the share of the text inside a repeated run of :data:`LOOP_SPAN` tokens, over a normalized
-  token stream: text folded by NFKC and case, every number (digits, or an English number word) written as its
-  step from the number last seen in the same place (a counter, ``Check 1:``, ``Check 2:``, is the same line each
-  time), invisible characters read as separators, and every punctuation mark or symbol its own token
-  (``\boxed{5}\boxed{5}`` repeats without a single space). A run counts from its second occurrence on, so a loop
+  token stream: text decomposed by NFKD (full-width forms and accents apart) and case-folded, zero-width characters
+  and marks dropped (a zero-width space inside a word joins nothing a reader sees), other invisible characters read
+  as spaces, every punctuation mark or symbol its own token (``\boxed{5}\boxed{5}`` repeats without a single
+  space), words and numbers cut every 16 characters (text run together still forms tokens), and every number
+  (digits, or an English number word) written as its step from the number last seen in the same place (a counter,
+  ``Check 1:``, ``Check 2:``, is the same line each time). A run counts from its second occurrence on, so a loop
   of N copies covers (N - 1) / N of itself. Only the last :data:`MAX_LOOP_CHARS` characters are read: a loop runs
   to the end of a completion.
 
@@ -52,7 +54,8 @@ LOOP_FULL = 0.65
 #: Only the last this many characters are examined for loops (a loop runs to the end of a completion).
 MAX_LOOP_CHARS = 100_000
 
-_TOKEN = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*|\S")
+#: Words and numbers are cut every 16 characters, so text run together without any separator still forms tokens.
+_TOKEN = re.compile(r"[^\W\d_]{1,16}|\d{1,16}(?:[.,]\d{1,16})*|\S")
 _NUMBER = re.compile(r"\d")
 #: English number words count as numbers, so "one again, two again" is a counter too.
 _NUMBER_WORDS = {
@@ -77,6 +80,27 @@ def _fold(text: str) -> str:
     return text.translate(table) if table else text
 
 
+_ZERO_WIDTH = frozenset({"Cf", "Cc", "Cs", "Co", "Cn", "Mn", "Mc", "Me"})
+
+
+@functools.lru_cache(maxsize=65536)
+def _loop_char(c: str) -> str:
+    """What a character reads as for loop detection: zero-width ones (format characters, marks) are dropped, so a
+    zero-width space inside a word joins nothing; other invisible ones are spaces; the rest is itself."""
+    if c.isspace():
+        return " "
+    if not c.isascii() and unicodedata.category(c) in _ZERO_WIDTH:
+        return ""
+    return " " if is_invisible_char(c) else c
+
+
+def _fold_for_loops(text: str) -> str:
+    """NFKD (marks apart from their letters), case-folded, zero-width characters and marks dropped."""
+    text = unicodedata.normalize("NFKD", text).casefold()
+    table = {ord(c): _loop_char(c) for c in set(text) if _loop_char(c) != c}
+    return text.translate(table) if table else text
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words, split at whitespace and at invisible characters.
 
@@ -88,9 +112,9 @@ def words(text: str) -> list[str]:
 
 def loop_tokens(text: str) -> list[str]:
     r"""The normalized token stream of the last :data:`MAX_LOOP_CHARS` characters of ``text``, which
-    :func:`loop_coverage` reads: words, numbers and single symbols, where a number
-    is written as its step from the number last seen after the same two other tokens (``=`` unchanged, ``+1`` a counter,
-    ``#`` the first one), so ``Check 1:``, ``Check 2:`` read alike while a computation's varying results do not.
+    :func:`loop_coverage` reads (see the module doc): words, numbers and single symbols, where a number is written
+    as its step from the number last seen after the same two other tokens (``=`` unchanged, ``+1`` a counter, ``#``
+    the first one), so ``Check 1:``, ``Check 2:`` read alike while a computation's varying results do not.
 
     >>> loop_tokens("Check 1: x=4. Check 2: x=4. Check 3: x=5.")[-7:]
     ['check', '+1', ':', 'x', '=', '+1', '.']
@@ -100,7 +124,7 @@ def loop_tokens(text: str) -> list[str]:
     out: list[str] = []
     last: dict[tuple[str, str], float] = {}
     slot = ("", "")  # the last two tokens that are not numbers
-    for t in _TOKEN.findall(_fold(text[-MAX_LOOP_CHARS:])):
+    for t in _TOKEN.findall(_fold_for_loops(text[-MAX_LOOP_CHARS:])):
         word = _NUMBER_WORDS.get(t)
         if word is None and not _NUMBER.match(t):
             out.append(t)
