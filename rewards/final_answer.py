@@ -11,9 +11,10 @@ Where the answer is looked for (the same for every reward):
 * **Inside the answer block.** When an ``<answer>...</answer>`` block (the R1 format) follows the reasoning, the
   search runs inside the last one (several blocks that say different things, or a value after the last one,
   are a hedge: no answer).
-* **Only what a reader sees.** Comments, phantoms and white text are blanked before the search (an answer
-  commented out is no answer), and a box or a statement whose content shows nothing (invisible characters,
-  spacing or no-op commands, ``\ldots``: :mod:`rewards.visible`) is not an answer.
+* **Only what a reader sees.** Comments (on a line or in a group of their own: ``n % 2`` in prose stays),
+  phantoms and white text are blanked before the search (an answer commented out is no answer), and a box or a
+  statement whose content shows nothing (invisible characters, spacing or no-op commands, ``\ldots``:
+  :mod:`rewards.visible`) is not an answer.
 
 What the answer is, in order: the last box outside reasoning, ``\boxed{...}``, ``\fbox{...}`` or TeX's
 one-token form ``\boxed 5`` (a last box that is opened and never closed means the text was cut off: no answer);

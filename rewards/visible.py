@@ -139,6 +139,9 @@ _COMMAND = re.compile(
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,300}>")
 _COMMENT = re.compile(r"(?<![\\\d])%(?<!\d[ \t]%)[^\n]*")
+#: A comment that stands on its own (at the start of a line or of a group): what :func:`strip_hidden` removes. A
+#: ``%`` after a word (``n % 2``) may be a modulo or a percent sign in prose, so the finder keeps that text.
+_OWN_COMMENT = re.compile(r"(?:^|(?<=\{))[ \t]*%[^\n]*", re.MULTILINE)
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _SET_BRACE = re.compile(r"\\[{}]")
 _TOKEN_ARG = re.compile(r"[ \t]*(\\[A-Za-z]+|[^\s{}\\])")
@@ -275,16 +278,17 @@ def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
 
 
 def strip_hidden(text: str, deadline: Deadline | None = None) -> str:
-    r"""``text`` with every region a reader cannot see blanked to spaces (same length, same positions): LaTeX and
-    HTML comments, phantoms and spacing arguments, white text. Tags, command names and punctuation stay.
+    r"""``text`` with every region a reader cannot see blanked to spaces (same length, same positions): LaTeX
+    comments that stand on their own line or open a group, HTML comments, phantoms and spacing arguments, white
+    text. Tags, command names and punctuation stay.
 
-    >>> strip_hidden(r"The answer is {\color{white} 3} 5. % or 4")
-    'The answer is {               } 5.       '
+    >>> strip_hidden("The answer is {\\color{white} 3} 5.\n% or 4")
+    'The answer is {               } 5.\n      '
     """
     if "%" not in text and "<!--" not in text and not _HIDING.search(text):
         return text
     dl = deadline or Deadline(None)
-    spans = [(m.start(), m.end()) for rx in (_HTML_COMMENT, _COMMENT) for m in rx.finditer(text)]
+    spans = [(m.start(), m.end()) for rx in (_HTML_COMMENT, _OWN_COMMENT) for m in rx.finditer(text)]
     spans += [(a, b) for a, b, hides in _command_spans(text, dl) if hides]
     if not spans:
         return text
