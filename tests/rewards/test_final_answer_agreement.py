@@ -92,6 +92,8 @@ def test_the_issue_examples_agree_across_rewards() -> None:
         ("\\boxed{50\\%}", "50\\%", "boxed"),
         ("The answer is 5.", "5", "anchor"),
         ("Thus \\boxed{5}.\n\nFinal Answer: The final answer is $5$.", "5", "boxed"),  # restated: still boxed
+        ("<think>n % 2 == 0 on this line</think><answer>\\boxed{2}</answer>", "2", "boxed"),  # a modulo, not a comment
+        ("We use 5% of it.\n% note: the answer is 7\nThe answer is 3.", "3", "anchor"),  # the comment line is blanked
     ],
 )
 def test_hard_negatives_keep_their_answer(completion: str, answer: str, source: str) -> None:
