@@ -154,6 +154,10 @@ _COLOR_STOP = re.compile(r"(?<!\\)\$|\\[)\]]|</?[A-Za-z]")
 _CHECK_EVERY = 4096
 #: Commands that can hide what they cover (a quick test before the full scan of :func:`strip_hidden`).
 _HIDING = re.compile(rf"\\(?:{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty)(?![A-Za-z])")
+#: A letter or digit that does not continue a command name, and anything that could hide it: the quick test of
+#: :func:`is_placeholder` (such a character is content unless something hides it).
+_PLAIN_ALNUM = re.compile(r"(?<![\\A-Za-z])[A-Za-z0-9]")
+_MAY_HIDE = re.compile(rf"[%<&]|\\(?:begin|end|{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty)(?![A-Za-z])")
 
 
 def _brace_pairs(text: str, deadline: Deadline) -> dict[int, int]:
@@ -322,4 +326,6 @@ def is_placeholder(content: str, deadline: Deadline | None = None) -> bool:
     >>> is_placeholder("50%"), is_placeholder(r"\textcolor{red}{7}")
     (False, False)
     """
+    if _PLAIN_ALNUM.search(content) and not _MAY_HIDE.search(content):
+        return False
     return not any(substance_mask(content, deadline))
