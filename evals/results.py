@@ -37,11 +37,21 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
+#: Records written before each status had one meaning: a value beside these was a judged program's verdict.
+_LEGACY_VERDICTS = {"timeout": "time_limit", "error": "program_error"}
+
+
+def _recorded(raw: Mapping[str, Any]) -> Score:
+    if raw.get("value") is not None and raw.get("status") in _LEGACY_VERDICTS:
+        raw = {**raw, "status": _LEGACY_VERDICTS[raw["status"]]}
+    return Score.model_validate(raw)
+
+
 def _scores(records: Sequence[Mapping[str, Any]], name: str) -> list[Score]:
     out = []
     for r in records:
         raw = (r.get("scores") or {}).get(name)
-        out.append(Score.model_validate(raw) if raw is not None else Score.unscored("error", "no score recorded"))
+        out.append(_recorded(raw) if raw is not None else Score.unscored("error", "no score recorded"))
     return out
 
 

@@ -28,31 +28,38 @@ __all__ = [
 ]
 
 Status = Literal[
+    # verdicts: the reward judged the completion; value is a number (0 included)
     "ok",  # the reward decided; value is the verdict
     "pass",  # code: every test passed
     "fail",  # code: some test failed (or the answer is wrong, where a reward wants to say so)
     "no_answer",  # the completion commits to no final answer (value 0)
     "parse_error",  # the completion's answer cannot be parsed (value 0)
-    "memory",  # code: the solution ran out of memory (value 0)
-    "timeout",  # the solution or the reward ran past its time limit
-    "gold_unparseable",  # the reference answer cannot be parsed: unscored
-    "error",  # the plugin raised or crashed (unscored), or the judged program did not run (code: 0.0)
-    "bad_input",  # the input row is malformed: unscored
-    "sandbox_error",  # the sandbox could not run the code: unscored
+    "time_limit",  # code: the judged program ran past its time limit (value 0)
+    "memory",  # code: the judged program ran out of memory (value 0)
+    "program_error",  # code: the judged program did not run to a verdict: syntax error, crash, no entry point (0)
+    # unscored: value is None, never a silent 0
+    "timeout",  # the reward itself ran out of time: its own limit, or the scoring path's kill
+    "error",  # the plugin raised, crashed or returned nothing usable, or a service it calls failed
+    "gold_unparseable",  # the reference answer cannot be parsed
+    "bad_input",  # the input row is malformed
+    "sandbox_error",  # the sandbox could not run the code
 ]
 STATUSES: tuple[str, ...] = get_args(Status)
 # The sets of statuses that mean one thing; every package tests a status against these, never a literal set.
+# Each status has one meaning: it is either a verdict (always with a value) or unscored (always value=None), and
+# :class:`Score` refuses any other combination.
 #: Statuses that always come with ``value=None`` (:class:`Score` refuses a value with them).
-UNSCORED_STATUSES: frozenset[str] = frozenset({"gold_unparseable", "bad_input", "sandbox_error"})
-#: The reward judged the completion (a verdict, 0 included); any other status is a problem worth counting.
-VERDICT_STATUSES: frozenset[str] = frozenset({"ok", "pass", "fail", "no_answer", "parse_error"})
+UNSCORED_STATUSES: frozenset[str] = frozenset({"timeout", "error", "gold_unparseable", "bad_input", "sandbox_error"})
+#: The reward judged the completion (a verdict, 0 included; :class:`Score` refuses ``None`` with them); the other
+#: statuses are problems worth counting.
+VERDICT_STATUSES: frozenset[str] = frozenset(STATUSES) - UNSCORED_STATUSES
 #: Unscored because of the data row (a broken gold answer or input), not because a plugin failed.
 DATA_FAULT_STATUSES: frozenset[str] = frozenset({"gold_unparseable", "bad_input"})
 #: Code rewards: the judged program ran and failed (wrong output, crash or did not load, time or memory limit).
-PROGRAM_FAILED_STATUSES: frozenset[str] = frozenset({"fail", "error", "timeout", "memory"})
-#: Never cached: outcomes of one attempt, not of the completion (another attempt may differ), and rows refused
-#: before any reward ran.
-UNCACHED_STATUSES: frozenset[str] = frozenset({"timeout", "error", "sandbox_error", "bad_input"})
+PROGRAM_FAILED_STATUSES: frozenset[str] = frozenset({"fail", "program_error", "time_limit", "memory"})
+#: Never cached: outcomes of one attempt, not of the completion (another attempt may differ: a judged program's
+#: time limit on a loaded machine, a reward's own timeout), and rows refused before any reward ran.
+UNCACHED_STATUSES: frozenset[str] = frozenset({"timeout", "time_limit", "error", "sandbox_error", "bad_input"})
 
 
 class Sample(BaseModel):
@@ -99,8 +106,10 @@ class Score(BaseModel):
     """What one reward says about one completion.
 
     Args:
-        value: the reward, or ``None`` for *unscored* (never a silent 0).
-        status: one of :data:`STATUSES`; the unscored ones (:data:`UNSCORED_STATUSES`) force ``value=None``.
+        value: the reward, or ``None`` for *unscored* (never a silent 0). NaN and infinities are unscored: they
+            become ``None`` with status ``error`` (a verdict status cannot stand without a value).
+        status: one of :data:`STATUSES`; an unscored one (:data:`UNSCORED_STATUSES`) needs ``value=None`` and a
+            verdict (:data:`VERDICT_STATUSES`) needs a value.
         answer: what the reward extracted from the completion (the final answer, the code), for logging.
         info: anything else worth logging: parsed forms, the reason for the verdict, the isolation level.
 
@@ -108,6 +117,8 @@ class Score(BaseModel):
     'ok'
     >>> Score.unscored("error", "plugin raised ZeroDivisionError").value is None
     True
+    >>> Score(value=float("nan")).status
+    'error'
     """
 
     model_config = ConfigDict(frozen=True)
@@ -117,19 +128,29 @@ class Score(BaseModel):
     answer: str | None = None
     info: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _non_finite_is_unscored(cls, data: Any) -> Any:
+        v = data.get("value") if isinstance(data, dict) else None
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isfinite(float(v)):
+            info = {**(data.get("info") or {}), "reason": f"the reward returned a non-finite value ({v!r})"}
+            return {**data, "value": None, "status": "error", "info": info}  # NaN / inf cannot train anything
+        return data
+
     @field_validator("value", mode="before")
     @classmethod
-    def _finite(cls, v: Any) -> Any:
-        if isinstance(v, bool):
-            return float(v)
-        if isinstance(v, (int, float)) and not math.isfinite(float(v)):
-            return None  # NaN / inf cannot train anything: unscored
-        return v
+    def _bool_is_float(cls, v: Any) -> Any:
+        return float(v) if isinstance(v, bool) else v
 
     @model_validator(mode="after")
-    def _unscored_statuses_have_no_value(self) -> Score:
+    def _status_fits_value(self) -> Score:
         if self.status in UNSCORED_STATUSES and self.value is not None:
             raise ValueError(f"status {self.status!r} means unscored: value must be None, got {self.value!r}")
+        if self.status not in UNSCORED_STATUSES and self.value is None:
+            raise ValueError(
+                f"status {self.status!r} is a verdict: it needs a value; an unscored Score takes one of "
+                f"{', '.join(sorted(UNSCORED_STATUSES))}"
+            )
         return self
 
     @property

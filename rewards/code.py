@@ -10,16 +10,17 @@ completion. The ``tests`` column (or HumanEval's ``test``) may be:
   dict), or ``{"inputs": [...], "outputs": [...]}``; also as a JSON string. Every output line is compared after
   trimming trailing whitespace on each line and trailing blank lines; missing or extra lines fail.
 
-Statuses: ``pass`` (1.0); a program that ran and failed gets one of
-:data:`harness.types.PROGRAM_FAILED_STATUSES`: ``fail`` (0.0, or with ``partial=true`` the passed fraction of the
-test cases known before the run: one per ``assert`` statement, unittest method or stdin/stdout case; a case never
-reached because the program exited, crashed or hung first counts as failed), ``error``
-(0.0: the program did not run to a verdict: a syntax error, a crash, a missing entry point; ``info["reason"]``
-says which), ``timeout`` and ``memory`` (0.0). Unscored: ``sandbox_error`` (the sandbox could not run it, or its
-isolation is below ``min_isolation`` and ``allow_weaker_isolation`` is off) and ``bad_input``
-(the tests are missing, do not parse, or cannot judge anything: ``check(candidate)`` without an
-``entry_point``, no unittest method, no assert that ran). ``Score.info`` carries the isolation level, per-test
-results and the reason. Time limits are ``timeout`` seconds per test run, scaled by the machine's measured speed.
+Statuses: ``pass`` (1.0); a program that ran and failed gets one of :data:`harness.types.PROGRAM_FAILED_STATUSES`:
+``fail`` (0.0, or with ``partial=true`` the passed fraction of the test cases known before the run: one per
+``assert`` statement, unittest method or stdin/stdout case; a case never reached because the program exited, crashed
+or hung first counts as failed), ``program_error`` (0.0: the program did not run to a verdict: a syntax error, a
+crash, a missing entry point; ``info["reason"]`` says which), ``time_limit`` and ``memory`` (0.0: the program ran
+past its time or memory limit; a verdict on the program, unlike ``timeout``, which means the reward itself ran out
+of time and is unscored). Unscored: ``sandbox_error`` (the sandbox could not run it, or its isolation is below
+``min_isolation`` and ``allow_weaker_isolation`` is off) and ``bad_input`` (the tests are missing, do not parse, or
+cannot judge anything: ``check(candidate)`` without an ``entry_point``, no unittest method, no assert that ran).
+``Score.info`` carries the isolation level, per-test results and the reason. Time limits are ``timeout`` seconds per
+test run, scaled by the machine's measured speed.
 
 >>> from harness import get_reward
 >>> program = "```python\\ndef add(a, b):\\n    return a + b\\n```"
@@ -38,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.registry import reward
-from harness.types import Sample, Score
+from harness.types import Sample, Score, Status
 from sandbox import LEVELS, Limits, SandboxError, TestsError, get_sandbox
 
 __all__ = ["code_reward", "extract_code", "parse_tests", "outputs_match"]
@@ -151,7 +152,19 @@ def _first_difference(actual: str, expected: str) -> str:
     return "output differs"
 
 
-_STATUS_OF_RUN = {"timeout": "timeout", "memory": "memory", "crash": "error", "output_limit": "fail"}
+#: The sandbox's outcome of one program run, and of a run of the Python tests, as the Score status of a verdict.
+_STATUS_OF_RUN: dict[str, Status] = {
+    "timeout": "time_limit",
+    "memory": "memory",
+    "crash": "program_error",
+    "output_limit": "fail",
+}
+_STATUS_OF_TESTS: dict[str, Status] = {
+    "fail": "fail",
+    "error": "program_error",
+    "timeout": "time_limit",
+    "memory": "memory",
+}
 
 
 def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial: bool) -> tuple[str, int, list[dict]]:
@@ -191,11 +204,10 @@ def _score_python(code: str, source: str, entry_point: str | None, limits: Limit
     info.update(passed=res.passed, total=res.total, tests=res.tests, reason=res.reason, time_s=round(res.duration_s, 4))
     if res.status == "pass":
         return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)
-    status = res.status
-    if status == "error":  # the solution did not load: a syntax error, a crash at import, no entry point
+    if res.status == "error":  # the solution did not load: a syntax error, a crash at import, no entry point
         info["outcome"] = "error"
-    value = res.passed / res.total if partial and res.total and status == "fail" else 0.0
-    return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
+    value = res.passed / res.total if partial and res.total and res.status == "fail" else 0.0
+    return Score(value=value, status=_STATUS_OF_TESTS[res.status], answer=code[:_MAX_ANSWER_CHARS], info=info)
 
 
 def _isolation_info(min_isolation: str, allow_weaker: bool) -> tuple[dict[str, Any], Score | None]:

@@ -14,7 +14,7 @@ import harness.scoring._result
 import harness.scoring._session
 import harness.telemetry.report
 import harness.types
-from harness.types import STATUSES, UNSCORED_STATUSES, RewardSpec, Sample, Score
+from harness.types import STATUSES, UNSCORED_STATUSES, VERDICT_STATUSES, RewardSpec, Sample, Score
 
 
 @pytest.mark.parametrize("module", [harness.types, harness.registry, harness.scoring._result, harness.scoring._session,
@@ -25,8 +25,9 @@ def test_docstring_examples(module) -> None:
 
 
 def test_nan_and_inf_values_become_unscored() -> None:
-    assert Score(value=math.nan).value is None
-    assert Score(value=math.inf).value is None
+    assert (Score(value=math.nan).value, Score(value=math.nan).status) == (None, "error")
+    assert Score(value=-math.inf, status="pass").value is None
+    assert "non-finite" in Score(value=math.inf).info["reason"]
     assert Score(value=True).value == 1.0
 
 
@@ -35,6 +36,22 @@ def test_unscored_statuses_refuse_a_value(status: str) -> None:
     with pytest.raises(ValidationError, match="means unscored"):
         Score(value=0.0, status=status)
     assert Score(value=None, status=status).scored is False
+
+
+@pytest.mark.parametrize("status", sorted(VERDICT_STATUSES))
+def test_verdict_statuses_refuse_no_value(status: str) -> None:
+    with pytest.raises(ValidationError, match="is a verdict"):
+        Score(value=None, status=status)
+    assert Score(value=0.0, status=status).scored is True
+
+
+def test_every_status_is_either_a_verdict_or_unscored() -> None:
+    assert VERDICT_STATUSES | UNSCORED_STATUSES == set(STATUSES) and not VERDICT_STATUSES & UNSCORED_STATUSES
+    # a reward that runs out of its own time is unscored like the pool's kill; a judged program's limit is a verdict
+    assert "timeout" in UNSCORED_STATUSES and {"time_limit", "memory", "program_error"} <= VERDICT_STATUSES
+    from harness.types import UNCACHED_STATUSES
+
+    assert {"timeout", "time_limit"} <= UNCACHED_STATUSES  # one attempt's outcome: another may differ
 
 
 def test_status_set_is_closed() -> None:
@@ -53,15 +70,19 @@ def test_status_sets_are_statuses_and_each_means_one_thing() -> None:
 
 
 def test_the_sandbox_verdicts_are_pass_or_a_judged_program_failure() -> None:
-    """The sandbox keeps its own status type (it imports nothing from harness); the sets must still agree."""
+    """The sandbox keeps its own status type (it imports nothing from harness); the code reward maps every failed
+    outcome of a run onto a judged program failure, a verdict with a value."""
     import typing
 
     from harness.types import PROGRAM_FAILED_STATUSES
-    from sandbox._results import TestsResult
+    from rewards.code import _STATUS_OF_RUN, _STATUS_OF_TESTS
+    from sandbox._results import ProgramResult, TestsResult
 
     verdicts = set(typing.get_args(typing.get_type_hints(TestsResult)["status"]))
     # "bad_tests" (where the sandbox has it): the row's tests cannot judge anything, a data fault (bad_input)
-    assert verdicts - {"pass", "bad_tests"} == PROGRAM_FAILED_STATUSES
+    assert {_STATUS_OF_TESTS[v] for v in verdicts - {"pass", "bad_tests"}} == PROGRAM_FAILED_STATUSES
+    runs = set(typing.get_args(typing.get_type_hints(ProgramResult)["status"])) - {"ok"}
+    assert {_STATUS_OF_RUN[r] for r in runs} <= PROGRAM_FAILED_STATUSES <= VERDICT_STATUSES
 
 
 def test_score_and_sample_are_frozen() -> None:

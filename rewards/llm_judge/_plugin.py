@@ -3,8 +3,8 @@
 One score is ``votes`` requests (seeds ``0..votes-1``), each answered from the disk cache when the same request
 was made before, then parsed (:mod:`._verdict`) and aggregated: ``majority`` (the most common verdict; a tie
 gives the mean of the votes) or ``mean``. Failures are unscored, never 0.0: ``timeout`` and ``error`` (the HTTP
-status in ``info``) when a request fails after its retries, ``parse_error`` (the judge's text in ``info``) when
-no vote holds a valid verdict, ``bad_input`` when the row lacks a column the rubric reads.
+status in ``info``) when a request fails after its retries, and also ``error`` (the judge's text in ``info``)
+when no vote holds a valid verdict, ``bad_input`` when the row lacks a column the rubric reads.
 
 ``Score.info`` carries the verdict, the rationale, latency, token usage (``input_tokens``, ``output_tokens``)
 and how many votes came from the cache; when a global OpenTelemetry tracer provider is installed, each score
@@ -168,7 +168,7 @@ class Judge:
         if not got.verdicts:
             return Score(
                 value=None,
-                status="parse_error",
+                status="error",  # the judge's reply, not the completion, could not be read: unscored
                 info={
                     **info,
                     "reason": f"no valid verdict: {'; '.join(got.errors)}",

@@ -11,8 +11,9 @@ of at least 3 significant digits (``4.67``, ``3.14``) is also matched by an exac
 (``\frac{14}{3}``, ``\pi``); a decimal answer is never rounded to the gold. Identical
 normalized strings and plain numbers are decided without sympy (the fast path most pairs take). Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
-read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
-forms, where the answer came from and the reason for the verdict.
+read), ``timeout`` (unscored, ``value=None``: the cooperative deadline passed, as when the scoring path kills a
+call). ``Score.info`` records the extracted answer, both parsed forms, where the answer came from and the reason
+for the verdict.
 
 >>> from harness import get_reward
 >>> fn = get_reward("math")
@@ -206,7 +207,12 @@ def _compare(g: Value, gold_s: str, answer: str, info: dict[str, Any], settings:
     try:
         same, reason = equivalent(g, a, opt)
     except OutOfTime:
-        return _zero("timeout", answer, info, "comparison ran past the time limit")
+        return Score(
+            value=None,
+            status="timeout",
+            answer=answer[:500],
+            info={**info, "reason": "comparison ran past its time limit"},
+        )
     except RecursionError:
         same, reason = False, "comparison nested too deeply"
     except _SYMPY_REFUSALS as e:

@@ -123,8 +123,8 @@ def test_prompt_metrics_threshold_and_no_votes() -> None:
 
 
 def test_reward_summary_counts_statuses_and_excludes_unscored() -> None:
-    scores = [_s(1, "a"), _s(0, None, "no_answer"), _s(None, None), Score(value=0.0, status="timeout")]
+    scores = [_s(1, "a"), _s(0, None, "no_answer"), _s(None, None), Score(value=0.0, status="time_limit")]
     r = reward_summary(scores)
     assert r["mean"] == pytest.approx(1 / 3)
     assert (r["count"], r["scored"], r["unscored"]) == (4, 3, 1)
-    assert r["statuses"] == {"error": 1, "no_answer": 1, "ok": 1, "timeout": 1}
+    assert r["statuses"] == {"error": 1, "no_answer": 1, "ok": 1, "time_limit": 1}

@@ -76,27 +76,27 @@ def test_tests_that_do_not_parse_are_bad_input(fn):
 
 def test_syntax_error_in_solution_is_error_scored_zero(fn):
     s = fn({"tests": "assert f() == 1"}, "def f(:\n  pass")
-    assert (s.status, s.value) == ("error", 0.0) and "SyntaxError" in s.info["reason"]
+    assert (s.status, s.value) == ("program_error", 0.0) and "SyntaxError" in s.info["reason"]
 
 
 def test_syntax_error_in_stdio_program_is_error_scored_zero(fn):
     s = fn({"tests": [{"input": "", "output": "1"}]}, "print(1")
-    assert (s.status, s.value) == ("error", 0.0) and "SyntaxError" in s.info["tests"][0]["stderr"]
+    assert (s.status, s.value) == ("program_error", 0.0) and "SyntaxError" in s.info["tests"][0]["stderr"]
 
 
 def test_crash_at_import_is_error_with_the_reason(fn):
     s = fn({"tests": "assert f() == 1"}, "raise RuntimeError('boom')\ndef f(): return 1")
-    assert (s.status, s.value) == ("error", 0.0) and s.info["outcome"] == "error" and "boom" in s.info["reason"]
+    assert (s.status, s.value) == ("program_error", 0.0) and s.info["outcome"] == "error" and "boom" in s.info["reason"]
 
 
 def test_missing_entry_point_is_error(fn):
     s = fn({"tests": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "g"}, "def f(): return 1")
-    assert (s.status, s.value) == ("error", 0.0) and "'g'" in s.info["reason"]
+    assert (s.status, s.value) == ("program_error", 0.0) and "'g'" in s.info["reason"]
 
 
 def test_program_crash_is_error_with_stderr(fn):
     s = fn({"tests": [{"input": "", "output": "1"}]}, "print(1)\nraise ValueError('late')")
-    assert (s.status, s.value) == ("error", 0.0) and "ValueError" in s.info["tests"][0]["stderr"]
+    assert (s.status, s.value) == ("program_error", 0.0) and "ValueError" in s.info["tests"][0]["stderr"]
 
 
 def test_stdio_partial_credit():

@@ -36,7 +36,7 @@ HUMANEVAL = [
     ("fib", "assert candidate(1) == 1\nassert candidate(10) == 55\nassert candidate(90) == 2880067194370816120", {
         "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a": "pass",
         "def fib(n):\n    a, b = 0, 1\n    for _ in range(n - 1):\n        a, b = b, a + b\n    return a": "fail",  # off by one
-        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)": "timeout",  # exponential
+        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)": "time_limit",  # exponential
     }),
     ("mean_abs_dev", "assert abs(candidate([1.0, 2.0, 3.0, 4.0]) - 1.0) < 1e-6\nassert abs(candidate([1.0, 2.0, 3.0]) - 2.0 / 3.0) < 1e-6", {
         "def mean_abs_dev(xs):\n    m = sum(xs) / len(xs)\n    return sum(abs(x - m) for x in xs) / len(xs)": "pass",
@@ -100,8 +100,8 @@ HUMANEVAL = [
         "def sum(xs):\n    return len(xs)": "fail",
     }),
     ("spin", "assert candidate() == 1", {
-        "def spin():\n    while True:\n        pass": "timeout",
-        "import time\ndef spin():\n    time.sleep(60)\n    return 1": "timeout",
+        "def spin():\n    while True:\n        pass": "time_limit",
+        "import time\ndef spin():\n    time.sleep(60)\n    return 1": "time_limit",
         "def spin():\n    return 1": "pass",
     }),
     ("loud", "import io, contextlib\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    candidate(2)\nassert buf.getvalue() == '2\\n4\\n'", {
@@ -138,7 +138,7 @@ ASSERTS = [
     }),
     ("assert deep(996) == 996", {
         "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # plain python: up to 998
-        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)\ndeep(1200)": "error",
+        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)\ndeep(1200)": "program_error",
     }),
     ("assert is_p[7] == 1 and is_p[8] == 0\nassert len(primes) == 664579 and primes[-1] == 9999991", {
         "n = 10**7\nis_p = bytearray([1]) * (n + 1)\nis_p[0] = is_p[1] = 0\nfor i in range(2, int(n ** 0.5) + 1):\n"
@@ -157,8 +157,8 @@ ASSERTS = [
     ("assert parse('3.50') == 3.5\nassert parse('x') is None", {
         "def parse(s):\n    try:\n        return float(s)\n    except ValueError:\n        return None": "pass",
         "def parse(s):\n    return float(s)": "fail",  # ValueError in a call
-        "def parse(s):\n    return float(s) if s[0].isdigit() else None\nparse('')": "error",  # crashes at load
-        "def parse(s:\n    return 1": "error",  # syntax error
+        "def parse(s):\n    return float(s) if s[0].isdigit() else None\nparse('')": "program_error",  # crashes at load
+        "def parse(s:\n    return 1": "program_error",  # syntax error
     }),
 ]
 
@@ -189,9 +189,9 @@ STDIO = [
         "a, b = map(int, input().split())\nprint(a + b)\nprint()\nprint('debug')": "fail",  # extra line
         "a, b = map(int, input().split())\nprint(a + b + (a == 1))": "fail",  # off by one
         "import sys\na, b = map(int, input().split())\nsys.stderr.write(str(a + b))": "fail",  # stderr only
-        "a, b = map(int, input().split())\nprint(a + b)\nraise SystemExit(3)": "error",  # non-zero exit
-        "a, b = map(int, input().split())\nprint(a + b)\ninput()": "error",  # EOFError
-        "a, b = map(int, input().split(','))\nprint(a + b)": "error",
+        "a, b = map(int, input().split())\nprint(a + b)\nraise SystemExit(3)": "program_error",  # non-zero exit
+        "a, b = map(int, input().split())\nprint(a + b)\ninput()": "program_error",  # EOFError
+        "a, b = map(int, input().split(','))\nprint(a + b)": "program_error",
         "import sys\nprint(sum(map(int, sys.stdin.read().split())), end='\\r\\n')": "pass",  # CRLF
     }),
     ({"inputs": ["YES\n", "no\n"], "outputs": ["yes\n", "no\n"]}, {
@@ -219,9 +219,9 @@ STDIO = [
     }),
     ([{"input": "4000\n", "output": "4000\n"}], {
         "import sys\nsys.setrecursionlimit(10000)\ndef d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "pass",
-        "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "error",  # RecursionError
-        "while True:\n    pass": "timeout",
-        "import time\ntime.sleep(60)": "timeout",
+        "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "program_error",  # RecursionError
+        "while True:\n    pass": "time_limit",
+        "import time\ntime.sleep(60)": "time_limit",
         "x = bytearray(4 << 30)": "memory",
         "print('x' * (9 << 20))": "fail",  # output over the cap
     }),
@@ -250,7 +250,7 @@ ROWS = _rows()
 
 def test_the_table_is_large_and_mixed():
     wants = [r[3] for r in ROWS]
-    assert len(ROWS) >= 100 and {"pass", "fail", "error", "timeout", "memory"} <= set(wants)
+    assert len(ROWS) >= 100 and {"pass", "fail", "program_error", "time_limit", "memory"} <= set(wants)
 
 
 def test_every_ordinary_row_keeps_its_verdict():

@@ -92,7 +92,9 @@ def test_catastrophic_backtracking_is_killed_and_the_batch_survives() -> None:
     # One worker, warmed first with a generous limit, so the short limit below times the regex alone and not a
     # cold worker's imports; the hanging completion comes last so no task waits for the replacement worker.
     warm = {"name": "format_regex", "params": {"pattern": "warm"}}
-    assert score_batch([{"id": "w"}], ["warm"], [warm], timeout=120.0, workers=1, cache=False).values("format_regex") == [1.0]
+    assert score_batch([{"id": "w"}], ["warm"], [warm], timeout=120.0, workers=1, cache=False).values(
+        "format_regex"
+    ) == [1.0]
     spec = {"name": "format_regex", "params": {"pattern": r"^(a+)+$"}}
     completions = ["aaa", "b", "aaaa", "a" * 40 + "!"]
     result = score_batch([{"id": str(i)} for i in range(4)], completions, [spec], timeout=5.0, workers=1, cache=False)
@@ -134,7 +136,7 @@ def test_think_answer_format_options() -> None:
     assert prefilled({}, "<think>reasoning</think><answer>3</answer>").value == 0.0
     free = get_reward("think_answer_format", answer_tag=None)
     s = free({}, "<think>r</think> The answer is 3.")
-    assert (s.value, s.answer) == (1.0, "The answer is 3.")
+    assert (s.value, s.answer, s.info["answer_block"]) == (1.0, "3", "The answer is 3.")  # the final answer
     assert free({}, "<think>r</think>  ").status == "no_answer"
     custom = get_reward("think_answer_format", think_tag="reasoning", answer_tag="final")
     assert custom({}, "<reasoning>r</reasoning><final>3</final>").value == 1.0
@@ -176,8 +178,9 @@ def test_boxed_present_commands() -> None:
     [
         ("<think>a</think><answer>b</answer>", 1.0),
         ("<think>a</think>", 0.5),
-        ("<think>a<answer>b</answer>", 0.75),
-        ("</think>a<think>", 0.25),  # opening present once, closing before it earns nothing
+        ("<think>a<answer>b</answer>", 0.5),  # the answer pair sits inside reasoning never closed: half credit
+        ("</think>a<think>", 0.0),  # a closing tag before the opening earns nothing, nor an opening around nothing
+        ("</think><think>a", 0.25),
         ("<think>a</think><think>b</think>", 0.0),
         ("plain text", 0.0),
     ],
@@ -188,9 +191,10 @@ def test_tag_count_partial_credit(completion: str, value: float) -> None:
 
 def test_tag_count_custom_tags() -> None:
     fn = get_reward("tag_count", tags=["a", "b", "c", "d"])
-    s = fn({}, "<a>1</a><b>2</b><c>")
+    s = fn({}, "<a>1</a><b>2</b><c>3")
     assert s.value == pytest.approx(2.5 / 4)
     assert s.info["tags"] == {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.0}
+    assert fn({}, "<a>1</a><b>2</b><c>").info["tags"]["c"] == 0.0  # an opening tag with nothing after it
     with pytest.raises(RewardParameterError, match="tags"):
         get_reward("tag_count", tags=[])
 
@@ -204,7 +208,7 @@ def test_repetition_penalty() -> None:
     assert fn({}, "too short").value == 0.0
     s = fn({}, "la la la la la la")  # 4 trigrams, 1 distinct
     assert s.value == pytest.approx(-0.75)
-    assert s.info == {"repeated_fraction": pytest.approx(0.75), "ngrams": 4}
+    assert s.info == {"repeated_fraction": pytest.approx(0.75), "ngrams": 4, "loop_coverage": 0.0, "penalty": "ngram"}
     assert get_reward("repetition", max_penalty=-0.5)({}, "La la LA la la la").value == pytest.approx(-0.375)
 
 
@@ -291,10 +295,18 @@ def test_an_empty_shell_never_gets_full_credit_and_the_real_thing_does(name: str
 @pytest.mark.parametrize(
     "content, value",
     [
-        ("\\boxed{.}", 0.0), ("\\boxed{\\,}", 0.0), ("\\boxed{\\phantom{}}", 0.0), ("\\boxed{\u200b}", 0.0),
-        ("\\boxed{\\text{ }}", 0.0), ("\\boxed{\\quad ~}", 0.0),
-        ("\\boxed{0}", 1.0), ("\\boxed{\\infty}", 1.0), ("\\boxed{\\emptyset}", 1.0), ("\\boxed{\u2205}", 1.0),
-        ("\\boxed{x}", 1.0), ("\\boxed{\\text{no}}", 1.0),
+        ("\\boxed{.}", 0.0),
+        ("\\boxed{\\,}", 0.0),
+        ("\\boxed{\\phantom{}}", 0.0),
+        ("\\boxed{\u200b}", 0.0),
+        ("\\boxed{\\text{ }}", 0.0),
+        ("\\boxed{\\quad ~}", 0.0),
+        ("\\boxed{0}", 1.0),
+        ("\\boxed{\\infty}", 1.0),
+        ("\\boxed{\\emptyset}", 1.0),
+        ("\\boxed{\u2205}", 1.0),
+        ("\\boxed{x}", 1.0),
+        ("\\boxed{\\text{no}}", 1.0),
     ],
 )
 def test_boxed_present_rejects_placeholders_but_not_short_real_answers(content: str, value: float) -> None:
@@ -311,8 +323,8 @@ def test_boxed_present_rejects_placeholders_but_not_short_real_answers(content: 
         ("<think>a<answer>b</think>c</answer>", 0.5),  # interleaved: neither pair is well formed
         ("<answer>b</answer><think>a</think>", 0.75),  # reversed: the answer comes before the reasoning
         ("<think>a<answer>b</answer></think>", 0.75),  # the answer inside the reasoning
-        ("<think> </think><answer>b</answer>", 0.75),  # empty reasoning
-        ("<think>a</think><answer>\\boxed{\\,}</answer>", 0.75),  # placeholder answer
+        ("<think> </think><answer>b</answer>", 0.5),  # empty reasoning: tags around nothing earn nothing
+        ("<think>a</think><answer>\\boxed{\\,}</answer>", 0.5),  # placeholder answer
     ],
 )
 def test_tag_count_wants_ordered_pairs_around_real_content(completion: str, value: float) -> None:

@@ -29,7 +29,7 @@ def test_judge_agreement_command(scripted: ScriptedServer, tmp_path: Path, capsy
         {"prompt": "2+2", "answer": "4", "completion": r"\boxed{5}"},           # fail, fail
         {"prompt": "1/2", "answer": "0.5", "completion": r"\boxed{\frac12}"},   # judge fail, math pass
         {"prompt": "3+3", "answer": "6", "completion": r"\boxed{7} not 6"},     # judge pass, math fail
-        {"prompt": "3+4", "answer": "7", "completion": r"seven \boxed{7}"},     # judge unscored (parse_error)
+        {"prompt": "3+4", "answer": "7", "completion": r"seven \boxed{7}"},     # judge unscored (error: no verdict)
         {"prompt": "5+5", "answer": "10", "completion": r"\boxed{10}"},         # pass, pass
     ]
     data = tmp_path / "rows.jsonl"
@@ -44,6 +44,6 @@ def test_judge_agreement_command(scripted: ScriptedServer, tmp_path: Path, capsy
     assert res["table"] == {"fail/fail": 1, "fail/pass": 1, "pass/fail": 1, "pass/pass": 2}
     # p_o = 3/5; p_judge(pass) = 3/5, p_math(pass) = 3/5: p_e = 9/25 + 4/25 = 13/25; kappa = (2/25) / (12/25)
     assert abs(res["agreement"] - 0.6) < 1e-12 and abs(res["kappa"] - 1 / 6) < 1e-12
-    assert res["judge_statuses"] == {"ok": 5, "parse_error": 1}
+    assert res["judge_statuses"] == {"ok": 5, "error": 1}
     printed = capsys.readouterr().out
     assert "Cohen's kappa 0.167" in printed and "llm_judge vs math: 5 pairs" in printed

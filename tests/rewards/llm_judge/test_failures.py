@@ -79,10 +79,10 @@ def test_malformed_json_is_an_error(scripted: ScriptedServer, make_judge, body: 
     assert s.value is None and s.status == "error" and "malformed reply" in s.info["reason"]
 
 
-def test_missing_verdict_is_a_parse_error_with_the_judge_text(scripted: ScriptedServer, make_judge) -> None:
+def test_missing_verdict_is_an_unscored_error_with_the_judge_text(scripted: ScriptedServer, make_judge) -> None:
     scripted.default = Action(text="I would say it is probably fine.")
     s = make_judge(scripted.url)(ROW, "5")
-    assert s.value is None and s.status == "parse_error"
+    assert s.value is None and s.status == "error"  # the judge, not the completion, failed: unscored
     assert s.info["judge_text"] == ["I would say it is probably fine."]
 
 

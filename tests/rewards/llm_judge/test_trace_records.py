@@ -26,5 +26,5 @@ def test_judge_fields_reach_the_traces_file(scripted: ScriptedServer, make_judge
     assert ok["gen_ai.request.model"] == "scripted" and ok["gen_ai.usage.input_tokens"] == 11
     assert ok["gen_ai.usage.output_tokens"] == 7 and ok["harness.judge.latency_s"] > 0
     assert ok["gen_ai.evaluation.explanation"] == "Looks right." and ok["harness.judge.rubric"] == "correctness"
-    assert failed["gen_ai.evaluation.score.label"] == "parse_error" and "gen_ai.evaluation.score.value" not in failed
+    assert failed["gen_ai.evaluation.score.label"] == "error" and "gen_ai.evaluation.score.value" not in failed
     assert failed["gen_ai.usage.output_tokens"] == 7

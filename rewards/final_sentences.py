@@ -14,7 +14,7 @@ $x = 10$.", "So she makes $\$18$ per day." or "∴ x = 10". Such a sentence stat
   "between", "if", ...): "So 7 is wrong." and "Thus it is 7 or 8." state nothing.
 
 The value's words (units, nouns) are not part of it. This module only reads one sentence; which sentence is final
-is :mod:`rewards.math.extract`'s concern.
+is :mod:`rewards.final_answer`'s concern.
 """
 
 from __future__ import annotations
