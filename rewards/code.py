@@ -154,7 +154,7 @@ def _first_difference(actual: str, expected: str) -> str:
 _STATUS_OF_RUN = {"timeout": "timeout", "memory": "memory", "crash": "error", "output_limit": "fail"}
 
 
-def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial: bool) -> tuple[str, int, list[dict]]:
+def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits) -> tuple[str, int, list[dict]]:
     sb = get_sandbox()
     results: list[dict[str, Any]] = []
     worst = "pass"
@@ -172,10 +172,8 @@ def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial:
         if run.status == "crash":
             entry["stderr"] = run.stderr[-600:].decode("utf-8", "replace")
         results.append(entry)
-        if status != "pass":
-            worst = status if worst == "pass" else worst
-            if not partial:
-                break
+        if status != "pass":  # every case runs, whatever the ones before gave: nothing the program can observe
+            worst = status if worst == "pass" else worst  # says whether an earlier output was right
     return worst, sum(r["status"] == "pass" for r in results), results
 
 
@@ -218,7 +216,7 @@ def _isolation_info(min_isolation: str, allow_weaker: bool) -> tuple[dict[str, A
 
 
 def _score_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial: bool, info: dict) -> Score:
-    status, passed, results = _run_stdio(code, cases, limits, partial)
+    status, passed, results = _run_stdio(code, cases, limits)
     info.update(passed=passed, total=len(cases), tests=results)
     if status == "pass":
         return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)
