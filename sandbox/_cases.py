@@ -123,7 +123,7 @@ class AssertRewriter(ast.NodeTransformer):
         name = self._name()
         if isinstance(expr, ast.BoolOp):
             stmts: list[ast.stmt] = []
-            names = []
+            names: list[ast.expr] = []
             for operand in expr.values:
                 more, n = self._guard(operand, at)
                 stmts += more
