@@ -20,6 +20,7 @@ it kills every running job, removes their groups and exits.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import select
@@ -32,7 +33,7 @@ from typing import Any
 from sandbox import _cgroups, _child, _judge, _solution, _sys, _wire  # noqa: F401  (imported before any mount)
 from sandbox._probe import REFERENCE_BURN_S, SYSTEM_RO, calibrate, home_namespaces, probe, runtime_roots
 
-__all__ = ["REFERENCE_BURN_S", "Server", "calibrate", "main", "runtime_roots"]
+__all__ = ["REFERENCE_BURN_S", "Server", "calibrate", "collect_unix_garbage", "main", "runtime_roots"]
 
 
 class Server:
@@ -279,6 +280,12 @@ class Server:
         for d in self.workdirs.pop(job, []):
             shutil.rmtree(d, ignore_errors=True)
         self.reap()
+        collect_unix_garbage()
+        for _, cg, _ in entries:  # what the collector frees is charged to the groups: wait until it is gone
+            if cg is not None:
+                cg.clean(wait_s=2.0)
+        if not any(cg is not None for _, cg, _ in entries):
+            _wait_for_pipe_buffers()  # (one uid for every execution: the next one must get full-size pipes)
         return {"ok": True, "exits": exits, "oom": ooms, "pids_refused": refused}
 
     def _end_init(self, init: int | None) -> None:
@@ -322,6 +329,44 @@ class Server:
         for cg in self.groups.values():
             cg.drain(reap=self.reap)
             cg.remove()
+
+
+def collect_unix_garbage() -> None:
+    """Start the kernel's unix-socket garbage collector now (closing a unix socket schedules it).
+
+    A socket sent over itself (SCM_RIGHTS) outlives the execution that made it, and with it every descriptor
+    it carries: a private ``/tmp`` or ``/dev/shm`` filled to its quota (memory outside every limit once the
+    group is replaced), pipes whose buffers stay charged to the uid (the next execution as that uid got 8 KiB
+    pipes), descriptors counted in flight for the uid (the next one could not pass any: ``ETOOMANYREFS``). When
+    the execution's processes are gone these are garbage, but the collector runs only when some unix socket is
+    closed, which a program that uses none never does: the next execution inherited them.
+    """
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.close()
+    b.close()
+
+
+_FULL_PIPE = 1 << 16
+_F_GETPIPE_SZ = 1032
+
+
+def _wait_for_pipe_buffers(wait_s: float = 1.0) -> bool:
+    """Without per-execution uids (no root): wait until a new pipe of this uid gets its full 64 KiB buffer again,
+    that is until the collector released the pipe buffers an execution left charged to the uid."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.0005
+    while True:
+        r, w = os.pipe()
+        try:
+            if fcntl.fcntl(w, _F_GETPIPE_SZ) >= _FULL_PIPE:
+                return True
+        finally:
+            os.close(r)
+            os.close(w)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def main(ctl_fd: int) -> None:

@@ -52,6 +52,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _UID_BASE = 1_000_000
+#: uids each server hands out, two per execution (solution and judge), in turn: every execution runs as uids no
+#: execution of the last 255 used, so per-uid kernel accounting that something left behind (pipe buffers,
+#: descriptors in flight) never reaches the next one. 512 x a pid_max of 2**22 stays within 32-bit uids.
+_UIDS_PER_SERVER = 512
 #: Seconds a process that closed its output gets to exit by itself before it is killed (its status counts).
 _EXIT_GRACE_S = 0.2
 #: Seconds after which the machine's speed factor is measured again before the next execution.
@@ -110,6 +114,7 @@ class Sandbox:
         self._sock: socket.socket | None = None
         self._report: IsolationReport | None = None
         self._job = 0
+        self._uid_turn = 0
         self._pid = os.getpid()
         self._server_pid = 0
         self._gen = 0  # which server: a job belongs to the server it was started on
@@ -250,16 +255,19 @@ class Sandbox:
     def uid_range(self) -> range:
         """The uids this sandbox's children run as (for host-side checks that nothing outlived its run)."""
         self.isolation()
-        base = _UID_BASE + self._server_pid * 64
-        return range(base, base + 64)
+        base = _UID_BASE + self._server_pid * _UIDS_PER_SERVER
+        return range(base, base + _UIDS_PER_SERVER)
 
     def server_pid(self) -> int:
         """The pid of the warm server process (starting it if needed)."""
         self.isolation()
         return self._server_pid
 
-    def _uids(self, slot: int) -> tuple[int, int]:
-        base = _UID_BASE + self._server_pid * 64 + 2 * slot
+    def _uids(self) -> tuple[int, int]:
+        """The next execution's (solution, judge) uids: fresh ones for each execution, in turn."""
+        with self._lock:
+            self._uid_turn = (self._uid_turn + 1) % (_UIDS_PER_SERVER // 2)
+            base = _UID_BASE + self._server_pid * _UIDS_PER_SERVER + 2 * self._uid_turn
         return base, base + 1
 
     # ------------------------------------------------------------ running
@@ -285,12 +293,11 @@ class Sandbox:
         with self._lock:
             self._ensure()
             self._job += 1
-            job, gen, uids = self._job, self._gen, self._uids(slot)
+            job, gen = self._job, self._gen
             watch = os.dup(self._pidfd) if self._pidfd >= 0 else -1
         sent: list[int] = []
         described = []
-        for i, (role, _, fds) in enumerate(children):
-            uid = uids[i]
+        for role, uid, fds in children:
             index = []
             for fd in fds:
                 if fd < 0:
@@ -347,7 +354,7 @@ class Sandbox:
         theirs: list[int] = []
         streams: dict[str, Stream] = {}
         try:
-            spec, ours, theirs = make_pipes(children, set(writes), self._uids(slot))
+            spec, ours, theirs = make_pipes(children, set(writes), self._uids())
             t0 = time.monotonic()
             job, gen, watch = self._launch(spec, limits, deadline_s, slot)
             for fd in theirs:

@@ -66,12 +66,12 @@ def test_a_killed_host_leaves_no_server_and_no_sandboxed_process(tmp_path):
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from sandbox import Sandbox, Limits
         sb = Sandbox()
-        print(sb.server_pid(), sb.uid_range().start, flush=True)
+        print(sb.server_pid(), sb.uid_range().start, sb.uid_range().stop, flush=True)
         sb.run_program("import time\\ntime.sleep(600)", limits=Limits(timeout_s=600))
     """))
     host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    zpid, uid0 = map(int, host.stdout.readline().split())
-    uids = range(uid0, uid0 + 64)
+    zpid, uid0, uid1 = map(int, host.stdout.readline().split())
+    uids = range(uid0, uid1)
     deadline = time.monotonic() + 30
     while not _uid_procs(uids) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -21,7 +21,7 @@ from sandbox import Limits
 GUESSES = range(6)
 LIMITS = Limits(timeout_s=8.0)
 
-ATTACK = '''
+ATTACK = """
 import json, os
 known, guess = json.loads({state!r})
 def f(i):
@@ -29,7 +29,7 @@ def f(i):
     if str(i) in known:
         return known[str(i)]
     return guess
-'''
+"""
 
 
 def _tests(values: list[int], leaky: bool) -> str:
