@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from sandbox import _cgroups, _child, _judge, _solution, _sys, _wire  # noqa: F401  (imported before any mount)
+from sandbox import _cgroups, _child, _judge, _solution, _sys, _usage, _wire  # noqa: F401  (before any mount)
 from sandbox._probe import REFERENCE_BURN_S, SYSTEM_RO, calibrate, home_namespaces, probe, runtime_roots
 
 __all__ = ["REFERENCE_BURN_S", "Server", "calibrate", "collect_unix_garbage", "main", "runtime_roots"]
@@ -49,6 +49,7 @@ class Server:
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         self.pid = os.getpid()
         self.inits: dict[int, int] = {}  # job -> pid of its pid namespace's init
+        self.cpu0: dict[int, float] = {}  # job -> its groups' CPU time before it started
         self.sleep_bin = next((p for p in ("/bin/sleep", "/usr/bin/sleep") if os.access(p, os.X_OK)), "")
         self.job_ns = (
             (_sys.CLONE_NEWPID if layers["job_pidns"] else 0)
@@ -131,6 +132,7 @@ class Server:
                     _child.run_child(spec, mine)  # never returns
                 self.live.add(pid)
                 started.append((pid, cg, before))
+            self.cpu0[job] = sum(cg.cpu_seconds() or 0.0 for cg in groups if cg is not None)
         except Exception as e:
             self.end(job)
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
@@ -138,6 +140,22 @@ class Server:
             for fd, nstype in self.home:  # back home: the next job gets namespaces of its own again
                 _sys.setns(fd, nstype)
         return {"ok": True, "pids": [p for p, _, _ in started]}
+
+    def usage(self, job: int) -> dict[str, Any]:
+        """The job's CPU time so far (its groups', or its live process tree's), how long its live threads waited
+        for a CPU, and the longest time one of them was runnable."""
+        entries = self.jobs.get(job)
+        if entries is None:
+            return {"ok": False, "error": f"no job {job}"}
+        groups = [cg for _, cg, _ in entries if cg is not None]
+        if groups and all(cg.cpu_seconds() is not None for cg in groups):
+            cpu = sum(cg.cpu_seconds() or 0.0 for cg in groups) - self.cpu0.get(job, 0.0)
+            pids: set[int] = set().union(*(cg.pids() for cg in groups))
+        else:
+            pids = _usage.process_tree(p for p, _, _ in entries)
+            cpu = _usage.tree_cpu_seconds(pids)
+        waited, runnable = _usage.runnable_seconds(pids)
+        return {"ok": True, "cpu_s": cpu, "wait_s": waited, "runnable_s": runnable}
 
     def _start_init(self, job: int, cg: _cgroups.JobCgroup | None) -> None:
         """Start the init of the job's fresh pid namespace (pid 1, in the first group): the job's pids start at 1
@@ -233,6 +251,7 @@ class Server:
         """
         entries = self.jobs.pop(job, [])
         init = self.inits.pop(job, None)
+        self.cpu0.pop(job, None)
         if grace_s > 0:
             for pid, _, _ in entries:
                 self._wait_exit(pid, min(grace_s, 1.0))
@@ -313,6 +332,8 @@ class Server:
                     reply = self.start(msg, fds)
                 elif msg["op"] == "end":
                     reply = self.end(int(msg["job"]), float(msg.get("grace_s", 0.0)))
+                elif msg["op"] == "usage":
+                    reply = self.usage(int(msg["job"]))
                 elif msg["op"] == "calibrate":
                     reply = {"ok": True, "speed_factor": calibrate(2)}
                 else:

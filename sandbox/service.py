@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from sandbox import _cgroups, _child, _judge
+from sandbox._clock import ExecutionClock
 from sandbox._judge import TestsError
 from sandbox._pump import Pump, Stream, make_pipes
 from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, ProgramStatus, TestsResult, level_of
@@ -340,13 +341,15 @@ class Sandbox:
         writes: dict[str, bytes],
         limits: Limits,
         finish_on: list[str],
-    ) -> tuple[Pump, dict[str, Any], float, float, dict[str, Stream]]:
+    ) -> tuple[Pump, dict[str, Any], ExecutionClock, float, dict[str, Stream]]:
         """Start the children, feed ``writes``, read every other pipe until ``finish_on`` close, end the job.
 
-        Returns the pump, the server's end reply, the deadline, the duration and the read streams by name.
+        Returns the pump, the server's end reply, the clock that judged the time, the duration and the read
+        streams by name.
 
         Raises:
-            SandboxError: the server could not start a child, or a child failed its setup.
+            SandboxError: the server could not start a child, a child failed its setup, or the execution got too
+                little CPU to be judged (it was runnable, not sleeping, when the wall-clock cap passed).
         """
         deadline_s = self._deadline(limits)
         slot = self._acquire()
@@ -360,7 +363,8 @@ class Sandbox:
             for fd in theirs:
                 os.close(fd)
             theirs = []
-            pump = Pump(t0 + deadline_s, watch)
+            clock = ExecutionClock(lambda: self._request({"op": "usage", "job": job}, gen=gen), t0, deadline_s)
+            pump = Pump(clock.first_deadline, watch, clock.extend)
             for name, fd in list(ours.items()):
                 del ours[name]
                 if name in writes:
@@ -384,7 +388,9 @@ class Sandbox:
         for k, v in streams.items():
             if k.startswith("setup") and not bytes(v.buf).startswith(b"OK"):
                 raise SandboxError(bytes(v.buf).decode(errors="replace") or "a sandboxed process died during setup")
-        return pump, end, deadline_s, duration, streams
+        if pump.timed_out and clock.starved:
+            raise SandboxError(clock.starved_reason())
+        return pump, end, clock, duration, streams
 
     def run_program(self, code: str, stdin: str | bytes = b"", limits: Limits | None = None) -> ProgramResult:
         """Run ``code`` as a program with ``stdin``; return its output and how it ended.
@@ -396,7 +402,7 @@ class Sandbox:
         data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
         children: list[tuple[str, list[str | None]]] = [("program", ["stdin:r", "out:w", "err:w", "pay:r", "setup0:w"])]
         writes = {"pay": _json({"code": code}), "stdin": data}
-        pump, end, deadline_s, duration, st = self._execute(children, writes, limits, ["out", "err"])
+        pump, end, clock, duration, st = self._execute(children, writes, limits, ["out", "err"])
         out, err = st["out"], st["err"]
         ex = (end.get("exits") or [None])[0] or {}
         code_, sig = ex.get("code"), ex.get("signal")
@@ -407,7 +413,7 @@ class Sandbox:
         elif out.over or err.over:
             status, reason = "output_limit", f"output over {limits.max_output_bytes} bytes"
         elif pump.timed_out:
-            status, reason = "timeout", f"wall-clock limit of {deadline_s:.1f}s reached"
+            status, reason = "timeout", clock.reason()
         elif code_ == 0:
             status, reason = "ok", ""
         elif b"MemoryError" in stderr[-2000:]:
@@ -437,7 +443,7 @@ class Sandbox:
             ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"]),
         ]
         writes = {"spay": _json({"code": code}), "jpay": _json(prepared)}  # (partial or not, every case runs)
-        pump, end, deadline_s, duration, st = self._execute(children, writes, limits, ["verdict"])
+        pump, end, clock, duration, st = self._execute(children, writes, limits, ["verdict"])
         output = bytes(st["sout"].buf[-4096:])
         ooms = end.get("oom") or [False, False]
         verdict = _parse_verdict(bytes(st["verdict"].buf))
@@ -451,7 +457,7 @@ class Sandbox:
                 "timeout",
                 min(_int(verdict, "passed"), total - 1),
                 total,
-                reason=f"wall-clock limit of {deadline_s:.1f}s reached",
+                reason=clock.reason(),
                 **base,
             )
         if st["sout"].over or st["jout"].over:

@@ -1,0 +1,90 @@
+"""When an execution's time is up: its own CPU time against the limit, under a wall-clock cap a few times larger.
+
+Contest judges time a solution by the CPU it used, not by the clock on the wall: a neighbour that forks a
+thousand sessions (each its own scheduler group) can slow a correct solution down but not make it use more
+CPU. The host first looks when the wall clock reaches the CPU limit (a solution cannot use more CPU than wall
+time on one core), then again after the CPU time still left, until the execution used its CPU limit (a
+``timeout``) or the wall-clock cap passed. At the cap, an execution that slept or blocked is a ``timeout`` too;
+one that is runnable but short of CPU (a busy machine) gets more wall time, up to a hard cap; one still short
+of CPU there cannot be judged on this machine now, and the caller reports a sandbox error (unscored), never
+the solution's 0.
+
+This module reads no clocks of the execution itself; the server measures (:mod:`sandbox._usage`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["HARD_FACTOR", "WALL_FACTOR", "ExecutionClock"]
+
+#: The wall-clock cap is this many times the CPU limit (sleeping or blocked code, and a busy machine's slack).
+WALL_FACTOR = 3.0
+#: An execution still runnable at the cap (the machine is busy, not the solution asleep) gets up to this many
+#: times its CPU limit of wall time to use its CPU; past that it is a sandbox error.
+HARD_FACTOR = 10.0
+_MIN_STEP_S = 0.02
+
+
+class ExecutionClock:
+    """Decides, each time the host's deadline passes, whether an execution's time is up or when to look again."""
+
+    def __init__(self, usage: Callable[[], dict[str, Any]], t0: float, cpu_limit_s: float) -> None:
+        self.usage, self.t0, self.cpu_limit_s = usage, t0, cpu_limit_s
+        self.wall_cap_s = cpu_limit_s * WALL_FACTOR
+        self.hard_cap_s = cpu_limit_s * HARD_FACTOR
+        self.elapsed_s = 0.0
+        self.cpu_s = self.wait_s = self.runnable_s = 0.0
+        self.kind = ""  # "cpu" or "wall" once the time is up
+
+    @property
+    def first_deadline(self) -> float:
+        return self.t0 + self.cpu_limit_s
+
+    def extend(self) -> float | None:
+        """A later deadline to look again at, or None when the time is up (``kind`` says which limit)."""
+        now = time.monotonic()
+        try:
+            u = self.usage()
+            self.cpu_s, self.wait_s = float(u.get("cpu_s", 0.0)), float(u.get("wait_s", 0.0))
+            self.runnable_s = float(u.get("runnable_s", 0.0))
+        except Exception:  # (the server is gone: the run is lost in any case; stop here)
+            self.kind = "wall"
+            return None
+        self.elapsed_s = now - self.t0
+        if self.cpu_s >= self.cpu_limit_s:
+            self.kind = "cpu"
+            return None
+        # past the cap, an execution that is runnable (not sleeping) but short of CPU is given more wall time, up
+        # to the hard cap: on a loaded machine it then still gets its CPU-time verdict
+        cap = self.t0 + (self.hard_cap_s if self._runnable() else self.wall_cap_s)
+        if now >= cap:
+            self.kind = "wall"
+            return None
+        return min(cap, now + max(_MIN_STEP_S, self.cpu_limit_s - self.cpu_s))
+
+    def _runnable(self) -> bool:
+        return self.runnable_s >= 0.5 * self.elapsed_s
+
+    @property
+    def starved(self) -> bool:
+        """Out of wall time, short of its CPU limit, and a thread of the execution was runnable (running or
+        waiting for a CPU) for at least half of it: the machine did not give it the CPU it asked for.
+
+        With an equal CPU weight per slot a busy execution gets its share of the machine, so spinning threads of
+        its own reach the CPU limit long before the hard cap (``timeout``): an execution cannot make itself
+        unscored this way unless the machine is overloaded in any case."""
+        return self.kind == "wall" and self._runnable()
+
+    def reason(self) -> str:
+        if self.kind == "cpu":
+            return f"CPU time limit of {self.cpu_limit_s:.1f}s reached"
+        return f"wall-clock limit of {self.elapsed_s:.1f}s reached after {self.cpu_s:.2f}s of CPU time"
+
+    def starved_reason(self) -> str:
+        return (
+            f"the machine gave the execution {self.cpu_s:.2f}s of CPU in {self.elapsed_s:.1f}s (its threads waited "
+            f"{self.wait_s:.2f}s for a CPU): too busy to judge a {self.cpu_limit_s:.1f}s limit"
+        )
