@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         previous = 0.0
         print(f"{'layers (cumulative)':36s} {'ms per child':>12s} {'added':>8s}   "
               f"(fastest of {args.rounds} rounds of {args.reps} children)")
-        for name, ms in zip(LAYERS, best):
+        for name, ms in zip(LAYERS, best, strict=True):
             print(f"{name:36s} {ms:12.2f} {ms - previous:+8.2f}")
             previous = ms
     finally:
