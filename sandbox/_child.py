@@ -1,12 +1,12 @@
 """Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
 
-The child starts in the pid, IPC and network namespaces the server made for its job: no pid, System V object
-or abstract socket name of one execution is visible to another.
+The child starts as pid 1 of a pid namespace of its own, in the IPC and network namespaces the server made for
+its job: no pid, System V object or abstract socket name of one execution is visible to another.
 Order matters and is fixed here: new session; join the job's groups; its own mount namespace with a fresh
 size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
 runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
 while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-6 and close every
-other fd; rlimits; drop to the slot's unprivileged uid and gid with no supplementary groups; no-new-privs;
+other fd; rlimits; drop to the execution's own unprivileged uid and gid with no supplementary groups; no-new-privs;
 enforce Landlock; seccomp denylist. The environment is the server's, scrubbed once (:func:`prepare_server`).
 Only then is "setup ok" written to the host on fd 4, which is closed before the first line of untrusted code
 runs. What can be computed before ``fork`` (rules, filter, rlimit values, mount options) is computed by the
@@ -34,7 +34,6 @@ from sandbox import _judge, _solution, _sys, _wire
 __all__ = [
     "ChildSpec",
     "run_child",
-    "run_init",
     "rlimit_plan",
     "prepare_server",
     "tmpfs_mounts",
@@ -232,29 +231,6 @@ def _die_with_server(spec: ChildSpec) -> None:
     _sys.set_parent_death_signal(signal.SIGKILL)
     if spec.server_pid and os.getppid() not in (spec.server_pid, 0):  # it died before the line above
         os._exit(1)  # (0: the server is outside this process's pid namespace)
-
-
-def run_init(cgroup_fds: tuple[int, ...]) -> None:
-    """Pid 1 of an execution's own pid namespace (forked by the server right after entering it): join the
-    job's first group, then only reap orphans until killed. When it dies, the kernel kills everything else in
-    the namespace. Never returns."""
-    try:
-        _sys.set_parent_death_signal(signal.SIGKILL)
-        for fd in cgroup_fds:
-            os.write(fd, b"0")
-        os.closerange(0, 1 << 20)
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-        while True:
-            signal.sigwait({signal.SIGCHLD})
-            while True:
-                try:
-                    pid, _ = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-    finally:
-        os._exit(0)
 
 
 def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
