@@ -12,14 +12,18 @@ completion. The ``tests`` column (or HumanEval's ``test``) may be:
 
 Statuses: ``pass`` (1.0); a program that ran and failed gets one of
 :data:`harness.types.PROGRAM_FAILED_STATUSES`: ``fail`` (0.0, or with ``partial=true`` the passed fraction of the
-test cases known before the run: one per ``assert`` statement, unittest method or stdin/stdout case; a case never
-reached because the program exited, crashed or hung first counts as failed), ``error``
+test cases known before the run: one per ``assert`` statement, unittest method or stdin/stdout case; every case
+runs whatever the ones before gave, each under its own share of the time limit; a case never reached because the
+program exited or crashed first counts as failed), ``error``
 (0.0: the program did not run to a verdict: a syntax error, a crash, a missing entry point; ``info["reason"]``
-says which), ``timeout`` and ``memory`` (0.0). Unscored: ``sandbox_error`` (the sandbox could not run it, or its
-isolation is below ``min_isolation`` and ``allow_weaker_isolation`` is off) and ``bad_input``
+says which), ``timeout`` (0.0, or with ``partial=true`` the fraction of cases that held) and ``memory``
+(0.0). Unscored: ``sandbox_error`` (the sandbox could not run it, or its isolation is below ``min_isolation``
+and ``allow_weaker_isolation`` is off) and ``bad_input``
 (the tests are missing, do not parse, or cannot judge anything: ``check(candidate)`` without an
 ``entry_point``, no unittest method, no assert that ran). ``Score.info`` carries the isolation level, per-test
-results and the reason. Time limits are ``timeout`` seconds per test run, scaled by the machine's measured speed.
+results and the reason. Time limits are ``timeout`` seconds of CPU time per test run (each stdin/stdout case is
+a run; Python tests share one run, each case with its own share), scaled by the machine's measured speed, under
+a wall-clock cap a few times larger; a run the machine was too busy to give its CPU is ``sandbox_error``.
 
 >>> from harness import get_reward
 >>> program = "```python\\ndef add(a, b):\\n    return a + b\\n```"
@@ -192,7 +196,8 @@ def _score_python(code: str, source: str, entry_point: str | None, limits: Limit
     status = res.status
     if status == "error":  # the solution did not load: a syntax error, a crash at import, no entry point
         info["outcome"] = "error"
-    value = res.passed / res.total if partial and res.total and status == "fail" else 0.0
+    # with partial credit a timeout keeps the cases that held: each case ran under its own share of the time
+    value = res.passed / res.total if partial and res.total and status in ("fail", "timeout") else 0.0
     return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
 
 
@@ -238,8 +243,9 @@ def code_reward(
     """Run the completion's code in the sandbox against the row's tests (Python asserts/check or stdin/stdout).
 
     Args:
-        timeout: wall-clock seconds per test run (per stdin case, or per run of the Python tests), multiplied
-            by the machine's measured speed factor.
+        timeout: CPU seconds per test run (per stdin case, or per run of the Python tests, where each test case
+            has its own share), multiplied by the machine's measured speed factor; the wall-clock cap is a few
+            times larger.
         partial: score the passed fraction instead of all-or-nothing.
         memory_mb: memory limit of the solution's process tree.
         max_output_mb: stdout+stderr cap; more output fails the test.

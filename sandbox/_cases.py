@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import functools
 import unittest
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = ["AssertRewriter", "Recorder", "SolutionGone", "run_unittest"]
@@ -59,12 +60,34 @@ class Recorder:
     of a method count for that method.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, progress: Callable[[bytes], object] | None = None, skip: Iterable[int] = ()) -> None:
         self.outcome: dict[int, bool] = {}  # case -> all runs so far held
         self.failed = 0
         self.errors: list[str] = []
         self.results: list[dict[str, Any]] = []
         self.current: int | None = None  # the unittest method now running
+        self.progress = progress  # where the host learns which case runs (:mod:`sandbox._shares`)
+        self.skip = frozenset(skip)  # cases an earlier execution decided: not run again
+        self._begun: set[int] = set()
+
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line.encode() + b"\n")
+
+    def say_cases(self, cases: int) -> None:
+        """Tell the host how many cases the tests have."""
+        self._say(f"n {cases}")
+
+    def begin(self, case: int) -> bool:
+        """Whether to run ``case`` now (not when an earlier execution decided it); tell the host it began."""
+        if self.current is not None:
+            return True
+        if case in self.skip:
+            return False
+        if case not in self._begun:
+            self._begun.add(case)
+            self._say(f"b {case}")
+        return True
 
     @property
     def passed(self) -> int:
@@ -73,7 +96,10 @@ class Recorder:
     def record(self, case: int, line: int, ok: bool) -> None:
         if self.current is not None:
             case = self.current
-        self.outcome[case] = self.outcome.get(case, True) and ok
+        before = self.outcome.get(case)
+        self.outcome[case] = (True if before is None else before) and ok
+        if before is None or (before and not ok):
+            self._say(f"r {case} {int(ok)}")
         if not ok:
             self.failed += 1
         if len(self.results) < _MAX_RECORDED:
@@ -149,14 +175,16 @@ class AssertRewriter(ast.NodeTransformer):
 
     def visit_Assert(self, node: ast.Assert) -> Any:
         stmts, name = self._guard(node.test, node)
+        case = ast.Constant(self.cases)
         record = ast.Call(
             func=ast.Name(_REC, ast.Load()),
-            args=[ast.Name(name, ast.Load()), ast.Constant(self.cases), ast.Constant(node.lineno)],
+            args=[ast.Name(name, ast.Load()), case, ast.Constant(node.lineno)],
             keywords=[],
         )
         self.cases += 1
         stmts.append(ast.Expr(record))
-        return [ast.copy_location(s, node) for s in stmts]
+        guarded = ast.If(test=_call("begin", [case]), body=stmts, orelse=[])
+        return ast.fix_missing_locations(ast.copy_location(guarded, node))
 
 
 def _call(method: str, args: list[ast.expr]) -> ast.Call:
@@ -204,18 +232,18 @@ def run_unittest(suite: unittest.TestSuite, rec: Recorder) -> None:
     tests = list(_flatten(suite))  # (before running: a suite drops its tests as it runs them)
     result = unittest.TestResult()
     for i, test in enumerate(tests):
+        if not rec.begin(i):
+            continue
         for name in dir(test):
             if name.startswith(("assert", "fail")) and name != "failureException":
                 fn = getattr(test, name, None)
                 if callable(fn):
                     setattr(test, name, _soft(test, rec, fn))
         rec.current = i
-        rec.outcome.setdefault(i, True)
         try:
             bad = len(result.failures) + len(result.errors)
             test.run(result)
-            if len(result.failures) + len(result.errors) > bad:
-                rec.record(i, 0, False)
+            rec.record(i, 0, len(result.failures) + len(result.errors) == bad)
         finally:
             rec.current = None
         for _, trace in result.errors[-1:]:

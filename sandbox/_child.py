@@ -5,7 +5,7 @@ its job: no pid, System V object or abstract socket name of one execution is vis
 Order matters and is fixed here: new session; join the job's groups; its own mount namespace with a fresh
 size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
 runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
-while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-6 and close every
+while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-7 and close every
 other fd; rlimits; drop to the execution's own unprivileged uid and gid with no supplementary groups; no-new-privs;
 enforce Landlock; seccomp denylist. The environment is the server's, scrubbed once (:func:`prepare_server`).
 Only then is "setup ok" written to the host on fd 4, which is closed before the first line of untrusted code
@@ -42,9 +42,10 @@ __all__ = [
     "FD_SETUP",
     "FD_RPC",
     "FD_VERDICT",
+    "FD_PROGRESS",
 ]
 
-FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
+FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT, FD_PROGRESS = 3, 4, 5, 6, 7
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
 #: would otherwise start a thread per core and hit the process limit.
 SAFE_ENV = {
@@ -297,9 +298,17 @@ def run_child(spec: ChildSpec, fds: list[int]) -> None:
     os._exit(1)
 
 
+def _progress(line: bytes) -> None:
+    """Tell the host which test case runs (the judge's fd 7; nothing when the host gave none)."""
+    try:
+        os.write(FD_PROGRESS, line)
+    except OSError:
+        pass
+
+
 def _run_judge(payload: dict[str, Any]) -> dict[str, Any]:
     try:
-        return _judge.judge(payload, FD_RPC)
+        return _judge.judge(payload, FD_RPC, _progress)
     except SyntaxError as e:
         return {"status": "bad_tests", "reason": f"the tests do not parse: {e.msg} (line {e.lineno})"}
     except (EOFError, _wire.ProtocolError) as e:

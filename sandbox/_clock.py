@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sandbox._shares import Progress, reserve_s
+
 __all__ = ["HARD_FACTOR", "WALL_FACTOR", "ExecutionClock"]
 
 #: The wall-clock cap is this many times the CPU limit (sleeping or blocked code, and a busy machine's slack).
@@ -31,17 +33,36 @@ _MIN_STEP_S = 0.02
 class ExecutionClock:
     """Decides, each time the host's deadline passes, whether an execution's time is up or when to look again."""
 
-    def __init__(self, usage: Callable[[], dict[str, Any]], t0: float, cpu_limit_s: float) -> None:
+    def __init__(
+        self,
+        usage: Callable[[], dict[str, Any]],
+        t0: float,
+        cpu_limit_s: float,
+        progress: Callable[[], Progress] | None = None,
+        reserve_s: float = 0.0,
+        skipped: int = 0,
+    ) -> None:
+        """``progress``: the test cases' progress so far (:mod:`sandbox._shares`): then each case may use the
+        limit minus ``reserve_s`` (0: half the limit over the cases) for every case not begun yet (``skipped``:
+        cases decided before)."""
         self.usage, self.t0, self.cpu_limit_s = usage, t0, cpu_limit_s
-        self.wall_cap_s = cpu_limit_s * WALL_FACTOR
-        self.hard_cap_s = cpu_limit_s * HARD_FACTOR
+        self.progress, self.reserve_s, self.skipped = progress, reserve_s, skipped
+        self.case: int | None = None  # the case that was running when the time was up
         self.elapsed_s = 0.0
         self.cpu_s = self.wait_s = self.runnable_s = 0.0
         self.kind = ""  # "cpu" or "wall" once the time is up
 
     @property
     def first_deadline(self) -> float:
-        return self.t0 + self.cpu_limit_s
+        return self.t0 + self._allowed()[0]
+
+    def _allowed(self) -> tuple[float, Progress | None]:
+        """The CPU the execution may have used by now (its running case's share), and the progress read."""
+        if self.progress is None:
+            return self.cpu_limit_s, None
+        p = self.progress()
+        reserve = self.reserve_s or reserve_s(self.cpu_limit_s, p.cases - self.skipped)
+        return min(self.cpu_limit_s, p.allowed_s(self.cpu_limit_s, reserve, self.skipped)), p
 
     def extend(self) -> float | None:
         """A later deadline to look again at, or None when the time is up (``kind`` says which limit)."""
@@ -54,16 +75,20 @@ class ExecutionClock:
             self.kind = "wall"
             return None
         self.elapsed_s = now - self.t0
-        if self.cpu_s >= self.cpu_limit_s:
+        allowed, p = self._allowed()
+        if self.cpu_s >= allowed:
             self.kind = "cpu"
+            self.case = p.running if p is not None else None
             return None
         # past the cap, an execution that is runnable (not sleeping) but short of CPU is given more wall time, up
         # to the hard cap: on a loaded machine it then still gets its CPU-time verdict
-        cap = self.t0 + (self.hard_cap_s if self._runnable() else self.wall_cap_s)
+        factor = HARD_FACTOR if self._runnable() else WALL_FACTOR
+        cap = self.t0 + factor * allowed  # (a case's share of the wall-clock cap as of its share of the CPU)
         if now >= cap:
             self.kind = "wall"
+            self.case = p.running if p is not None else None
             return None
-        return min(cap, now + max(_MIN_STEP_S, self.cpu_limit_s - self.cpu_s))
+        return min(cap, now + max(_MIN_STEP_S, allowed - self.cpu_s))
 
     def _runnable(self) -> bool:
         return self.runnable_s >= 0.5 * self.elapsed_s
@@ -79,6 +104,8 @@ class ExecutionClock:
         return self.kind == "wall" and self._runnable()
 
     def reason(self) -> str:
+        if self.kind == "cpu" and self.case is not None:
+            return f"test case {self.case} ran out of its share of the {self.cpu_limit_s:.1f}s CPU time limit"
         if self.kind == "cpu":
             return f"CPU time limit of {self.cpu_limit_s:.1f}s reached"
         return f"wall-clock limit of {self.elapsed_s:.1f}s reached after {self.cpu_s:.2f}s of CPU time"

@@ -28,6 +28,7 @@ import importlib
 import marshal
 import sys
 import unittest
+from collections.abc import Callable
 from typing import Any
 
 from sandbox import _wire
@@ -292,10 +293,12 @@ def _unittest_suite(ns: dict[str, Any]) -> unittest.TestSuite:
     return suite
 
 
-def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
+def judge(spec: dict[str, Any], fd: int, progress: Callable[[bytes], object] | None = None) -> dict[str, Any]:
     """Run the tests in ``spec`` against the solution behind ``fd``; return the verdict as plain data.
 
-    ``total`` is the number of test cases known before the solution is called (assert statements, unittest
+    ``progress`` receives the lines that tell the host which case runs (:mod:`sandbox._shares`); cases listed
+    in ``spec["skip"]`` were decided by an earlier execution and are not run. ``total`` is the number of test
+    cases known before the solution is called (assert statements, unittest
     methods; 1 for tests with neither, which pass when they run to the end); ``passed`` counts the cases that
     ran and held. Every case runs whatever the outcome of the ones before; when the run stops early (the solution
     exited, crashed or hung), a case never reached counts as failed; tests that run to their end without a
@@ -321,8 +324,10 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
             ns[name] = importlib.import_module(name)
         except Exception:
             ns.pop(name, None)
-    rec = Recorder()
+    rec = Recorder(progress, spec.get("skip") or ())
     ns["__harness_assert__"] = rec
+    if not uses_unittest:
+        rec.say_cases(cases)
     # the judge runs the classes itself; unittest.main is a no-op until restored below (typeshed: a class)
     unittest_main, unittest.main = unittest.main, (lambda *a, **k: None)  # type: ignore[assignment]  # see above
     error: str | None = None
@@ -347,6 +352,7 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
             cases = suite.countTestCases()
             if cases == 0:
                 return {"status": "bad_tests", "reason": "the tests define no unittest test method"}
+            rec.say_cases(cases)
             run_unittest(suite, rec)
     except SystemExit as e:
         if e.code not in (None, 0):
