@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 from sandbox import _cgroups, _child, _judge, _solution, _sys, _usage, _wire  # noqa: F401  (before any mount)
+from sandbox._nspool import NamespacePool
 from sandbox._probe import REFERENCE_BURN_S, SYSTEM_RO, calibrate, home_namespaces, probe, runtime_roots
 
 __all__ = ["REFERENCE_BURN_S", "Server", "calibrate", "collect_unix_garbage", "main", "runtime_roots"]
@@ -56,6 +57,9 @@ class Server:
         )
         self.home = home_namespaces(self.job_ns)  # where the server returns after starting a job's processes
         self.home_pid = next((fd for fd, t in self.home if t == _sys.CLONE_NEWPID), -1)
+        # network and IPC namespaces per execution, each slot's reused while the last execution left nothing in them
+        self.pool = NamespacePool(self.job_ns, layers["seccomp"], self.home)
+        self.job_ns_fds: dict[int, tuple[int, list[tuple[int, int]]]] = {}  # job -> (slot, its namespaces)
         read_only = list(runtime_roots()) + list(SYSTEM_RO)
         abi = layers["landlock_abi"]
         self.landlock = _sys.LandlockPlan(read_only, abi) if abi else None
@@ -84,8 +88,7 @@ class Server:
         rlimits = _child.rlimit_plan(limits)
         try:
             groups = [self._group(slot, i, limits) if self.roots is not None else None for i in range(len(children))]
-            if self.job_ns & ~_sys.CLONE_NEWPID:
-                _sys.unshare(self.job_ns & ~_sys.CLONE_NEWPID)
+            self.job_ns_fds[job] = (slot, self.pool.enter(slot))
             for i, c in enumerate(children):
                 mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
                 cg, before = groups[i], (0, 0)
@@ -236,6 +239,7 @@ class Server:
         """
         entries = self.jobs.pop(job, [])
         self.cpu0.pop(job, None)
+        slot_ns = self.job_ns_fds.pop(job, None)
         if grace_s > 0:
             for pid, _, _ in entries:
                 self._wait_exit(pid, min(grace_s, 1.0))
@@ -284,6 +288,8 @@ class Server:
                 cg.clean(wait_s=2.0)
         if not any(cg is not None for _, cg, _ in entries):
             _wait_for_pipe_buffers()  # (one uid for every execution: the next one must get full-size pipes)
+        if slot_ns is not None:
+            self.pool.release(*slot_ns)
         return {"ok": True, "exits": exits, "oom": ooms, "pids_refused": refused}
 
     def serve(self) -> None:
@@ -320,6 +326,7 @@ class Server:
         for cg in self.groups.values():
             cg.drain(reap=self.reap)
             cg.remove()
+        self.pool.close()
 
 
 def collect_unix_garbage() -> None:

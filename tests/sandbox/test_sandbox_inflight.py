@@ -10,6 +10,8 @@ execution and waits until what it freed is gone.
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,41 @@ def test_descriptors_kept_in_flight_leave_no_memory_pipe_or_fd_accounting_behind
     assert probes == [b"65536 ok\n"] * 20
     # (other work on the machine moves Shmem too: one or two readings over the line are noise, not a leak)
     assert sum(p >= PINNED_MIB for p in pinned) <= 2 and _shmem_mib() - base < PINNED_MIB, pinned
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="entering network namespaces needs root")
+def test_a_slot_reuses_its_network_namespace_only_when_no_unix_socket_is_left_in_it():
+    """The pool of per-slot namespaces (what the server does between executions), run in a throwaway child: a
+    namespace that still holds a socket (here one this process keeps, as a socket in flight would be kept) is
+    dropped and the next execution gets a new one; an empty one is kept and entered again."""
+    from sandbox import _sys
+    from sandbox._nspool import NamespacePool
+    from sandbox._probe import home_namespaces
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            flags = _sys.CLONE_NEWNET | _sys.CLONE_NEWIPC
+            home = home_namespaces(flags)
+            pool = NamespacePool(flags, True, home)
+            out = []
+            for keep_socket in (True, False, False):
+                fds = pool.enter(0)
+                ino = os.stat("/proc/self/ns/net").st_ino
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.bind("\0sbx-pool-probe")  # EADDRINUSE if a socket of an earlier round were still in this namespace
+                if not keep_socket:
+                    s.close()
+                for fd, t in home:
+                    _sys.setns(fd, t)
+                pool.release(0, fds)
+                out.append(ino)
+            os.write(w, " ".join(map(str, out)).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 200).decode().split()
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert len(got) == 3 and got[0] != got[1] and got[1] == got[2], got  # dropped while busy, then kept
