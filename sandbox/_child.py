@@ -205,26 +205,20 @@ def _read_all(fd: int) -> bytes:
 
 
 def _enter_pid_namespace() -> None:
-    """Continue as pid 2 of a fresh pid namespace, under a tiny init; this process stays behind as its keeper.
+    """Continue as pid 1 of a fresh pid namespace; this process stays behind as its keeper.
 
-    The keeper (the pid the server knows) waits for the init and exits with its status; the init has
-    ``PDEATHSIG=SIGKILL``, so killing the keeper kills the init, and the kernel then kills everything else in
-    the namespace: double-forked daemons included. Only used where there are no cgroups to do that.
+    The keeper (the pid the server knows) waits for the new process and exits with its status; the new process
+    has ``PDEATHSIG=SIGKILL``, so killing the keeper kills it, and the kernel then kills everything else in the
+    namespace (double-forked daemons included), which it reaps itself on the way out. Only used where there are
+    no cgroups to do that. (A separate init under the keeper cost a third process per child.)
     """
     _sys.unshare(_sys.CLONE_NEWPID)
-    init = os.fork()
-    if init:
-        os.closerange(0, 1 << 20)
-        _, st = os.waitpid(init, 0)
-        os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
-    _sys.set_parent_death_signal(signal.SIGKILL)  # (getppid() is 0 for a namespace's init: nothing to re-check)
     worker = os.fork()
     if worker:
         os.closerange(0, 1 << 20)
-        while True:  # reap orphans until the worker ends, then take the namespace down with us
-            pid, st = os.wait()
-            if pid == worker:
-                os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
+        _, st = os.waitpid(worker, 0)
+        os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
+    _sys.set_parent_death_signal(signal.SIGKILL)  # (getppid() is 0 for a namespace's init: nothing to re-check)
 
 
 def _die_with_server(spec: ChildSpec) -> None:
