@@ -285,7 +285,7 @@ class Server:
         collect_unix_garbage()
         for _, cg, _ in entries:  # what the collector frees is charged to the groups: wait until it is gone
             if cg is not None:
-                cg.clean(wait_s=2.0)
+                cg.clean(wait_s=1.0)
         if not any(cg is not None for _, cg, _ in entries):
             _wait_for_pipe_buffers()  # (one uid for every execution: the next one must get full-size pipes)
         if slot_ns is not None:
