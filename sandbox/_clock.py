@@ -4,7 +4,8 @@ Contest judges time a solution by the CPU it used, not by the clock on the wall:
 thousand sessions (each its own scheduler group) can slow a correct solution down but not make it use more
 CPU. The host first looks when the wall clock reaches the CPU limit (a solution cannot use more CPU than wall
 time on one core), then again after the CPU time still left, until the execution used its CPU limit (a
-``timeout``) or the wall-clock cap passed. At the cap, an execution that slept or blocked is a ``timeout`` too;
+``timeout``; code running on several cores at once also needs the limit to pass on the wall clock, as in a plain
+run) or the wall-clock cap passed. At the cap, an execution that slept or blocked is a ``timeout`` too;
 one that is runnable but short of CPU (a busy machine) gets more wall time, up to a hard cap; one still short
 of CPU there cannot be judged on this machine now, and the caller reports a sandbox error (unscored), never
 the solution's 0.
@@ -76,8 +77,8 @@ class ExecutionClock:
             return None
         self.elapsed_s = now - self.t0
         allowed, p = self._allowed()
-        if self.cpu_s >= allowed:
-            self.kind = "cpu"
+        if self.cpu_s >= allowed and self.elapsed_s >= allowed:  # (parallel code may use its CPU time faster
+            self.kind = "cpu"  # than the wall clock: as in a plain run it has the limit in wall time too)
             self.case = p.running if p is not None else None
             return None
         # past the cap, an execution that is runnable (not sleeping) but short of CPU is given more wall time, up
@@ -88,7 +89,8 @@ class ExecutionClock:
             self.kind = "wall"
             self.case = p.running if p is not None else None
             return None
-        return min(cap, now + max(_MIN_STEP_S, allowed - self.cpu_s))
+        wait = max(allowed - self.cpu_s, self.t0 + allowed - now)
+        return min(cap, now + max(_MIN_STEP_S, wait))
 
     def _runnable(self) -> bool:
         return self.runnable_s >= 0.5 * self.elapsed_s
