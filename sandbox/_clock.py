@@ -44,7 +44,7 @@ class ExecutionClock:
         skipped: int = 0,
     ) -> None:
         """``progress``: the test cases' progress so far (:mod:`sandbox._shares`): then each case may use the
-        limit minus ``reserve_s`` (0: half the limit over the cases) for every case not begun yet (``skipped``:
+        limit minus ``reserve_s`` (0: a quarter of the limit over the cases) for every case not begun yet (``skipped``:
         cases decided before)."""
         self.usage, self.t0, self.cpu_limit_s = usage, t0, cpu_limit_s
         self.progress, self.reserve_s, self.skipped = progress, reserve_s, skipped

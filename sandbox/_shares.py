@@ -19,15 +19,17 @@ __all__ = ["Progress", "Shares", "reserve_s"]
 
 
 def reserve_s(budget_s: float, cases: int) -> float:
-    """CPU seconds kept for each case that has not begun: half the execution's budget spread over its cases
-    (so the solution's start and the first case have at least the other half)."""
-    return budget_s / (2 * max(1, cases))
+    """CPU seconds kept for each case that has not begun: a quarter of the execution's budget spread over its
+    cases, so the solution's start and the first case have at least three quarters of it (a run near its limit
+    keeps the verdict of a plain run unless one case takes most of the time) and every later case keeps enough
+    for an ordinary assert after a hang."""
+    return budget_s / (4 * max(1, cases))
 
 
 @dataclass(frozen=True)
 class Shares:
-    """One execution's time: its CPU budget, the tests' cases, the reserve per case not begun (0: half the budget
-    over the cases, once the judge said how many), and the cases earlier executions decided (skipped)."""
+    """One execution's time: its CPU budget, the tests' cases, the reserve per case not begun (0: a quarter of the
+    budget over the cases, once the judge said how many), and the cases earlier executions decided (skipped)."""
 
     budget_s: float
     cases: int

@@ -49,8 +49,8 @@ def test_progress_lines_give_the_running_case_and_the_cpu_it_may_use():
     p = Progress.parse(0, b"n 4\nb 0\nr 0 1\nb 1\nr 1 0\nr 1 1\nb 2\nb 3\nr 3")  # (the last line is cut off)
     assert (p.cases, p.begun, p.outcome, p.running) == (4, [0, 1, 2, 3], {0: True, 1: False}, 3)
     r = reserve_s(4.0, 4)
-    assert r == 0.5 and Progress.parse(4, b"").allowed_s(4.0, r) == 2.0  # before any case: half the budget
+    assert r == 0.25 and Progress.parse(4, b"").allowed_s(4.0, r) == 3.0  # before any case: three quarters
     assert p.allowed_s(4.0, r) == 4.0  # the last case may use what is left
-    assert Progress.parse(4, b"b 0\n").allowed_s(4.0, r) == 2.5  # three cases not begun keep 0.5 each
+    assert Progress.parse(4, b"b 0\n").allowed_s(4.0, r) == 3.25  # three cases not begun keep 0.25 each
     nxt = Shares(4.0, 4).after(p, {0: True, 1: False, 2: False})
-    assert nxt == Shares(1.0, 4, 0.5, (0, 1, 2))  # one case left: its reserve, plus one for the solution's start
+    assert nxt == Shares(0.5, 4, 0.25, (0, 1, 2))  # one case left: its reserve, plus one for the solution's start
