@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"isolation level: {report.level} (missing: {', '.join(report.missing) or 'none'}); "
           f"speed factor {report.speed_factor:.2f}; cores {cores}; concurrency {conc}")
     rates = {}
-    for name, label in (("sandbox", "sandbox (full isolation, judge process)"), ("bare", "subprocess.run python -c (no isolation)")):
+    for name, label in (("sandbox", f"sandbox ({report.level} isolation, judge process)"),
+                        ("bare", "subprocess.run python -c (no isolation)")):
         n, el, lat = totals[name]
         rates[name] = n / el
         print(f"{label:42s} {rates[name]:8.1f} exec/s   p50 {1000 * statistics.median(lat):7.1f} ms   "

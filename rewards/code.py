@@ -12,15 +12,18 @@ completion. The ``tests`` column (or HumanEval's ``test``) may be:
 
 Statuses: ``pass`` (1.0); a program that ran and failed gets one of :data:`harness.types.PROGRAM_FAILED_STATUSES`:
 ``fail`` (0.0, or with ``partial=true`` the passed fraction of the test cases known before the run: one per
-``assert`` statement, unittest method or stdin/stdout case; a case never reached because the program exited, crashed
-or hung first counts as failed), ``program_error`` (0.0: the program did not run to a verdict: a syntax error, a
-crash, a missing entry point; ``info["reason"]`` says which), ``time_limit`` and ``memory`` (0.0: the program ran
-past its time or memory limit; a verdict on the program, unlike ``timeout``, which means the reward itself ran out
-of time and is unscored). Unscored: ``sandbox_error`` (the sandbox could not run it, or its isolation is below
-``min_isolation`` and ``allow_weaker_isolation`` is off) and ``bad_input`` (the tests are missing, do not parse, or
-cannot judge anything: ``check(candidate)`` without an ``entry_point``, no unittest method, no assert that ran).
-``Score.info`` carries the isolation level, per-test results and the reason. Time limits are ``timeout`` seconds per
-test run, scaled by the machine's measured speed.
+``assert`` statement, unittest method or stdin/stdout case; every case runs whatever the ones before gave, each
+under its own share of the time limit; a case never reached because the program exited or crashed first counts as
+failed), ``program_error`` (0.0: the program did not run to a verdict: a syntax error, a crash, a missing entry
+point; ``info["reason"]`` says which), ``time_limit`` (0.0, or with ``partial=true`` the fraction of cases that
+held) and ``memory`` (0.0: the program ran past its memory limit). ``time_limit`` is a verdict on the program,
+unlike ``timeout``, which means the reward itself ran out of time and is unscored. Unscored: ``sandbox_error`` (the
+sandbox could not run it, or its isolation is below ``min_isolation`` and ``allow_weaker_isolation`` is off) and
+``bad_input`` (the tests are missing, do not parse, or cannot judge anything: ``check(candidate)`` without an
+``entry_point``, no unittest method, no assert that ran). ``Score.info`` carries the isolation level, per-test
+results and the reason. Time limits are ``timeout`` seconds of CPU time per test run (each stdin/stdout case is
+a run; Python tests share one run, each case with its own share), scaled by the machine's measured speed, under
+a wall-clock cap a few times larger; a run the machine was too busy to give its CPU is ``sandbox_error``.
 
 >>> from harness import get_reward
 >>> program = "```python\\ndef add(a, b):\\n    return a + b\\n```"
@@ -167,7 +170,7 @@ _STATUS_OF_TESTS: dict[str, Status] = {
 }
 
 
-def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial: bool) -> tuple[str, int, list[dict]]:
+def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits) -> tuple[str, int, list[dict]]:
     sb = get_sandbox()
     results: list[dict[str, Any]] = []
     worst = "pass"
@@ -185,10 +188,8 @@ def _run_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial:
         if run.status == "crash":
             entry["stderr"] = run.stderr[-600:].decode("utf-8", "replace")
         results.append(entry)
-        if status != "pass":
-            worst = status if worst == "pass" else worst
-            if not partial:
-                break
+        if status != "pass":  # every case runs, whatever the ones before gave: nothing the program can observe
+            worst = status if worst == "pass" else worst  # says whether an earlier output was right
     return worst, sum(r["status"] == "pass" for r in results), results
 
 
@@ -206,8 +207,10 @@ def _score_python(code: str, source: str, entry_point: str | None, limits: Limit
         return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)
     if res.status == "error":  # the solution did not load: a syntax error, a crash at import, no entry point
         info["outcome"] = "error"
-    value = res.passed / res.total if partial and res.total and res.status == "fail" else 0.0
-    return Score(value=value, status=_STATUS_OF_TESTS[res.status], answer=code[:_MAX_ANSWER_CHARS], info=info)
+    status = _STATUS_OF_TESTS[res.status]
+    # with partial credit a time limit keeps the cases that held: each case ran under its own share of the time
+    value = res.passed / res.total if partial and res.total and status in ("fail", "time_limit") else 0.0
+    return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
 
 
 def _isolation_info(min_isolation: str, allow_weaker: bool) -> tuple[dict[str, Any], Score | None]:
@@ -230,7 +233,7 @@ def _isolation_info(min_isolation: str, allow_weaker: bool) -> tuple[dict[str, A
 
 
 def _score_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partial: bool, info: dict) -> Score:
-    status, passed, results = _run_stdio(code, cases, limits, partial)
+    status, passed, results = _run_stdio(code, cases, limits)
     info.update(passed=passed, total=len(cases), tests=results)
     if status == "pass":
         return Score(value=1.0, status="pass", answer=code[:_MAX_ANSWER_CHARS], info=info)
@@ -252,8 +255,9 @@ def code_reward(
     """Run the completion's code in the sandbox against the row's tests (Python asserts/check or stdin/stdout).
 
     Args:
-        timeout: wall-clock seconds per test run (per stdin case, or per run of the Python tests), multiplied
-            by the machine's measured speed factor.
+        timeout: CPU seconds per test run (per stdin case, or per run of the Python tests, where each test case
+            has its own share), multiplied by the machine's measured speed factor; the wall-clock cap is a few
+            times larger.
         partial: score the passed fraction instead of all-or-nothing.
         memory_mb: memory limit of the solution's process tree.
         max_output_mb: stdout+stderr cap; more output fails the test.

@@ -1,9 +1,10 @@
-"""Per-execution control groups: a memory limit, a process-count limit and a kill that reaches every descendant.
+"""Per-execution control groups: a memory limit, a process-count limit, a kill that reaches every descendant, and
+an equal CPU weight with the group's own CPU time.
 
-Works with the cgroup v1 ``memory`` and ``pids`` hierarchies, the v2 unified hierarchy, or a mix (the hybrid
-layout). A job's group is created under the cgroup this process lives in, so limits nest inside whatever the
-machine already imposes. ``kill`` uses v2 ``cgroup.kill`` when there is one and otherwise signals every pid
-listed until the group is empty.
+Works with the cgroup v1 ``memory``, ``pids``, ``cpu`` and ``cpuacct`` hierarchies, the v2 unified hierarchy,
+or a mix (the hybrid layout). A job's group is created under the cgroup this process lives in, so limits nest
+inside whatever the machine already imposes. ``kill`` uses v2 ``cgroup.kill`` when there is one and otherwise
+signals every pid listed until the group is empty.
 
 Groups are made once per slot and reused: moving a process into a freshly made v2 group costs several ms,
 into an existing one well under one. Before a group is used again, the caller checks it is as clean as new
@@ -25,6 +26,9 @@ from pathlib import Path
 __all__ = ["CgroupRoots", "JobCgroup", "detect_roots", "group_prefix", "remove_stale"]
 
 _MOUNT = Path("/sys/fs/cgroup")
+#: The CPU weight of every job group (the controllers' defaults, written explicitly): equal for all.
+CPU_WEIGHT_V1 = 1024
+CPU_WEIGHT_V2 = 100
 
 
 def _own_paths() -> dict[str, str]:
@@ -56,6 +60,14 @@ class CgroupRoots:
     unified: Path | None = None  # v2 group: kill and, when controllers are enabled, memory.max / pids.max
     v2_memory: bool = False
     v2_pids: bool = False
+    cpu: Path | None = None  # v1 cpu controller (cpu.shares)
+    cpuacct: Path | None = None  # v1 cpuacct controller (cpuacct.usage)
+    v2_cpu: bool = False
+
+    @property
+    def has_cpu(self) -> bool:
+        """A CPU controller with equal weights per group and the group's own CPU time."""
+        return (self.cpu is not None and self.cpuacct is not None) or self.v2_cpu
 
     @property
     def has_memory(self) -> bool:
@@ -84,12 +96,12 @@ def _probe(base: Path) -> Path | None:
 def detect_roots() -> CgroupRoots:
     """Find writable cgroup locations for job groups under this process's own groups."""
     own = _own_paths()
-    roots: dict[str, Path | None] = {"memory": None, "pids": None, "unified": None}
-    for ctrl in ("memory", "pids"):
+    roots: dict[str, Path | None] = {"memory": None, "pids": None, "unified": None, "cpu": None, "cpuacct": None}
+    for ctrl in ("memory", "pids", "cpu", "cpuacct"):
         d = _MOUNT / ctrl
         if ctrl in own and (d / "cgroup.procs").exists():
             roots[ctrl] = _probe(d / own[ctrl].lstrip("/"))
-    v2_mem = v2_pids = False
+    v2_mem = v2_pids = v2_cpu = False
     for cand in (_MOUNT / "unified", _MOUNT):
         if "unified" in own and (cand / "cgroup.controllers").exists():
             base = cand / own["unified"].lstrip("/")
@@ -100,9 +112,13 @@ def detect_roots() -> CgroupRoots:
                         enabled = (base / "cgroup.subtree_control").read_text().split()
                     except OSError:
                         enabled = []
-                    v2_mem, v2_pids = "memory" in enabled, "pids" in enabled
+                    v2_mem, v2_pids, v2_cpu = "memory" in enabled, "pids" in enabled, "cpu" in enabled
                 break
-    return CgroupRoots(roots["memory"], roots["pids"], roots["unified"], v2_mem, v2_pids)
+    if roots["cpu"] is None or roots["cpuacct"] is None:  # (the v1 pair, or neither)
+        roots["cpu"] = roots["cpuacct"] = None
+    return CgroupRoots(
+        roots["memory"], roots["pids"], roots["unified"], v2_mem, v2_pids, roots["cpu"], roots["cpuacct"], v2_cpu
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -123,7 +139,7 @@ def remove_stale(roots: CgroupRoots) -> int:
     """Kill and remove groups left by servers of this pid namespace that died without cleaning up."""
     removed = 0
     ns = str(os.stat("/proc/self/ns/pid").st_ino)
-    for root in (roots.memory, roots.pids, roots.unified):
+    for root in (roots.memory, roots.pids, roots.unified, roots.cpu, roots.cpuacct):
         if root is None:
             continue
         for d in root.glob("sbx-*"):
@@ -151,6 +167,8 @@ class JobCgroup:
     memory_dir: Path | None = None
     pids_dir: Path | None = None
     unified_dir: Path | None = None
+    cpuacct_dir: Path | None = None
+    v2_cpu: bool = False
     limits: tuple[int, int] = (0, 0)  # (memory bytes, max pids) last written
     counted: tuple[int, int] | None = None  # counters as last read (groups only change while a job runs)
     _fds: dict[tuple[Path, str], int] = field(default_factory=dict, repr=False)
@@ -176,9 +194,19 @@ class JobCgroup:
             cg.pids_dir = roots.pids / name
             cg._mk(cg.pids_dir)
             _write(cg.pids_dir / "pids.max", str(max_pids))
+        if roots.cpu is not None and roots.cpuacct is not None:  # every group the same weight: a slot that
+            cpu_dir = roots.cpu / name  # forks a thousand sessions gets no more CPU than one busy neighbour
+            cg._mk(cpu_dir)
+            _write(cpu_dir / "cpu.shares", str(CPU_WEIGHT_V1))
+            if roots.cpuacct != roots.cpu:
+                cg._mk(roots.cpuacct / name)
+            cg.cpuacct_dir = roots.cpuacct / name
         if roots.unified is not None:
             cg.unified_dir = roots.unified / name
             cg._mk(cg.unified_dir)
+            if roots.v2_cpu:
+                _write(cg.unified_dir / "cpu.weight", str(CPU_WEIGHT_V2))
+                cg.v2_cpu = True
             if roots.v2_memory:
                 _write(cg.unified_dir / "memory.max", str(memory_bytes))
                 _write(cg.unified_dir / "memory.swap.max", "0")
@@ -248,6 +276,20 @@ class JobCgroup:
                 oom += n
         self.counted = (oom, refused)
         return oom, refused
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the group's processes used so far (cumulative: compare before and after); None without a
+        CPU accounting controller."""
+        try:
+            if self.cpuacct_dir is not None:
+                return int(self._read(self.cpuacct_dir, "cpuacct.usage")) / 1e9
+            if self.v2_cpu and self.unified_dir is not None:
+                for line in self._read(self.unified_dir, "cpu.stat").splitlines():
+                    if line.startswith("usage_usec "):
+                        return int(line.split()[1]) / 1e6
+        except (OSError, ValueError):
+            pass
+        return None
 
     def unreclaimable_bytes(self) -> int:
         """Memory still charged to the groups that reclaim cannot free: anonymous and shared memory (tmpfs,

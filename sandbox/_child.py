@@ -1,12 +1,12 @@
 """Set up one sandboxed child (forked from the warm server) and run its role: solution or judge.
 
-The child starts in the pid, IPC and network namespaces the server made for its job: no pid, System V object
-or abstract socket name of one execution is visible to another.
+The child starts as pid 1 of a pid namespace of its own, in the IPC and network namespaces the server made for
+its job: no pid, System V object or abstract socket name of one execution is visible to another.
 Order matters and is fixed here: new session; join the job's groups; its own mount namespace with a fresh
 size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
 runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
-while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-6 and close every
-other fd; rlimits; drop to the slot's unprivileged uid and gid with no supplementary groups; no-new-privs;
+while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-7 and close every
+other fd; rlimits; drop to the execution's own unprivileged uid and gid with no supplementary groups; no-new-privs;
 enforce Landlock; seccomp denylist. The environment is the server's, scrubbed once (:func:`prepare_server`).
 Only then is "setup ok" written to the host on fd 4, which is closed before the first line of untrusted code
 runs. What can be computed before ``fork`` (rules, filter, rlimit values, mount options) is computed by the
@@ -34,7 +34,6 @@ from sandbox import _judge, _solution, _sys, _wire
 __all__ = [
     "ChildSpec",
     "run_child",
-    "run_init",
     "rlimit_plan",
     "prepare_server",
     "tmpfs_mounts",
@@ -43,9 +42,10 @@ __all__ = [
     "FD_SETUP",
     "FD_RPC",
     "FD_VERDICT",
+    "FD_PROGRESS",
 ]
 
-FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT = 3, 4, 5, 6
+FD_PAYLOAD, FD_SETUP, FD_RPC, FD_VERDICT, FD_PROGRESS = 3, 4, 5, 6, 7
 #: The whole environment of a sandboxed process. One math-library thread each: on a many-core machine numpy
 #: would otherwise start a thread per core and hit the process limit.
 SAFE_ENV = {
@@ -205,26 +205,20 @@ def _read_all(fd: int) -> bytes:
 
 
 def _enter_pid_namespace() -> None:
-    """Continue as pid 2 of a fresh pid namespace, under a tiny init; this process stays behind as its keeper.
+    """Continue as pid 1 of a fresh pid namespace; this process stays behind as its keeper.
 
-    The keeper (the pid the server knows) waits for the init and exits with its status; the init has
-    ``PDEATHSIG=SIGKILL``, so killing the keeper kills the init, and the kernel then kills everything else in
-    the namespace: double-forked daemons included. Only used where there are no cgroups to do that.
+    The keeper (the pid the server knows) waits for the new process and exits with its status; the new process
+    has ``PDEATHSIG=SIGKILL``, so killing the keeper kills it, and the kernel then kills everything else in the
+    namespace (double-forked daemons included), which it reaps itself on the way out. Only used where there are
+    no cgroups to do that. (A separate init under the keeper cost a third process per child.)
     """
     _sys.unshare(_sys.CLONE_NEWPID)
-    init = os.fork()
-    if init:
-        os.closerange(0, 1 << 20)
-        _, st = os.waitpid(init, 0)
-        os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
-    _sys.set_parent_death_signal(signal.SIGKILL)  # (getppid() is 0 for a namespace's init: nothing to re-check)
     worker = os.fork()
     if worker:
         os.closerange(0, 1 << 20)
-        while True:  # reap orphans until the worker ends, then take the namespace down with us
-            pid, st = os.wait()
-            if pid == worker:
-                os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
+        _, st = os.waitpid(worker, 0)
+        os._exit(os.waitstatus_to_exitcode(st) & 0xFF if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
+    _sys.set_parent_death_signal(signal.SIGKILL)  # (getppid() is 0 for a namespace's init: nothing to re-check)
 
 
 def _die_with_server(spec: ChildSpec) -> None:
@@ -232,29 +226,6 @@ def _die_with_server(spec: ChildSpec) -> None:
     _sys.set_parent_death_signal(signal.SIGKILL)
     if spec.server_pid and os.getppid() not in (spec.server_pid, 0):  # it died before the line above
         os._exit(1)  # (0: the server is outside this process's pid namespace)
-
-
-def run_init(cgroup_fds: tuple[int, ...]) -> None:
-    """Pid 1 of an execution's own pid namespace (forked by the server right after entering it): join the
-    job's first group, then only reap orphans until killed. When it dies, the kernel kills everything else in
-    the namespace. Never returns."""
-    try:
-        _sys.set_parent_death_signal(signal.SIGKILL)
-        for fd in cgroup_fds:
-            os.write(fd, b"0")
-        os.closerange(0, 1 << 20)
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-        while True:
-            signal.sigwait({signal.SIGCHLD})
-            while True:
-                try:
-                    pid, _ = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-    finally:
-        os._exit(0)
 
 
 def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
@@ -321,9 +292,17 @@ def run_child(spec: ChildSpec, fds: list[int]) -> None:
     os._exit(1)
 
 
+def _progress(line: bytes) -> None:
+    """Tell the host which test case runs (the judge's fd 7; nothing when the host gave none)."""
+    try:
+        os.write(FD_PROGRESS, line)
+    except OSError:
+        pass
+
+
 def _run_judge(payload: dict[str, Any]) -> dict[str, Any]:
     try:
-        return _judge.judge(payload, FD_RPC)
+        return _judge.judge(payload, FD_RPC, _progress)
     except SyntaxError as e:
         return {"status": "bad_tests", "reason": f"the tests do not parse: {e.msg} (line {e.lineno})"}
     except (EOFError, _wire.ProtocolError) as e:

@@ -9,9 +9,11 @@ cannot reach it.
 
 Test formats: Python source with ``assert`` lines or a ``check(candidate)`` function (called with the entry
 point when the source defines but never calls it), and ``unittest.TestCase`` classes. Asserts are rewritten to
-record each test case (one per ``assert`` statement, or per unittest method); with ``partial`` they do not stop
-at the first failure. The number of cases is fixed before the solution is called: a case never reached counts
-as failed, so exiting early never raises the passed fraction, and tests in which nothing ran never pass.
+record each test case (one per ``assert`` statement, or per unittest method) and never stop at a failure, in
+every mode (:mod:`sandbox._cases`): what the solution is asked never depends on whether an earlier answer was
+right, and the verdict (all-or-nothing or partial) is computed here, after every case ran. The number of cases
+is fixed before the solution is called: a case never reached (the solution exited, crashed or hung) counts as
+failed, so exiting early never raises the passed fraction, and tests in which nothing ran never pass.
 
 This module does not enforce time or memory (the host's deadline and the groups do).
 """
@@ -26,13 +28,14 @@ import importlib
 import marshal
 import sys
 import unittest
+from collections.abc import Callable
 from typing import Any
 
 from sandbox import _wire
+from sandbox._cases import AssertRewriter, Recorder, SolutionGone, run_unittest
 
 __all__ = ["judge", "Remote", "RemoteError", "TestsError", "module_refs", "plan_tests", "prepare_tests"]
 
-_MAX_RECORDED = 50
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _MAX_REPLY = _wire.MAX_FRAME  # bytes (a reply that makes the judge run out of memory decoding it scores 0)
 
@@ -49,13 +52,25 @@ class _Link:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.requests = 0  # how often the tests asked the solution anything
+        self.gone: str | None = None  # why the solution stopped answering
 
     def request(self, msg: dict[str, Any], local_args: list[Any] | None = None) -> Any:
+        """Send ``msg`` and decode the reply.
+
+        Raises:
+            SolutionGone: the solution process stopped answering (then and for every later request).
+        """
+        if self.gone is not None:
+            raise SolutionGone(self.gone)
         self.requests += 1
-        _wire.send(self.fd, msg)
-        reply = _wire.recv(self.fd, _MAX_REPLY)
-        if type(reply) is not dict:
-            raise _wire.ProtocolError("reply is not an object")
+        try:
+            _wire.send(self.fd, msg)
+            reply = _wire.recv(self.fd, _MAX_REPLY)
+            if type(reply) is not dict:
+                raise _wire.ProtocolError("reply is not an object")
+        except (OSError, EOFError, _wire.ProtocolError) as e:
+            self.gone = f"{type(e).__name__}: {e}"
+            raise SolutionGone(self.gone) from None
         if type(reply.get("out")) is str:  # what the call printed, printed here (tests may capture stdout)
             sys.stdout.write(reply["out"])
         if "err" in reply:
@@ -179,49 +194,6 @@ class Remote:
         return s if type(s) is str else repr(self)
 
 
-class _Recorder:
-    """``assert`` replacement: records each test case's outcome; raises on failure unless partial credit is on.
-
-    A test case is one ``assert`` statement of the tests (one unittest test method): it passes when it was
-    reached and every time it ran, it held (an assert in a loop is one case).
-    """
-
-    def __init__(self, partial: bool) -> None:
-        self.partial = partial
-        self.outcome: dict[int, bool] = {}  # case -> all runs so far held
-        self.failed = 0
-        self.results: list[dict[str, Any]] = []
-        self.raised: AssertionError | None = None
-
-    @property
-    def passed(self) -> int:
-        return sum(self.outcome.values())
-
-    def __call__(self, value: Any, case: int, line: int, msg: Any = None) -> None:
-        ok = bool(value)
-        self.outcome[case] = self.outcome.get(case, True) and ok
-        if not ok:
-            self.failed += 1
-        if len(self.results) < _MAX_RECORDED:
-            self.results.append({"line": line, "passed": ok})
-        if not ok and not self.partial:
-            self.raised = AssertionError(msg) if msg is not None else AssertionError()
-            raise self.raised
-
-
-class _AssertRewriter(ast.NodeTransformer):
-    def __init__(self) -> None:
-        self.cases = 0  # one test case per assert statement, numbered in source order
-
-    def visit_Assert(self, node: ast.Assert) -> ast.AST:
-        args = [self.visit(node.test), ast.Constant(self.cases), ast.Constant(node.lineno)]
-        self.cases += 1
-        if node.msg is not None:
-            args.append(node.msg)
-        call = ast.Call(func=ast.Name("__harness_assert__", ast.Load()), args=args, keywords=[])
-        return ast.copy_location(ast.Expr(call), node)
-
-
 def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, bool, int]:
     """Parse the tests: (rewritten module, uses unittest classes, must call ``check(entry_point)`` afterwards,
     number of test cases: ``assert`` statements; 0 with unittest, whose cases the judge counts when it loads them).
@@ -247,11 +219,9 @@ def plan_tests(source: str, entry_point: str | None) -> tuple[ast.Module, bool, 
             "the tests define check(candidate) but never call it, and there is no entry_point field "
             "naming the solution's function to pass to it"
         )
-    cases = 0
-    if not uses_unittest:
-        rewriter = _AssertRewriter()
-        tree = ast.fix_missing_locations(rewriter.visit(tree))
-        cases = rewriter.cases
+    rewriter = AssertRewriter()  # (in unittest methods too: an assert there fails its method, never stops it)
+    tree = ast.fix_missing_locations(rewriter.visit(tree))
+    cases = 0 if uses_unittest else rewriter.cases
     return tree, uses_unittest, bool(entry_point) and defines_check and not calls_check, cases
 
 
@@ -323,32 +293,18 @@ def _unittest_suite(ns: dict[str, Any]) -> unittest.TestSuite:
     return suite
 
 
-def _run_unittest(suite: unittest.TestSuite, rec: _Recorder) -> None:
-    names = [str(t) for t in suite]  # (before running: a suite drops its tests as it runs them)
-    result = unittest.TestResult()
-    suite.run(result)
-    bad = {str(t) for t, _ in result.failures + result.errors}
-    partial, rec.partial = rec.partial, True  # record every method, then raise once
-    try:
-        for i, name in enumerate(names):
-            rec(name not in bad, i, 0, name)
-    finally:
-        rec.partial = partial
-    if not result.wasSuccessful() and not rec.partial:
-        rec.raised = AssertionError(f"{len(bad)} of {result.testsRun} unittest tests failed")
-        raise rec.raised
-
-
-def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
+def judge(spec: dict[str, Any], fd: int, progress: Callable[[bytes], object] | None = None) -> dict[str, Any]:
     """Run the tests in ``spec`` against the solution behind ``fd``; return the verdict as plain data.
 
-    ``total`` is the number of test cases known before the solution is called (assert statements, unittest
+    ``progress`` receives the lines that tell the host which case runs (:mod:`sandbox._shares`); cases listed
+    in ``spec["skip"]`` were decided by an earlier execution and are not run. ``total`` is the number of test
+    cases known before the solution is called (assert statements, unittest
     methods; 1 for tests with neither, which pass when they run to the end); ``passed`` counts the cases that
-    ran and held. When the run stops early (the solution exited, crashed or hung, an assert failed without
-    partial credit), a case never reached counts as failed; tests that run to their end without a failure pass.
+    ran and held. Every case runs whatever the outcome of the ones before; when the run stops early (the solution
+    exited, crashed or hung), a case never reached counts as failed; tests that run to their end without a
+    failure pass.
     """
     link = _Link(fd)
-    partial = bool(spec.get("partial"))
     if "code" in spec:  # prepared by the host (:func:`prepare_tests`)
         code = marshal.loads(base64.b64decode(spec["code"]))
         uses_unittest, call_check, cases = bool(spec["uses_unittest"]), bool(spec["call_check"]), int(spec["cases"])
@@ -368,8 +324,10 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
             ns[name] = importlib.import_module(name)
         except Exception:
             ns.pop(name, None)
-    rec = _Recorder(partial)
+    rec = Recorder(progress, spec.get("skip") or ())
     ns["__harness_assert__"] = rec
+    if not uses_unittest:
+        rec.say_cases(cases)
     # the judge runs the classes itself; unittest.main is a no-op until restored below (typeshed: a class)
     unittest_main, unittest.main = unittest.main, (lambda *a, **k: None)  # type: ignore[assignment]  # see above
     error: str | None = None
@@ -394,21 +352,21 @@ def judge(spec: dict[str, Any], fd: int) -> dict[str, Any]:
             cases = suite.countTestCases()
             if cases == 0:
                 return {"status": "bad_tests", "reason": "the tests define no unittest test method"}
-            _run_unittest(suite, rec)
+            rec.say_cases(cases)
+            run_unittest(suite, rec)
     except SystemExit as e:
         if e.code not in (None, 0):
             error = f"tests exited with {e.code!r}"
-    except (_wire.ProtocolError, EOFError) as e:
+    except (SolutionGone, _wire.ProtocolError, EOFError) as e:
         error = f"the solution process stopped answering: {e}"
-    except BaseException as e:  # a failing assert, or an exception from the solution's code
-        if e is not rec.raised:
-            error = f"{type(e).__name__}: {str(e)[:500]}" if str(e) else type(e).__name__
+    except BaseException as e:  # an exception from the solution's code outside any assert
+        error = f"{type(e).__name__}: {str(e)[:500]}" if str(e) else type(e).__name__
     finally:
         unittest.main = unittest_main
     return _verdict(rec, cases, error, link.requests > 0)
 
 
-def _verdict(rec: _Recorder, cases: int, error: str | None, asked: bool = False) -> dict[str, Any]:
+def _verdict(rec: Recorder, cases: int, error: str | None, asked: bool = False) -> dict[str, Any]:
     """The verdict from the recorded cases, the number known before the run, the error that ended it, and
     whether the tests asked the solution anything (``asked``): when they did and no assert ran, it is the
     solution's answers that left every case unreached (an empty list for ``for p in f(n): assert ...``), a
@@ -442,5 +400,5 @@ def _verdict(rec: _Recorder, cases: int, error: str | None, asked: bool = False)
     if error:
         out["reason"] = error
     elif rec.failed:
-        out["reason"] = f"{rec.failed} assertion(s) failed"
+        out["reason"] = f"{rec.failed} assertion(s) failed" + (f" ({rec.errors[0]})" if rec.errors else "")
     return out

@@ -10,6 +10,7 @@ import os
 import selectors
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["Pump", "Stream", "make_pipes"]
@@ -31,10 +32,12 @@ class Stream:
 class Pump:
     """Pump one execution's pipes until the wanted streams close or the deadline passes."""
 
-    def __init__(self, deadline: float, watch: int = -1) -> None:
-        """``watch``: a descriptor (owned from now on) that turns readable when the run is lost (its server died)."""
+    def __init__(self, deadline: float, watch: int = -1, extend: Callable[[], float | None] | None = None) -> None:
+        """``watch``: a descriptor (owned from now on) that turns readable when the run is lost (its server died).
+        ``extend``: asked when ``deadline`` passes; returns a later deadline, or None when the time is up."""
         self.sel = selectors.DefaultSelector()
         self.deadline = deadline
+        self.extend = extend
         self.streams: dict[int, Stream] = {}
         self.writes: dict[int, memoryview] = {}
         self.timed_out = False
@@ -64,6 +67,10 @@ class Pump:
         while not all(s.done for s in until):
             left = self.deadline - time.monotonic()
             if left <= 0:
+                later = self.extend() if self.extend is not None else None
+                if later is not None and later > self.deadline:
+                    self.deadline = later
+                    continue
                 self.timed_out = True
                 return
             for key, _ in self.sel.select(min(left, 1.0)):

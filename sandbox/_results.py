@@ -68,7 +68,7 @@ class IsolationReport:
 def level_of(layers: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     """The isolation level the probed ``layers`` give, and what keeps it from the next level up."""
     strong = {
-        "unprivileged uid or user namespace": layers.get("uid") or layers.get("userns"),
+        "a separate uid per execution or a user namespace": layers.get("uid") or layers.get("userns"),
         "landlock": layers.get("landlock_abi", 0) >= 1,
         "seccomp": layers.get("seccomp"),
         "kill of every descendant (cgroup or pid namespace)": layers.get("cgroup_kill")
@@ -76,9 +76,11 @@ def level_of(layers: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
         or layers.get("job_pidns"),
     }
     full = {
-        "unprivileged uid": layers.get("uid"),
+        # (without root every execution runs as the user's own uid, mapped to root in a user namespace)
+        "a separate uid per execution": layers.get("uid"),
         "memory cgroup": layers.get("cgroup_memory"),
         "pids cgroup": layers.get("cgroup_pids"),
+        "CPU controller per slot": layers.get("cgroup_cpu"),
         "network namespace": layers.get("netns"),
         "mount namespace": layers.get("mntns"),
         "IPC namespace per execution": layers.get("job_ipcns"),

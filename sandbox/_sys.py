@@ -311,6 +311,9 @@ _SYS_FCNTL = 72
 _F_OFD_SETLK = 37
 _F_OFD_SETLKW = 38
 _BPF_JGT_K = 0x25
+_SYS_PREADV2 = 327
+_SYS_PWRITEV2 = 328
+_RWF_NOWAIT = 0x8
 
 
 def seccomp_supported() -> bool:
@@ -346,7 +349,8 @@ def seccomp_program() -> list[bytes]:
     Calls with checked arguments come first: ``socket``/``socketpair`` of any family but AF_UNIX get
     EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)`` get
     EPERM; ``clone`` with ``CLONE_PIDFD``, ``getsockopt`` of ``SO_COOKIE``/``SO_PEERPIDFD`` and ``setsockopt`` of
-    ``SO_PASSPIDFD`` get EPERM; ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked.
+    ``SO_PASSPIDFD`` get EPERM; ``preadv2``/``pwritev2`` with ``RWF_NOWAIT`` get EPERM; ``clone3`` gets ENOSYS
+    so libc falls back to ``clone``, whose flags can be checked.
     Then one run check per block of numbers with the same action: allowed, EPERM (:data:`sandbox._syscalls.DENIED`) or
     ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
     process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
@@ -425,6 +429,15 @@ def seccomp_program() -> list[bytes]:
         errno(_EPERM),
         allow,
     ]
+    # preadv2 / pwritev2: no RWF_NOWAIT (args[5] at offset 56), which tells whether the data is in the page cache
+    for nr in (_SYS_PREADV2, _SYS_PWRITEV2):
+        prog += [
+            _jump(_BPF_JEQ_K, nr, 0, 4),
+            _stmt(_BPF_LD_W_ABS, 56),
+            _jump(_BPF_JSET_K, _RWF_NOWAIT, 0, 1),
+            errno(_EPERM),
+            allow,
+        ]
     # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
     prog += [
         _jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5),

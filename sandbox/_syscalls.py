@@ -18,7 +18,12 @@ Audited against the x86_64 table up to Linux 6.17 (``file_setattr``, 469). What 
 * host-wide resources one process could take for everyone: Linux AIO (``io_setup`` and friends, a
   machine-wide count of contexts), ``io_uring``, ``sync``/``syncfs``, ``memfd_secret`` (unswappable memory),
   ``fanotify``, ``acct``;
-* watching or probing the shared read-only files another execution uses: ``inotify``, ``cachestat``;
+* watching or probing the shared read-only files another execution uses: ``inotify``, ``cachestat``; and
+  reading or changing which of them sit in the page cache, a state every execution shares: ``mincore`` (exact
+  residency of a mapping), ``fadvise64`` (``POSIX_FADV_DONTNEED`` evicted a runtime file, so one execution
+  could clear a bit that the next one read by timing or fault counts), ``readahead``, and ``preadv2`` /
+  ``pwritev2`` with ``RWF_NOWAIT`` (fails exactly when the data is not cached; by argument). No ordinary
+  program needs them: coreutils ignore a refused ``fadvise``, Python and numpy never call them;
 * descriptors whose inode number counts something machine-wide, so that one execution could move it and the
   next read it with ``fstat``: ``pidfd_open`` (a pidfd's inode number is the machine's pid counter, Linux
   6.9+), ``memfd_create`` (one counter for every memfd of the machine); for the same reason ``clone`` with
@@ -40,7 +45,7 @@ __all__ = ["ALLOWED", "ARG_CHECKED", "DENIED", "KNOWN_MAX"]
 _ALLOWED_NAMES = """
 read:0 write:1 open:2 close:3 stat:4 fstat:5 lstat:6 poll:7 lseek:8 mmap:9 mprotect:10 munmap:11 brk:12
 rt_sigaction:13 rt_sigprocmask:14 rt_sigreturn:15 ioctl:16 pread64:17 pwrite64:18 readv:19 writev:20
-access:21 pipe:22 select:23 sched_yield:24 mremap:25 msync:26 mincore:27 madvise:28 dup:32 dup2:33 pause:34
+access:21 pipe:22 select:23 sched_yield:24 mremap:25 msync:26  madvise:28 dup:32 dup2:33 pause:34
 nanosleep:35 getitimer:36 alarm:37 setitimer:38 getpid:39 sendfile:40 socket:41 connect:42 accept:43
 sendto:44 recvfrom:45 sendmsg:46 recvmsg:47 shutdown:48 bind:49 listen:50 getsockname:51 getpeername:52
 socketpair:53 setsockopt:54 getsockopt:55 clone:56 fork:57 vfork:58 execve:59 exit:60 wait4:61 kill:62
@@ -54,10 +59,10 @@ rt_sigtimedwait:128 rt_sigqueueinfo:129 rt_sigsuspend:130 sigaltstack:131 utime:
 fstatfs:138 getpriority:140 setpriority:141 sched_setparam:142 sched_getparam:143 sched_setscheduler:144
 sched_getscheduler:145 sched_get_priority_max:146 sched_get_priority_min:147 sched_rr_get_interval:148
 mlock:149 munlock:150 mlockall:151 munlockall:152 prctl:157 arch_prctl:158 setrlimit:160 gettid:186
-readahead:187 setxattr:188 lsetxattr:189 fsetxattr:190 getxattr:191 lgetxattr:192 fgetxattr:193
+ setxattr:188 lsetxattr:189 fsetxattr:190 getxattr:191 lgetxattr:192 fgetxattr:193
 listxattr:194 llistxattr:195 flistxattr:196 removexattr:197 lremovexattr:198 fremovexattr:199 tkill:200
 time:201 futex:202 sched_setaffinity:203 sched_getaffinity:204 set_thread_area:205 get_thread_area:211
-epoll_create:213 remap_file_pages:216 getdents64:217 set_tid_address:218 restart_syscall:219 fadvise64:221
+epoll_create:213 remap_file_pages:216 getdents64:217 set_tid_address:218 restart_syscall:219 
 timer_create:222 timer_settime:223 timer_gettime:224 timer_getoverrun:225 timer_delete:226
 clock_gettime:228 clock_getres:229 clock_nanosleep:230 exit_group:231 epoll_wait:232 epoll_ctl:233
 tgkill:234 utimes:235 mbind:237 set_mempolicy:238 get_mempolicy:239 waitid:247 ioprio_set:251
@@ -95,7 +100,7 @@ landlock_create_ruleset:444 landlock_add_rule:445 landlock_restrict_self:446 mem
 process_mrelease:448 cachestat:451 flock:73 memfd_create:319 pidfd_open:434 inotify_init:253
 inotify_add_watch:254 inotify_rm_watch:255
 inotify_init1:294 statmount:457 listmount:458 lsm_get_self_attr:459 lsm_set_self_attr:460
-lsm_list_modules:461 open_tree_attr:467
+lsm_list_modules:461 open_tree_attr:467 mincore:27 readahead:187 fadvise64:221
 """
 
 
@@ -119,6 +124,8 @@ ARG_CHECKED = (
     "setrlimit",
     "prlimit64",
     "fcntl",
+    "preadv2",
+    "pwritev2",
 )
 #: The highest number this table was audited against.
 KNOWN_MAX = 469

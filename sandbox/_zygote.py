@@ -7,8 +7,8 @@ up, so there is no network at all) and a private mount namespace whose root is a
 interpreter's install trees, the system paths children may read, ``/proc``, the cgroup tree and ``/dev/null``
 (bind mounts, reachable by unprivileged uids even under a 0700 home directory; no other host path, no host
 unix socket, exists there). Every mount of that namespace but the cgroup tree is then made read-only. For each
-job the server enters a fresh pid namespace and starts its init, enters fresh IPC and network namespaces, forks
-the job's children into them and returns to its own; each child enters a mount namespace of its own.
+job the server enters fresh IPC and network namespaces and forks the job's children into them, each as pid 1 of
+a fresh pid namespace of its own, then returns to its own; each child enters a mount namespace of its own.
 
 The server loads only the modules its children need, and none that registers a fork handler (``threading``,
 ``random``, ``logging``): such a handler would run in every child and touch (copy) memory there.
@@ -20,6 +20,7 @@ it kills every running job, removes their groups and exits.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import select
@@ -29,10 +30,11 @@ import sys
 import time
 from typing import Any
 
-from sandbox import _cgroups, _child, _judge, _solution, _sys, _wire  # noqa: F401  (imported before any mount)
+from sandbox import _cgroups, _child, _judge, _solution, _sys, _usage, _wire  # noqa: F401  (before any mount)
+from sandbox._nspool import NamespacePool
 from sandbox._probe import REFERENCE_BURN_S, SYSTEM_RO, calibrate, home_namespaces, probe, runtime_roots
 
-__all__ = ["REFERENCE_BURN_S", "Server", "calibrate", "main", "runtime_roots"]
+__all__ = ["REFERENCE_BURN_S", "Server", "calibrate", "collect_unix_garbage", "main", "runtime_roots"]
 
 
 class Server:
@@ -47,14 +49,17 @@ class Server:
         self.live: set[int] = set()
         self.devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         self.pid = os.getpid()
-        self.inits: dict[int, int] = {}  # job -> pid of its pid namespace's init
-        self.sleep_bin = next((p for p in ("/bin/sleep", "/usr/bin/sleep") if os.access(p, os.X_OK)), "")
+        self.cpu0: dict[int, float] = {}  # job -> its groups' CPU time before it started
         self.job_ns = (
             (_sys.CLONE_NEWPID if layers["job_pidns"] else 0)
             | (_sys.CLONE_NEWIPC if layers["job_ipcns"] else 0)
             | (_sys.CLONE_NEWNET if layers["job_netns"] else 0)
         )
         self.home = home_namespaces(self.job_ns)  # where the server returns after starting a job's processes
+        self.home_pid = next((fd for fd, t in self.home if t == _sys.CLONE_NEWPID), -1)
+        # network and IPC namespaces per execution, each slot's reused while the last execution left nothing in them
+        self.pool = NamespacePool(self.job_ns, layers["seccomp"], self.home)
+        self.job_ns_fds: dict[int, tuple[int, list[tuple[int, int]]]] = {}  # job -> (slot, its namespaces)
         read_only = list(runtime_roots()) + list(SYSTEM_RO)
         abi = layers["landlock_abi"]
         self.landlock = _sys.LandlockPlan(read_only, abi) if abi else None
@@ -83,11 +88,7 @@ class Server:
         rlimits = _child.rlimit_plan(limits)
         try:
             groups = [self._group(slot, i, limits) if self.roots is not None else None for i in range(len(children))]
-            if self.job_ns & _sys.CLONE_NEWPID:
-                _sys.unshare(_sys.CLONE_NEWPID)
-                self._start_init(job, groups[0])
-            if self.job_ns & ~_sys.CLONE_NEWPID:  # (after the init, which needs neither)
-                _sys.unshare(self.job_ns & ~_sys.CLONE_NEWPID)
+            self.job_ns_fds[job] = (slot, self.pool.enter(slot))
             for i, c in enumerate(children):
                 mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
                 cg, before = groups[i], (0, 0)
@@ -125,11 +126,10 @@ class Server:
                     unshare=self.unshare,
                     server_pid=self.pid,
                 )
-                pid = os.fork()
-                if pid == 0:
-                    _child.run_child(spec, mine)  # never returns
+                pid = self._fork_child(spec, mine)
                 self.live.add(pid)
                 started.append((pid, cg, before))
+            self.cpu0[job] = sum(cg.cpu_seconds() or 0.0 for cg in groups if cg is not None)
         except Exception as e:
             self.end(job)
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
@@ -138,31 +138,38 @@ class Server:
                 _sys.setns(fd, nstype)
         return {"ok": True, "pids": [p for p, _, _ in started]}
 
-    def _start_init(self, job: int, cg: _cgroups.JobCgroup | None) -> None:
-        """Start the init of the job's fresh pid namespace (pid 1, in the first group): the job's pids start at 1
-        whatever ran before, and killing the init kills the whole namespace.
-
-        The init is ``sleep`` started with ``posix_spawn`` (no copy of the server's memory, which a forked init
-        would share copy-on-write for the whole job) and moved into the group by the server; a forked Python
-        init where there is no ``sleep``. Either way it holds none of the server's descriptors (all close on exec).
-        """
-        fds = tuple(cg.join_fds()) if cg is not None else ()
-        if self.sleep_bin:
-            pid = os.posix_spawn(
-                self.sleep_bin,
-                ["sleep", "2147483647"],
-                {},
-                setsid=True,
-                file_actions=[(os.POSIX_SPAWN_DUP2, self.devnull, n) for n in (0, 1, 2)],
-            )
-            for fd in fds:
-                os.write(fd, str(pid).encode())
+    def usage(self, job: int) -> dict[str, Any]:
+        """The job's CPU time so far (its groups', or its live process tree's), how long its live threads waited
+        for a CPU, and the longest time one of them was runnable."""
+        entries = self.jobs.get(job)
+        if entries is None:
+            return {"ok": False, "error": f"no job {job}"}
+        groups = [cg for _, cg, _ in entries if cg is not None]
+        if groups and all(cg.cpu_seconds() is not None for cg in groups):
+            cpu = sum(cg.cpu_seconds() or 0.0 for cg in groups) - self.cpu0.get(job, 0.0)
+            pids: set[int] = set().union(*(cg.pids() for cg in groups))
         else:
-            pid = os.fork()
-            if pid == 0:
-                _child.run_init(fds)  # never returns
-        self.inits[job] = pid
-        self.live.add(pid)
+            pids = _usage.process_tree(p for p, _, _ in entries)
+            cpu = _usage.tree_cpu_seconds(pids)
+        waited, runnable = _usage.runnable_seconds(pids)
+        return {"ok": True, "cpu_s": cpu, "wait_s": waited, "runnable_s": runnable}
+
+    def _fork_child(self, spec: _child.ChildSpec, fds: list[int]) -> int:
+        """Fork a child of the job; with per-execution pid namespaces, as pid 1 of a fresh one of its own.
+
+        Each process of an execution is the init of its own pid namespace: its pids start at 1 whatever ran
+        before, it sees no other process, and when it dies the kernel kills every process left in its namespace
+        (daemons included) after it reaped them itself. No separate init process is started (an exec of
+        ``sleep`` per execution cost about a fifth of the sandboxed processes' CPU time).
+        """
+        if self.job_ns & _sys.CLONE_NEWPID:
+            _sys.unshare(_sys.CLONE_NEWPID)
+        pid = os.fork()
+        if pid == 0:
+            _child.run_child(spec, fds)  # never returns
+        if self.job_ns & _sys.CLONE_NEWPID:  # back to its own (the next child's namespace is a new one again)
+            _sys.setns(self.home_pid, _sys.CLONE_NEWPID)
+        return pid
 
     def _group(self, slot: int, index: int, limits: dict[str, int]) -> _cgroups.JobCgroup:
         """The slot's group for child ``index``, as clean as new and with ``limits``; replaced when it is not.
@@ -228,10 +235,11 @@ class Server:
 
         ``grace_s``: how long each child that closed its output may take to exit by itself (its own status is
         then the one reported). Everything is killed at once and the server's own children are waited for
-        through pidfds, so a job's pid namespace (whose init waits for them) goes away without polling.
+        through pidfds, so each child's pid namespace (whose init it is) goes away without polling.
         """
         entries = self.jobs.pop(job, [])
-        init = self.inits.pop(job, None)
+        self.cpu0.pop(job, None)
+        slot_ns = self.job_ns_fds.pop(job, None)
         if grace_s > 0:
             for pid, _, _ in entries:
                 self._wait_exit(pid, min(grace_s, 1.0))
@@ -244,7 +252,6 @@ class Server:
                         kill(pid, 9)
                     except OSError:
                         pass
-        self._end_init(init)
         exits, ooms, refused = [], [], []
         for pid, cg, before in entries:
             self._wait_exit(pid, 10.0)
@@ -272,29 +279,24 @@ class Server:
                     "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None,
                 }
             )
-        if init is not None:
-            self._wait_exit(init, 10.0)
-            self.statuses.pop(init, None)
-            self.live.discard(init)
         for d in self.workdirs.pop(job, []):
             shutil.rmtree(d, ignore_errors=True)
         self.reap()
+        collect_unix_garbage()
+        for _, cg, _ in entries:  # what the collector frees is charged to the groups: wait until it is gone
+            if cg is not None:
+                cg.clean(wait_s=1.0)
+        if not any(cg is not None for _, cg, _ in entries):
+            _wait_for_pipe_buffers()  # (one uid for every execution: the next one must get full-size pipes)
+        if slot_ns is not None:
+            self.pool.release(*slot_ns)
         return {"ok": True, "exits": exits, "oom": ooms, "pids_refused": refused}
-
-    def _end_init(self, init: int | None) -> None:
-        """Kill the job's init (the kernel then kills the rest of its pid namespace), unless already reaped."""
-        self.reap()
-        if init is not None and init not in self.statuses:
-            try:
-                os.kill(init, 9)
-            except OSError:
-                pass
 
     def serve(self) -> None:
         while True:
             try:
                 data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 64)
-                for fd in fds:  # (close on exec: an init started with exec must not hold the job's pipes)
+                for fd in fds:  # (close on exec: nothing the server starts with exec may hold the job's pipes)
                     os.set_inheritable(fd, False)
             except OSError:
                 data, fds = b"", []
@@ -306,6 +308,8 @@ class Server:
                     reply = self.start(msg, fds)
                 elif msg["op"] == "end":
                     reply = self.end(int(msg["job"]), float(msg.get("grace_s", 0.0)))
+                elif msg["op"] == "usage":
+                    reply = self.usage(int(msg["job"]))
                 elif msg["op"] == "calibrate":
                     reply = {"ok": True, "speed_factor": calibrate(2)}
                 else:
@@ -322,6 +326,45 @@ class Server:
         for cg in self.groups.values():
             cg.drain(reap=self.reap)
             cg.remove()
+        self.pool.close()
+
+
+def collect_unix_garbage() -> None:
+    """Start the kernel's unix-socket garbage collector now (closing a unix socket schedules it).
+
+    A socket sent over itself (SCM_RIGHTS) outlives the execution that made it, and with it every descriptor
+    it carries: a private ``/tmp`` or ``/dev/shm`` filled to its quota (memory outside every limit once the
+    group is replaced), pipes whose buffers stay charged to the uid (the next execution as that uid got 8 KiB
+    pipes), descriptors counted in flight for the uid (the next one could not pass any: ``ETOOMANYREFS``). When
+    the execution's processes are gone these are garbage, but the collector runs only when some unix socket is
+    closed, which a program that uses none never does: the next execution inherited them.
+    """
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.close()
+    b.close()
+
+
+_FULL_PIPE = 1 << 16
+_F_GETPIPE_SZ = 1032
+
+
+def _wait_for_pipe_buffers(wait_s: float = 1.0) -> bool:
+    """Without per-execution uids (no root): wait until a new pipe of this uid gets its full 64 KiB buffer again,
+    that is until the collector released the pipe buffers an execution left charged to the uid."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.0005
+    while True:
+        r, w = os.pipe()
+        try:
+            if fcntl.fcntl(w, _F_GETPIPE_SZ) >= _FULL_PIPE:
+                return True
+        finally:
+            os.close(r)
+            os.close(w)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def main(ctl_fd: int) -> None:

@@ -1,8 +1,10 @@
 """``harness sandbox``: print the isolation level this machine gives untrusted code, and check it works.
 
 Prints the level, the layers found and what is missing, the machine's speed factor, then (unless ``--no-check``)
-runs one passing and one forged solution through the ``code`` reward path and says whether each verdict came
-out right. Exit status 0 when the level is at least ``--min`` and both verdicts were right.
+runs one correct and one forged solution (an answer whose ``__eq__`` always says True, and an exit hook) through
+the sandbox and says whether each verdict came out right: the correct one must pass, the forged one must fail
+(it must never pass). Exit status 0 when the level is at least ``--min`` and both verdicts were right; when it is
+1, a last line says which check failed and why.
 
 This module only reports; it changes nothing on the machine.
 """
@@ -22,7 +24,7 @@ _TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0"
 _GOOD = "def add(a, b):\n    return a + b\n"
 _FORGED = (
     "class A:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return A()\n"
-    "import sys\nsys.exit(0)\n"
+    "import atexit, os\natexit.register(lambda: os._exit(0))\n"
 )
 
 
@@ -37,7 +39,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def add_parser(subparsers: Any) -> None:
     """Add ``harness sandbox`` to the `harness` command's subparsers."""
-    p = subparsers.add_parser("sandbox", help="report the sandbox's isolation level and check a forged verdict fails")
+    p = subparsers.add_parser(
+        "sandbox", help="report the sandbox's isolation level and check that a forged verdict fails (never passes)"
+    )
     build_parser(p)
     p.set_defaults(func=run)
 
@@ -61,12 +65,22 @@ def run(args: argparse.Namespace) -> int:
         "speed_factor": round(rep.speed_factor, 3),
         "layers": rep.layers,
     }
-    ok = rep.at_least(args.min)
+    failures = []
+    if not rep.at_least(args.min):
+        failures.append(
+            f"isolation level {rep.level} is below the required {args.min} (missing: {', '.join(rep.missing)})"
+        )
     if not args.no_check:
         good = sb.run_tests(_GOOD, _TESTS)
         forged = sb.run_tests(_FORGED, _TESTS)
         out["check"] = {"correct_solution": good.status, "forged_solution": forged.status}
-        ok = ok and good.status == "pass" and forged.status != "pass"
+        if good.status != "pass":
+            failures.append(f"the correct solution got {good.status!r}, not 'pass' ({good.reason})")
+        if forged.status != "fail":
+            failures.append(f"the forged solution got {forged.status!r}, not 'fail' ({forged.reason})")
+    out["ok"] = not failures
+    if failures:
+        out["failed"] = failures
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:
@@ -76,7 +90,11 @@ def run(args: argparse.Namespace) -> int:
         print("layers: " + ", ".join(f"{k}={v}" for k, v in sorted(rep.layers.items())))
         if "check" in out:
             print(
-                f"check: correct solution -> {out['check']['correct_solution']}, "
-                f"forged solution -> {out['check']['forged_solution']}"
+                f"check: correct solution -> {out['check']['correct_solution']} (must pass), "
+                f"forged solution -> {out['check']['forged_solution']} (must fail)"
             )
-    return 0 if ok else 1
+        for why in failures:
+            print(f"check failed: {why}")
+        if not failures:
+            print("check passed")
+    return 0 if not failures else 1

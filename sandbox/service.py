@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from sandbox import _cgroups, _child, _judge
+from sandbox._clock import ExecutionClock
 from sandbox._judge import TestsError
 from sandbox._pump import Pump, Stream, make_pipes
 from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, ProgramStatus, TestsResult, level_of
+from sandbox._shares import Progress, Shares
 
 __all__ = [
     "Limits",
@@ -52,6 +54,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _UID_BASE = 1_000_000
+#: uids each server hands out, two per execution (solution and judge), in turn: every execution runs as uids no
+#: execution of the last 255 used, so per-uid kernel accounting that something left behind (pipe buffers,
+#: descriptors in flight) never reaches the next one. 512 x a pid_max of 2**22 stays within 32-bit uids.
+_UIDS_PER_SERVER = 512
 #: Seconds a process that closed its output gets to exit by itself before it is killed (its status counts).
 _EXIT_GRACE_S = 0.2
 #: Seconds after which the machine's speed factor is measured again before the next execution.
@@ -110,6 +116,7 @@ class Sandbox:
         self._sock: socket.socket | None = None
         self._report: IsolationReport | None = None
         self._job = 0
+        self._uid_turn = 0
         self._pid = os.getpid()
         self._server_pid = 0
         self._gen = 0  # which server: a job belongs to the server it was started on
@@ -250,16 +257,19 @@ class Sandbox:
     def uid_range(self) -> range:
         """The uids this sandbox's children run as (for host-side checks that nothing outlived its run)."""
         self.isolation()
-        base = _UID_BASE + self._server_pid * 64
-        return range(base, base + 64)
+        base = _UID_BASE + self._server_pid * _UIDS_PER_SERVER
+        return range(base, base + _UIDS_PER_SERVER)
 
     def server_pid(self) -> int:
         """The pid of the warm server process (starting it if needed)."""
         self.isolation()
         return self._server_pid
 
-    def _uids(self, slot: int) -> tuple[int, int]:
-        base = _UID_BASE + self._server_pid * 64 + 2 * slot
+    def _uids(self) -> tuple[int, int]:
+        """The next execution's (solution, judge) uids: fresh ones for each execution, in turn."""
+        with self._lock:
+            self._uid_turn = (self._uid_turn + 1) % (_UIDS_PER_SERVER // 2)
+            base = _UID_BASE + self._server_pid * _UIDS_PER_SERVER + 2 * self._uid_turn
         return base, base + 1
 
     # ------------------------------------------------------------ running
@@ -285,12 +295,11 @@ class Sandbox:
         with self._lock:
             self._ensure()
             self._job += 1
-            job, gen, uids = self._job, self._gen, self._uids(slot)
+            job, gen = self._job, self._gen
             watch = os.dup(self._pidfd) if self._pidfd >= 0 else -1
         sent: list[int] = []
         described = []
-        for i, (role, _, fds) in enumerate(children):
-            uid = uids[i]
+        for role, uid, fds in children:
             index = []
             for fd in fds:
                 if fd < 0:
@@ -333,34 +342,40 @@ class Sandbox:
         writes: dict[str, bytes],
         limits: Limits,
         finish_on: list[str],
-    ) -> tuple[Pump, dict[str, Any], float, float, dict[str, Stream]]:
+        shares: Shares | None = None,
+    ) -> tuple[Pump, dict[str, Any], ExecutionClock, float, dict[str, Stream]]:
         """Start the children, feed ``writes``, read every other pipe until ``finish_on`` close, end the job.
 
-        Returns the pump, the server's end reply, the deadline, the duration and the read streams by name.
+        Returns the pump, the server's end reply, the clock that judged the time, the duration and the read
+        streams by name.
 
         Raises:
-            SandboxError: the server could not start a child, or a child failed its setup.
+            SandboxError: the server could not start a child, a child failed its setup, or the execution got too
+                little CPU to be judged (it was runnable, not sleeping, when the wall-clock cap passed).
         """
-        deadline_s = self._deadline(limits)
+        deadline_s = self._deadline(limits) if shares is None else shares.budget_s
         slot = self._acquire()
         ours: dict[str, int] = {}
         theirs: list[int] = []
         streams: dict[str, Stream] = {}
         try:
-            spec, ours, theirs = make_pipes(children, set(writes), self._uids(slot))
+            spec, ours, theirs = make_pipes(children, set(writes), self._uids())
             t0 = time.monotonic()
             job, gen, watch = self._launch(spec, limits, deadline_s, slot)
             for fd in theirs:
                 os.close(fd)
             theirs = []
-            pump = Pump(t0 + deadline_s, watch)
+            pump = Pump(0.0, watch)
             for name, fd in list(ours.items()):
                 del ours[name]
                 if name in writes:
                     pump.write(fd, writes[name])
                 else:
                     keep = 4096 if name.startswith("setup") else limits.max_output_bytes if name == "out" else 1 << 14
+                    keep = limits.max_output_bytes if name == "prog" else keep
                     streams[name] = pump.read(fd, cap=limits.max_output_bytes, keep=keep)
+            clock = self._clock(job, gen, t0, deadline_s, shares, streams.get("prog"))
+            pump.deadline, pump.extend = clock.first_deadline, clock.extend
             try:
                 until = [streams[n] for n in finish_on] + [v for k, v in streams.items() if k.startswith("setup")]
                 pump.pump(until, 2 * limits.max_output_bytes)
@@ -377,7 +392,25 @@ class Sandbox:
         for k, v in streams.items():
             if k.startswith("setup") and not bytes(v.buf).startswith(b"OK"):
                 raise SandboxError(bytes(v.buf).decode(errors="replace") or "a sandboxed process died during setup")
-        return pump, end, deadline_s, duration, streams
+        if pump.timed_out and clock.starved:
+            raise SandboxError(clock.starved_reason())
+        return pump, end, clock, duration, streams
+
+    def _clock(
+        self, job: int, gen: int, t0: float, cpu_s: float, shares: Shares | None, prog: Stream | None
+    ) -> ExecutionClock:
+        """The clock of one execution: its CPU time, and with ``shares`` each test case's own share of it."""
+
+        def usage() -> dict[str, Any]:
+            return self._request({"op": "usage", "job": job}, gen=gen)
+
+        if shares is None or prog is None:
+            return ExecutionClock(usage, t0, cpu_s)
+
+        def progress() -> Progress:
+            return Progress.parse(shares.cases, bytes(prog.buf))
+
+        return ExecutionClock(usage, t0, cpu_s, progress, shares.reserve_s, len(shares.skip))
 
     def run_program(self, code: str, stdin: str | bytes = b"", limits: Limits | None = None) -> ProgramResult:
         """Run ``code`` as a program with ``stdin``; return its output and how it ended.
@@ -389,7 +422,7 @@ class Sandbox:
         data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
         children: list[tuple[str, list[str | None]]] = [("program", ["stdin:r", "out:w", "err:w", "pay:r", "setup0:w"])]
         writes = {"pay": _json({"code": code}), "stdin": data}
-        pump, end, deadline_s, duration, st = self._execute(children, writes, limits, ["out", "err"])
+        pump, end, clock, duration, st = self._execute(children, writes, limits, ["out", "err"])
         out, err = st["out"], st["err"]
         ex = (end.get("exits") or [None])[0] or {}
         code_, sig = ex.get("code"), ex.get("signal")
@@ -400,7 +433,7 @@ class Sandbox:
         elif out.over or err.over:
             status, reason = "output_limit", f"output over {limits.max_output_bytes} bytes"
         elif pump.timed_out:
-            status, reason = "timeout", f"wall-clock limit of {deadline_s:.1f}s reached"
+            status, reason = "timeout", clock.reason()
         elif code_ == 0:
             status, reason = "ok", ""
         elif b"MemoryError" in stderr[-2000:]:
@@ -416,7 +449,10 @@ class Sandbox:
         """Run ``tests`` (Python source) in a judge process against ``code`` running in a solution process.
 
         ``TestsResult.total`` is the number of test cases known before the run (one per ``assert`` statement
-        or unittest method); cases the solution never reached count as failed.
+        or unittest method); cases the solution never reached count as failed. Every case runs, whatever the
+        ones before gave, each under its own share of the CPU time limit: a case that runs out of its share is
+        a timeout, and the cases after it run in a new execution (:mod:`sandbox._shares`). ``partial`` is kept
+        for callers; the verdict is the same either way and the caller decides the score.
 
         Raises:
             SandboxError: the sandbox could not run it at all.
@@ -425,42 +461,71 @@ class Sandbox:
         """
         limits = limits or self.limits
         prepared = _judge.prepare_tests(tests, entry_point)  # raises before anything starts
+        shares = Shares(self._deadline(limits), int(prepared["cases"]))
+        decided: dict[int, bool] = {}
+        timed_out: list[int] = []
+        duration = 0.0
+        while True:
+            res, clock, progress = self._judge_once(code, prepared, limits, shares)
+            duration += res.duration_s
+            case = clock.case
+            if res.status != "timeout" or case is None or case in decided or len(timed_out) >= progress.cases:
+                break
+            decided.update(progress.outcome)
+            decided[case] = False
+            timed_out.append(case)
+            if progress.cases - len(decided) <= 0:
+                break
+            shares = shares.after(progress, decided)
+        if not timed_out:
+            return res
+        outcomes = {**progress.outcome, **decided} if res.status == "timeout" else {**decided, **progress.outcome}
+        total = max(res.total, progress.cases)
+        status: Literal["timeout", "memory"] = "memory" if res.status == "memory" else "timeout"
+        reason = f"test case(s) {', '.join(map(str, timed_out))} ran out of their share of the CPU time limit"
+        if res.status not in ("pass", "timeout") and res.reason:
+            reason += f"; then {res.status}: {res.reason}"
+        passed = min(sum(outcomes.values()), total - 1)
+        return TestsResult(status, passed, total, res.tests, reason, duration, res.output)
+
+    def _judge_once(
+        self, code: str, prepared: dict[str, Any], limits: Limits, shares: Shares
+    ) -> tuple[TestsResult, ExecutionClock, Progress]:
+        """One execution of the tests (the cases in ``shares.skip`` skipped); its result, clock and progress."""
         children: list[tuple[str, list[str | None]]] = [
             ("solution", [None, "sout:w", "sout:w", "spay:r", "setup0:w", "rpc"]),
-            ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w"]),
+            ("judge", [None, "jout:w", "jout:w", "jpay:r", "setup1:w", "rpc", "verdict:w", "prog:w"]),
         ]
-        writes = {"spay": _json({"code": code}), "jpay": _json({**prepared, "partial": partial})}
-        pump, end, deadline_s, duration, st = self._execute(children, writes, limits, ["verdict"])
+        spec = {**prepared, "skip": list(shares.skip)}  # (partial or not, every case runs)
+        writes = {"spay": _json({"code": code}), "jpay": _json(spec)}
+        pump, end, clock, duration, st = self._execute(children, writes, limits, ["verdict"], shares)
+        progress = Progress.parse(shares.cases, bytes(st["prog"].buf))
         output = bytes(st["sout"].buf[-4096:])
         ooms = end.get("oom") or [False, False]
         verdict = _parse_verdict(bytes(st["verdict"].buf))
         base = _Timing(duration_s=duration, output=output)
         # the cases known before the run are the floor of the denominator, whatever the judge got to
-        total = max(1, int(prepared["cases"]), _int(verdict, "total"))
+        total = max(1, int(prepared["cases"]), progress.cases, _int(verdict, "total"))
         if ooms[0] or (verdict and "MemoryError" in str(verdict.get("reason", ""))[:40]):
-            return TestsResult("memory", 0, total, reason="memory limit reached", **base)
-        if pump.timed_out:
-            return TestsResult(
-                "timeout",
-                min(_int(verdict, "passed"), total - 1),
-                total,
-                reason=f"wall-clock limit of {deadline_s:.1f}s reached",
-                **base,
-            )
+            return TestsResult("memory", 0, total, reason="memory limit reached", **base), clock, progress
+        if pump.timed_out:  # the cases that ran and held before the time ran out still count
+            passed = min(sum(progress.outcome.values()), total - 1)
+            return TestsResult("timeout", passed, total, reason=clock.reason(), **base), clock, progress
         if st["sout"].over or st["jout"].over:
-            return TestsResult("fail", 0, total, reason=f"output over {limits.max_output_bytes} bytes", **base)
+            reason = f"output over {limits.max_output_bytes} bytes"
+            return TestsResult("fail", 0, total, reason=reason, **base), clock, progress
         if verdict is None:
             judge_exit = (end.get("exits") or [None, None])[1]
-            return TestsResult("error", 0, total, reason=f"the judge ended without a verdict ({judge_exit})", **base)
+            reason = f"the judge ended without a verdict ({judge_exit})"
+            return TestsResult("error", 0, total, reason=reason, **base), clock, progress
         status = verdict.get("status")
         if status == "bad_tests":
-            return TestsResult(
-                "bad_tests", 0, 0, reason=str(verdict.get("reason", ""))[:2000], duration_s=duration, output=output
-            )
+            reason = str(verdict.get("reason", ""))[:2000]
+            return TestsResult("bad_tests", 0, 0, reason=reason, duration_s=duration, output=output), clock, progress
         judged: Literal["pass", "fail", "error"] = status if status in ("pass", "fail", "error") else "fail"
         passed = min(_int(verdict, "passed"), total if judged == "pass" else total - 1)
         tests_run = list(verdict.get("tests") or [])
-        return TestsResult(judged, passed, total, tests_run, str(verdict.get("reason", "")), **base)
+        return TestsResult(judged, passed, total, tests_run, str(verdict.get("reason", "")), **base), clock, progress
 
 
 class _Timing(TypedDict):

@@ -106,10 +106,13 @@ def test_stdio_partial_credit():
     assert s.status == "fail" and s.value == pytest.approx(0.75) and len(s.info["tests"]) == 4
 
 
-def test_stdio_all_or_nothing_stops_at_the_first_failure(fn):
+def test_stdio_all_or_nothing_runs_every_case_after_a_failure(fn):
+    """Fails on the code before this change: the first failed case ended the run, so whether the program ran
+    again told it whether its previous output was right."""
     cases = [{"input": "1", "output": "9"}] + [{"input": "2", "output": "4"}] * 5
     s = fn({"tests": cases}, "print(int(input()) * 2)")
-    assert (s.status, s.value) == ("fail", 0.0) and len(s.info["tests"]) == 1
+    assert (s.status, s.value, s.info["passed"]) == ("fail", 0.0, 5)
+    assert [t["status"] for t in s.info["tests"]] == ["fail"] + ["pass"] * 5
 
 
 def test_info_carries_isolation_and_per_test_results(fn):

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sandbox.test_sandbox_inflight import ATTACK, PROBE
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = next((p for p in ("/usr/bin/python3.11", "/usr/bin/python3") if os.access(p, os.X_OK)), None)
 
@@ -46,9 +48,15 @@ SCRIPT = textwrap.dedent("""
     daemon = "import os, time\\nif os.fork() == 0:\\n    os.setsid()\\n    time.sleep(300)\\nprint('x')"
     out["daemon"] = sb.run_program(daemon, limits=Limits(timeout_s=0.5)).status
     out["loop"] = sb.run_program("while True: pass", limits=Limits(timeout_s=0.5)).status
+    attack, probe = {attack!r}, {probe!r}
+    out["inflight"] = [sb.run_program(attack, limits=Limits(timeout_s=20)).stdout.decode()[:9] for _ in range(5)]
+    out["probe"] = sb.run_program(probe, limits=Limits(timeout_s=20)).stdout.decode()
     sb.close()
     print(json.dumps(out))
 """)
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i"]
 
 
 def _nobody_processes() -> list[str]:
@@ -60,13 +68,27 @@ def _nobody_processes() -> list[str]:
 @pytest.mark.slow
 def test_unprivileged_host_gets_strong_isolation_and_right_verdicts(tmp_path):
     before = _nobody_processes()
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i", PY, "-I", "-c",
-                        SCRIPT.format(root=str(ROOT))], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    script = SCRIPT.format(root=str(ROOT), attack=ATTACK, probe=PROBE)
+    r = subprocess.run(NOBODY + [PY, "-I", "-c", script], capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["level"] in ("strong", "basic")  # basic only where the kernel refuses user/pid namespaces
     if out["level"] == "strong":
-        assert "unprivileged uid" in out["missing"]
+        assert "a separate uid per execution" in out["missing"]
     assert out["ok"] == "42\n" and out["verdicts"] == ["pass", "fail"] and out["loop"] == "timeout"
     assert out["daemon"] == "ok"
+    # one uid for every execution: descriptors a run kept in flight must still be collected before the next one
+    assert out["inflight"] == ["in flight"] * 5 and out["probe"] == "65536 ok\n"
     assert _nobody_processes() == before, "a process of the unprivileged run outlived it"
+
+
+@pytest.mark.slow
+def test_an_unprivileged_check_below_the_required_level_says_why(tmp_path):
+    """Fails on the code before this change: it exited 1 without a line saying what failed."""
+    boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from sandbox.cli import main; raise SystemExit(main())"
+    r = subprocess.run(NOBODY + [PY, "-I", "-c", boot, "--min", "full"], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr[-2000:]
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("check failed: isolation level ") and "below the required full" in last, r.stdout
+    assert "a separate uid per execution" in last and "unprivileged uid" not in r.stdout

@@ -202,6 +202,22 @@ def test_seccomp_allowlist_decides_every_number():
     assert _bpf_run(prog, 16, (0, 0x5412) + (0,) * 4) == eperm and _bpf_run(prog, 16, (0, 0x5401) + (0,) * 4) == allow
 
 
+@pytest.mark.skipif(not _sys.seccomp_supported(), reason="seccomp table is x86_64 only")
+def test_page_cache_residency_can_be_neither_read_nor_cleared():
+    """Which runtime files sit in the page cache is shared by every execution: fadvise(DONTNEED) cleared a bit
+    that the next execution read back (mincore, RWF_NOWAIT, fault counts). Fails on the table before this change:
+    mincore, fadvise64 and readahead were allowed, and so was preadv2 with RWF_NOWAIT."""
+    from sandbox import _syscalls
+
+    prog = _sys.seccomp_program()
+    allow, eperm = 0x7FFF0000, 0x00050001
+    for name in ("mincore", "fadvise64", "readahead"):
+        assert _bpf_run(prog, _syscalls.DENIED[name]) == eperm, name
+    for nr in (327, 328):  # preadv2, pwritev2: RWF_NOWAIT (8) refused, other flags allowed
+        assert _bpf_run(prog, nr, (3, 0, 1, 0, 0, 8)) == eperm and _bpf_run(prog, nr, (3, 0, 1, 0, 0, 0)) == allow
+        assert _bpf_run(prog, nr, (3, 0, 1, 0, 0, 0x10)) == allow
+
+
 def test_concurrent_calls_share_one_server_and_keep_verdicts_apart(generous_fn, sandbox, clean):
     results: dict[int, float] = {}
 

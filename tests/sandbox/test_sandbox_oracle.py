@@ -1,0 +1,88 @@
+"""The verdict oracle across executions: identical completions that never compute the answer must not learn it.
+
+The attack, as a GRPO group would run it: every completion returns a guess for the first case it does not know
+yet and records which calls it received. Had the judge stopped at the first failed case, being called again
+meant the last guess was right, and the group learned the hidden values one case at a time. Here the attacker
+gets the best channel there is: what it observed in one execution (its own output) is handed to the next one
+verbatim (a perfect stand-in for page-cache residency or inode counters). The tests assert that what it
+observes does not depend on the hidden values, so it never passes; the control (tests whose own control flow
+stops early, which no judge can change) shows the same learner does learn when a stop is observable.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import get_reward
+from sandbox import Limits
+
+GUESSES = range(6)
+LIMITS = Limits(timeout_s=8.0)
+
+ATTACK = """
+import json, os
+known, guess = json.loads({state!r})
+def f(i):
+    os.write(1, b"SEEN %d\\n" % i)  # (straight to fd 1: what a call prints with print() goes to the tests)
+    if str(i) in known:
+        return known[str(i)]
+    return guess
+"""
+
+
+def _tests(values: list[int], leaky: bool) -> str:
+    if leaky:  # tests that stop by themselves at the first wrong answer: the control
+        body = "".join(f"    if candidate({i}) != {v}:\n        return\n" for i, v in enumerate(values))
+        return "def check(candidate):\n" + body + "    assert True\n"
+    return "def check(candidate):\n" + "".join(f"    assert candidate({i}) == {v}\n" for i, v in enumerate(values))
+
+
+def _learn(sandbox, values: list[int], leaky: bool, executions: int) -> tuple[int, list[list[int]]]:
+    """Run the group's learner for ``executions`` runs; return how many passed and every observed call list."""
+    known: dict[str, int] = {}
+    guess_i, passes, transcripts = 0, 0, []
+    for _ in range(executions):
+        case = len(known)
+        guess = GUESSES[guess_i % len(GUESSES)]
+        code = ATTACK.format(state=json.dumps([known, guess]))
+        s = sandbox.run_tests(code, _tests(values, leaky), "f", limits=LIMITS)
+        passes += s.status == "pass"
+        out = s.output.decode(errors="replace")
+        seen = [int(line.split()[1]) for line in out.splitlines() if line.startswith("SEEN ")]
+        transcripts.append(seen)
+        if case < len(values) and case + 1 in seen:  # called again past the guessed case: "it was right"
+            known[str(case)] = guess
+            guess_i = 0
+        else:
+            guess_i += 1
+    return passes, transcripts
+
+
+@pytest.fixture(scope="module")
+def fn():
+    return get_reward("code", timeout=8.0)
+
+
+def test_a_group_storing_what_it_observed_learns_nothing_and_never_passes(sandbox):
+    """Fails on the code before this change: the group learned the three values and passed."""
+    runs = 3 * len(GUESSES) + 2
+    passes_a, seen_a = _learn(sandbox, [4, 1, 5], leaky=False, executions=runs)
+    passes_b, seen_b = _learn(sandbox, [2, 5, 3], leaky=False, executions=runs)
+    assert passes_a == 0 and passes_b == 0
+    assert seen_a == seen_b  # what the solutions observed does not depend on the hidden values at all
+
+
+def test_control_tests_that_stop_by_themselves_are_learned(sandbox):
+    """The same learner against tests whose own control flow stops at a wrong answer (not an assert the judge
+    can run past): it learns the values, so the attack above is a real one."""
+    passes, _ = _learn(sandbox, [4, 1, 5], leaky=True, executions=3 * len(GUESSES) + 2)
+    assert passes >= 1
+
+
+def test_stdin_stdout_cases_all_run_whatever_the_earlier_outputs(fn):
+    """Each stdin/stdout case is its own run; every one runs, so being run again says nothing."""
+    cases = [{"input": str(i), "output": str(v)} for i, v in enumerate([4, 1, 5])]
+    s = fn({"tests": cases}, "input()\nprint(0)")
+    assert s.status == "fail" and [t["case"] for t in s.info["tests"]] == [0, 1, 2]
