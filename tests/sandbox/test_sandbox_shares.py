@@ -40,9 +40,9 @@ def test_sleeping_cases_each_lose_only_themselves(sandbox):
 @pytest.mark.slow
 def test_partial_credit_keeps_the_cases_that_held_beside_a_hang():
     s = get_reward("code", partial=True, timeout=2.0)({"tests": ASSERTS}, SPIN)
-    assert (s.status, s.value) == ("timeout", pytest.approx(0.8))
+    assert (s.status, s.value) == ("time_limit", pytest.approx(0.8))
     all_or_nothing = get_reward("code", timeout=2.0)({"tests": ASSERTS}, SPIN)
-    assert (all_or_nothing.status, all_or_nothing.value) == ("timeout", 0.0)
+    assert (all_or_nothing.status, all_or_nothing.value) == ("time_limit", 0.0)
 
 
 def test_progress_lines_give_the_running_case_and_the_cpu_it_may_use():
