@@ -136,7 +136,8 @@ def check_weights(
     got = llm.collective_rpc("harness_sample_weights", args=(requests,))[0]
     dtype = _DTYPES[info["dtype"]]
     worst, entries = 0.0, 0
-    for probe, ref, eng in zip(chosen, refs, got, strict=True):
+    for probe, ref, values in zip(chosen, refs, got, strict=True):
+        eng = torch.tensor(values, dtype=torch.float32)
         eng = eng[: ref.shape[0]] if probe.kind == "cols" else eng  # a padded vocabulary has extra rows
         want = ref.to(dtype).float()
         diff = (eng - want).abs()

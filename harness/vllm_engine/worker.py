@@ -107,11 +107,14 @@ class WeightSyncWorker:
             shared = reprocess_shared_layers(self.model_runner.get_model())
         return {"reprocessed": shared}
 
-    def harness_sample_weights(self, probes: list[tuple[str, list[int] | None, list[int] | None]]) -> list[Any]:
-        """For each (module name, cols, rows): :func:`sample_module_weights` of that module of the engine's model."""
+    def harness_sample_weights(
+        self, probes: list[tuple[str, list[int] | None, list[int] | None]]
+    ) -> list[list[list[float]]]:
+        """For each (module name, cols, rows): :func:`sample_module_weights` of that module of the engine's model,
+        as nested lists (what crosses vLLM's process boundary unchanged)."""
         model = self.model_runner.get_model()
         with torch.no_grad():
-            return [sample_module_weights(model.get_submodule(name), cols, rows) for name, cols, rows in probes]
+            return [sample_module_weights(model.get_submodule(n), cols, rows).tolist() for n, cols, rows in probes]
 
     def harness_module_names(self) -> dict[str, Any]:
         """The engine model's layers with parameters of their own (name -> class name), its merged layers

@@ -114,7 +114,7 @@ def run_sync(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     rollout = VLLMRollout(
         model, tok, max_prompt_length=16, max_completion_length=16, seed=args.seed, max_num_seqs=32, bf16=bf16,
-        settings=VLLMSection(dtype=args.dtype, enforce_eager=True, sleep=False),
+        settings=VLLMSection(dtype=args.dtype, enforce_eager=True, sleep=False, sync_check=args.check),
     )
     result: dict[str, Any] = {"engine_start_s": time.perf_counter() - started, "dtype": args.dtype,
                               "tied": not args.untied, "seed": args.seed}
@@ -140,6 +140,8 @@ def run_sync(args: argparse.Namespace) -> dict[str, Any]:
     gap("before_sync")
     rollout.sync_weights()
     gap("after_sync")
+    assert rollout.last_sync is not None
+    result["layers_checked"] = rollout.last_sync.layers_checked
     # control: the same sync without re-processing the layers that share a weight
     import harness.vllm_engine.worker as worker
 
@@ -163,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--sampler", action="store_true")
+    p.add_argument("--check", default="sampled", choices=["sampled", "full"], help="trainer.vllm.sync_check")
     p.add_argument("--device", default="cpu", help="where the policy lives (cuda: the GPU check)")
     args = p.parse_args(argv)
     if args.what == "model":

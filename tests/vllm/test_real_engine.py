@@ -44,12 +44,15 @@ def test_sampler_logprobs_equal_the_trainers_and_a_tied_float32_sync_is_exact(vl
     assert r["initial"] <= FP32_TOL
     assert r["before_sync"] > 0.1, r  # the step moved the policy: a stale engine would be seen
     assert r["after_sync"] <= FP32_TOL, r
+    assert r["layers_checked"] == 4, r  # sampled: the head, the embedding and two other layers
     assert r["control_raised"] and "lm_head" in r["control_raised"], r  # the always-on check catches a stale head
 
 
 @pytest.mark.parametrize(("dtype", "tied"), [("bfloat16", True), ("float32", False), ("bfloat16", False)])
 def test_after_a_training_step_the_engine_scores_with_the_new_policy(vllm_venv, tmp_path, dtype: str, tied: bool):
-    r = _sync(vllm_venv, tmp_path, "--dtype", dtype, *([] if tied else ["--untied"]))
+    full = dtype == "float32"  # one case runs the thorough check (debug mode): every layer of the 2-layer model
+    r = _sync(vllm_venv, tmp_path, "--dtype", dtype, *([] if tied else ["--untied"]), *(["--check", "full"] * full))
+    assert r["layers_checked"] == (10 if full else 4), r
     tol = FP32_TOL if dtype == "float32" else BF16_TOL
     assert r["initial"] <= tol and r["after_sync"] <= tol, r
     assert r["after_sync_mean"] <= (FP32_TOL if dtype == "float32" else BF16_MEAN_TOL), r
@@ -109,9 +112,10 @@ def test_harness_eval_with_one_vllm_engine_over_two_checkpoints(vllm_venv: Path,
                             enumerate(HELDOUT)))
     common = ["--data", str(data), "--temperature", "0", "--k", "1", "--max-new-tokens", "16", "--no-telemetry",
               "--no-progress"]
-    shared = tmp_path / "shared"  # one engine: built on step 1, weights synced for steps 2 and 3
+    shared = tmp_path / "shared"  # one engine: built on step 1, weights synced for steps 2 and 3; vLLM's default
+    # layout (the engine in its own process), so the sync's calls cross a process boundary as they do for users
     log = run_in(vllm_venv, ["harness", "eval", "--checkpoints", str(run), "--backend", "vllm", "--output",
-                             str(shared), *common])
+                             str(shared), *common], worker_process=True)
     assert log.count("vllm weight sync:") == 2, log[-3000:]
     last_two = sorted(p.name for p in (run / "checkpoints").iterdir())[-2:]
     outputs = {}

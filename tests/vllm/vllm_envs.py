@@ -13,7 +13,7 @@ VENV = ROOT / ".venv-vllm"
 OPT_OUT = "HARNESS_SKIP_VLLM_TESTS"
 
 
-def engine_env() -> dict[str, str]:
+def engine_env(**extra: str) -> dict[str, str]:
     """The environment of an engine process: one thread, the engine in the calling process (vLLM's worker
     processes take 40-70 s to start here), no hub, this checkout's code first, no cache-size override."""
     env = {k: v for k, v in os.environ.items() if k not in ("VLLM_CPU_KVCACHE_SPACE", "VIRTUAL_ENV")}
@@ -25,13 +25,18 @@ def engine_env() -> dict[str, str]:
         TOKENIZERS_PARALLELISM="false",
         PYTHONPATH=str(ROOT),
     )
+    env.update(extra)
     return env
 
 
-def run_in(venv: Path, args: list[str], *, timeout: float = 600, cwd: Path | None = None) -> str:
-    """Run ``venv``'s ``args[0]`` (python, harness) with ``args[1:]``; fail with the output's tail on an error."""
+def run_in(
+    venv: Path, args: list[str], *, timeout: float = 600, cwd: Path | None = None, worker_process: bool = False
+) -> str:
+    """Run ``venv``'s ``args[0]`` (python, harness) with ``args[1:]``; fail with the output's tail on an error.
+    ``worker_process``: vLLM's default layout, the engine in a process of its own (slower to start)."""
+    extra = {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"} if worker_process else {}
     proc = subprocess.run(
-        [str(venv / "bin" / args[0]), *args[1:]], env=engine_env(), cwd=cwd or ROOT, capture_output=True,
+        [str(venv / "bin" / args[0]), *args[1:]], env=engine_env(**extra), cwd=cwd or ROOT, capture_output=True,
         text=True, timeout=timeout,
     )
     if proc.returncode != 0:

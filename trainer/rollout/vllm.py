@@ -41,7 +41,7 @@ import torch
 
 from harness.cfg.trainer import VLLMSection
 from harness.errors import ConfigError
-from harness.vllm_engine import WORKER_EXTENSION, EnginePlatform, engine_platform, sync_weights
+from harness.vllm_engine import WORKER_EXTENSION, EnginePlatform, SyncReport, engine_platform, sync_weights
 from harness.vllm_engine.platform import import_vllm, kv_cache_bytes
 from trainer.dist import launcher_env
 from trainer.rollout.base import RolloutBatch, SamplingConfig, left_pad, right_pad
@@ -222,6 +222,7 @@ class VLLMRollout:
         self._vllm = vllm
         self.sleeping = False
         self.syncs = 0
+        self.last_sync: SyncReport | None = None
 
     def engine_model(self) -> Any:
         """The engine's torch model (in this process, through the external-launcher executor)."""
@@ -246,7 +247,9 @@ class VLLMRollout:
                 torch.cuda.empty_cache()  # the trainer's freed blocks go back to the device before vLLM allocates
             self.llm.wake_up(tags=["weights"])
         self.syncs += 1
-        sync_weights(self.llm, weights=self._weights(), check=self.settings.sync_check, seed=self.syncs)
+        self.last_sync = sync_weights(
+            self.llm, weights=self._weights(), check=self.settings.sync_check, seed=self.syncs
+        )
         if self.sleeping:
             self.llm.wake_up(tags=["kv_cache"])
             self.sleeping = False
