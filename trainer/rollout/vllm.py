@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -124,6 +125,35 @@ def engine_dtype(setting: str, platform: EnginePlatform, bf16: bool) -> str:
     if platform.is_cpu:
         return "bfloat16" if bf16 else "float32"
     return "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
+
+
+def _check_pages(llm: Any, assumed: int, num_seqs: int, max_len: int) -> None:
+    """Compare the started engine's real KV pages with what the cache was sized for; log what it holds."""
+    cache = getattr(getattr(llm.llm_engine, "vllm_config", None), "cache_config", None)
+    block, blocks = getattr(cache, "block_size", None), getattr(cache, "num_gpu_blocks", None)
+    if not isinstance(block, int) or not isinstance(blocks, int):
+        return
+    fits = (blocks - 1) // max(1, math.ceil(max_len / block))
+    if fits < num_seqs:
+        log.warning(
+            "vllm engine: %d KV pages of %d tokens (sized for %d-token pages) hold %d sequences of %d tokens, "
+            "fewer than the %d of one rollout call: raise trainer.vllm.kv_cache_bytes or use more rollout_chunks",
+            blocks,
+            block,
+            assumed,
+            fits,
+            max_len,
+            num_seqs,
+        )
+    else:
+        log.info(
+            "vllm engine: %d KV pages of %d tokens (sized for %d-token pages) hold %d sequences of %d tokens",
+            blocks,
+            block,
+            assumed,
+            fits,
+            max_len,
+        )
 
 
 def _gpu_memory() -> tuple[int, int]:
@@ -219,6 +249,7 @@ class VLLMRollout:
             env,
         )
         self.llm = vllm.LLM(**self.engine_args)
+        _check_pages(self.llm, plat.block_size, max_num_seqs, max_len)
         self._vllm = vllm
         self.sleeping = False
         self.syncs = 0
