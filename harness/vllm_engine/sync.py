@@ -195,7 +195,10 @@ class _LazyCheckpoint:
         else:
             single = path / "model.safetensors"
             if not single.is_file():
-                raise StaleEngineError(f"vllm weight check: {path} has no safetensors weights to compare with")
+                raise StaleEngineError(
+                    f"vllm weight check: {path} has no safetensors weights, so the sync cannot be verified; save the "
+                    "checkpoint with save_pretrained (safetensors)"
+                )
             from safetensors import safe_open
 
             with safe_open(str(single), "pt") as f:
