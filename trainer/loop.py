@@ -158,6 +158,7 @@ def _make_rollout(
             settings=trainer.vllm,
             seed=seed,
             max_num_seqs=per_call,
+            bf16=bf16,
         )
     from trainer.rollout.hf import HFRollout
 

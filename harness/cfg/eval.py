@@ -58,6 +58,12 @@ class EvalSection(BaseModel):
         None, ge=1, description="vllm: KV cache size (default: what the memory share leaves)"
     )
     vllm_enforce_eager: bool = Field(False, description="vllm: no CUDA graphs (faster start-up, slower decoding)")
+    vllm_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="vllm: engine dtype (auto: vLLM's choice on CUDA, the checkpoint's dtype on CPU)"
+    )
+    vllm_sync_check: Literal["sampled", "full"] = Field(
+        "sampled", description="vllm: check after each checkpoint load (full: every layer; also on with -v)"
+    )
     api_key_env: str = Field("OPENAI_API_KEY", description="openai: environment variable holding the API key")
     concurrency: int = Field(4, ge=1, description="openai: requests in flight at once")
     request_timeout: float = Field(120.0, gt=0, description="openai: seconds per request")

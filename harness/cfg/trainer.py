@@ -116,7 +116,19 @@ class VLLMSection(BaseModel):
         None, ge=1, description="KV cache size; default: one rollout call's sequences at full length, plus 25%"
     )
     enforce_eager: bool = Field(False, description="no CUDA graphs (faster start-up, slower decoding)")
-    sleep: bool = Field(True, description="free the engine's GPU memory during the update (vLLM sleep mode)")
+    sleep: bool = Field(
+        True,
+        description="free the engine's GPU memory during the update (vLLM sleep mode; off where the platform "
+        "has none, e.g. CPU)",
+    )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="engine dtype; auto: bfloat16 on CUDA, the trainer's compute precision on CPU"
+    )
+    sync_check: Literal["sampled", "full"] = Field(
+        "sampled",
+        description="check after each weight sync: sampled entries of the head, the embedding and two other "
+        "layers; full: every layer (also on with debug logging)",
+    )
     is_cap: float | None = Field(
         3.0,
         gt=1.0,

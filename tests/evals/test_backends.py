@@ -1,6 +1,7 @@
-"""Backends: the hf backend on the tiny random-init model (see conftest); the vllm backend against a stand-in
-``vllm`` module, because vLLM needs a CUDA GPU and cannot run here (where vLLM is installed, one test checks our
-argument names against its signatures); prompt seeds."""
+"""Backends: the hf backend on the tiny random-init model (see conftest); the vllm backend's settings against a
+stand-in ``vllm`` module and a described platform (CUDA memory settings cannot run here; the real CPU engine runs
+in tests/vllm/, and where vLLM is installed one test checks our argument names against its signatures); prompt
+seeds."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from evals.backends import PromptRequest, SamplingParams, make_backend, prompt_s
 from evals.backends.hf import HFBackend
 from evals.errors import BackendError
 from harness.cfg.eval import EvalSection
+from harness.vllm_engine import EnginePlatform
 
 
 def _reqs(*prompts: str) -> list[PromptRequest]:
@@ -106,14 +108,32 @@ class _StandInVLLM(types.ModuleType):
         self.LLM, self.SamplingParams = LLM, SamplingParams
 
 
-def test_vllm_backend_uses_the_documented_api(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) -> None:
+CUDA = EnginePlatform(device="cuda", block_size=16, reserved_blocks=1, sleep_mode=True, kv_env_bytes=None)
+CPU = EnginePlatform(device="cpu", block_size=128, reserved_blocks=1, sleep_mode=False, kv_env_bytes=None)
+
+
+@pytest.fixture
+def stand_in(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) -> _StandInVLLM:
     from transformers import AutoTokenizer
 
-    stand_in = _StandInVLLM(AutoTokenizer.from_pretrained(tiny_model_dir))
-    monkeypatch.setitem(sys.modules, "vllm", stand_in)
+    mod = _StandInVLLM(AutoTokenizer.from_pretrained(tiny_model_dir))
+    monkeypatch.setitem(sys.modules, "vllm", mod)
+    monkeypatch.setattr("evals.backends.vllm.engine_platform", lambda: CUDA)
+
+    def recorded_sync(llm: Any, *, path: str, check: str) -> None:
+        mod.calls.append(("sync_weights", (path, check)))
+
+    monkeypatch.setattr("evals.backends.vllm.sync_weights", recorded_sync)
+    return mod
+
+
+def test_vllm_backend_uses_the_documented_api(stand_in: _StandInVLLM, tiny_model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
     be = make_backend("vllm", tiny_model_dir, EvalSection(seed=3))
     out = be.generate(_reqs("2+2?", "3+3?"), 2, SamplingParams(temperature=0.6, top_p=0.95, max_new_tokens=7))
-    assert stand_in.calls[0] == ("LLM", {"model": str(tiny_model_dir), "dtype": "auto", "seed": 3})
+    assert stand_in.calls[0] == ("LLM", {"model": str(tiny_model_dir), "dtype": "auto", "seed": 3,
+                                         "worker_extension_cls": "harness.vllm_engine.worker.WeightSyncWorker"})
     prompts, sps = stand_in.calls[1][1]
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     hf = HFBackend(tiny_model_dir)  # the same tokens as the hf backend sends (no special tokens added)
@@ -125,12 +145,8 @@ def test_vllm_backend_uses_the_documented_api(monkeypatch: pytest.MonkeyPatch, t
         [("c0", "length", 1), ("c1", "stop", 2)]] * 2
 
 
-def test_vllm_memory_comes_from_the_config_or_the_free_memory(monkeypatch: pytest.MonkeyPatch,
+def test_vllm_memory_comes_from_the_config_or_the_free_memory(monkeypatch: pytest.MonkeyPatch, stand_in: Any,
                                                                 tiny_model_dir: Path) -> None:
-    from transformers import AutoTokenizer
-
-    stand_in = _StandInVLLM(AutoTokenizer.from_pretrained(tiny_model_dir))
-    monkeypatch.setitem(sys.modules, "vllm", stand_in)
     monkeypatch.setattr("evals.backends.vllm._gpu_memory", lambda: (40 * 2**30, 80 * 2**30))  # (free, total)
     make_backend("vllm", tiny_model_dir, EvalSection())
     assert stand_in.calls[-1][1]["gpu_memory_utilization"] == 0.45  # 90% of the free memory, not vLLM's 0.92
@@ -141,17 +157,34 @@ def test_vllm_memory_comes_from_the_config_or_the_free_memory(monkeypatch: pytes
     assert be.describe()["gpu_memory_utilization"] == 0.3
 
 
-def test_one_vllm_engine_serves_every_checkpoint_and_is_released(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+def test_vllm_on_cpu_sizes_the_cache_itself_and_keeps_the_checkpoint_dtype(monkeypatch: pytest.MonkeyPatch,
+                                                                           stand_in: Any, tiny_model_dir: Path):
+    """On CPU: no GPU share, an explicit KV cache (the worker would take a share of the machine otherwise), the
+    checkpoint's own dtype under ``auto`` (what the hf backend computes), and a VLLM_CPU_KVCACHE_SPACE that
+    contradicts the configured size is an error naming both."""
+    monkeypatch.setattr("evals.backends.vllm.engine_platform", lambda: CPU)
+    monkeypatch.setattr("evals.backends.vllm._gpu_memory", lambda: pytest.fail("no GPU query on CPU"))
+    be = make_backend("vllm", tiny_model_dir, EvalSection())
+    kw = stand_in.calls[-1][1]
+    assert kw["kv_cache_memory_bytes"] == 2**30 and "gpu_memory_utilization" not in kw and kw["dtype"] == "float32"
+    assert be.describe()["platform"] == "cpu"
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")
+    forced = EnginePlatform(device="cpu", block_size=128, reserved_blocks=1, sleep_mode=False, kv_env_bytes=3 * 2**30)
+    monkeypatch.setattr("evals.backends.vllm.engine_platform", lambda: forced)
+    make_backend("vllm", tiny_model_dir, EvalSection())
+    assert stand_in.calls[-1][1]["kv_cache_memory_bytes"] == 3 * 2**30
+    with pytest.raises(BackendError, match="eval.vllm_kv_cache_bytes=1073741824 .*VLLM_CPU_KVCACHE_SPACE=3"):
+        make_backend("vllm", tiny_model_dir, EvalSection(vllm_kv_cache_bytes=2**30))
+
+
+def test_one_vllm_engine_serves_every_checkpoint_and_is_released(stand_in: Any, tmp_path: Path,
                                                                  tiny_model_dir: Path) -> None:
     import shutil
 
     from eval_runs import make_run
-    from transformers import AutoTokenizer
 
     from evals.cli import main
 
-    stand_in = _StandInVLLM(AutoTokenizer.from_pretrained(tiny_model_dir))
-    monkeypatch.setitem(sys.modules, "vllm", stand_in)
     run = make_run(tmp_path, tiny_model_dir, step=2, eval_section={"k": 2, "limit": 2})
     second = run / "checkpoints" / "step-000004"
     shutil.copytree(run / "checkpoints" / "step-000002", second)
@@ -159,7 +192,7 @@ def test_one_vllm_engine_serves_every_checkpoint_and_is_released(monkeypatch: py
                  "--output", str(tmp_path / "out")]) == 0
     names = [c[0] for c in stand_in.calls]
     assert names.count("LLM") == 1 and names.count("shutdown") == 1 and names[-1] == "shutdown"
-    assert ("collective_rpc", ("reload_weights", {"weights_path": str(second)})) in stand_in.calls
+    assert ("sync_weights", (str(second), "sampled")) in stand_in.calls
     assert names.count("generate") == 2
     assert (tmp_path / "out" / "step-000004" / "results.json").is_file()
 

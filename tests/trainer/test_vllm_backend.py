@@ -1,11 +1,12 @@
-"""The vLLM backend's wiring, against a FAKE ``vllm`` module: vLLM needs a CUDA GPU and cannot run here.
+"""The vLLM backend's wiring on the CUDA path, against a FAKE ``vllm`` module (this machine has no GPU).
 
-The fake implements only the surface the backend uses, as read from vLLM 0.33.0 (``LLM(...)``, ``LLM.generate``
-with token-id prompts and ``SamplingParams(n=..., logprobs=0)``, ``CompletionOutput.token_ids/finish_reason/
-logprobs``, the engine's model ``load_weights``, ``reset_prefix_cache``, ``sleep``/``wake_up``). What this checks
-is our side: prompt truncation, group-major rows, truncation flags, EOS handling, sampler log-probs, memory
-settings, the sleep/wake order and that every parameter is pushed after an update. It says nothing about vLLM
-itself; where vLLM is installed, the last test checks our argument names against its signatures.
+The real engine (the CPU build) runs in tests/vllm/; these tests cover what only a GPU platform does, with a fake
+of the surface the backend uses, as read from vLLM 0.33.0 (``LLM(...)``, ``LLM.generate`` with token-id prompts and
+``SamplingParams(n=..., logprobs=0)``, ``CompletionOutput.token_ids/finish_reason/logprobs``, ``sleep``/``wake_up``)
+and a CUDA platform description: prompt truncation, group-major rows, truncation flags, EOS handling, sampler
+log-probs, GPU memory settings, the sleep/wake order around the weight sync (the sync itself is recorded, not
+run), and the platform's KV pages. Where vLLM is installed, one test checks our argument names against its
+signatures.
 """
 
 import inspect
@@ -19,6 +20,7 @@ import pytest
 import torch
 
 from harness.errors import ConfigError
+from harness.vllm_engine import EnginePlatform
 from trainer.rollout.base import SamplingConfig
 from trainer.toy import char_tokenizer, tiny_model
 
@@ -88,11 +90,22 @@ class _FakeSamplingParams:
     logprobs: int | None = None
 
 
+CUDA = EnginePlatform(device="cuda", block_size=16, reserved_blocks=1, sleep_mode=True, kv_env_bytes=None)
+
+
 @pytest.fixture
 def fake_vllm(monkeypatch):
     mod = types.ModuleType("vllm")
     mod.LLM, mod.SamplingParams = _FakeLLM, _FakeSamplingParams
     monkeypatch.setitem(sys.modules, "vllm", mod)
+    monkeypatch.setattr("trainer.rollout.vllm.engine_platform", lambda: CUDA)
+
+    def recorded_sync(llm, *, weights, check, seed):
+        names = [n for n, _ in weights]
+        llm.loaded.extend(names)
+        llm.events.append(("sync_weights", len(names), check))
+
+    monkeypatch.setattr("trainer.rollout.vllm.sync_weights", recorded_sync)
     for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(k, raising=False)  # the backend fills them in; monkeypatch restores them after
     monkeypatch.setattr("trainer.rollout.vllm._gpu_memory", lambda: (60 * 2**30, 80 * 2**30))  # (free, total)
@@ -125,11 +138,13 @@ def test_engine_memory_seed_port_and_options(fake_vllm):
     from trainer.rollout.vllm import VLLMRollout, kv_cache_bytes
 
     tok = char_tokenizer()
-    model = tiny_model(len(tok))  # 2 layers, 4 KV heads of 16: 512 bytes of bf16 KV per token
+    model = tiny_model(len(tok))  # 2 layers, 2 KV heads of 32: 512 bytes of 16-bit KV per token
     VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20, seed=7, max_num_seqs=16,
                 settings=VLLMSection(enforce_eager=True))
     kw = _FakeLLM.instances[-1].kwargs
-    assert kw["kv_cache_memory_bytes"] == kv_cache_bytes(model.config, 16, 30) == int(512 * 16 * 32 * 1.25)
+    # 16 sequences x 2 pages of 16 tokens, plus the reserved page
+    assert kw["kv_cache_memory_bytes"] == kv_cache_bytes(model.config, 16, 30) == int(512 * 33 * 16 * 1.25)
+    assert kw["worker_extension_cls"] == "harness.vllm_engine.worker.WeightSyncWorker"
     n_params = sum(p.numel() for p in model.parameters())
     assert kw["gpu_memory_utilization"] == pytest.approx((kw["kv_cache_memory_bytes"] + 2 * n_params + 2 * 2**30)
                                                          / (80 * 2**30), abs=1e-4)
@@ -180,11 +195,11 @@ def test_sleep_during_the_update_then_wake_weights_load_and_wake_cache(fake_vllm
     r.release_memory()  # idempotent
     r.sync_weights()
     n = len(list(r.model.parameters()))
-    assert llm.events == [("sleep", 2), ("wake_up", ["weights"]), ("load_weights", n), "reset_prefix_cache",
+    assert llm.events == [("sleep", 2), ("wake_up", ["weights"]), ("sync_weights", n, "sampled"),
                           ("wake_up", ["kv_cache"])]
 
 
-def test_sync_weights_pushes_every_parameter_and_resets_the_prefix_cache(fake_vllm):
+def test_sync_weights_pushes_every_parameter(fake_vllm):
     from trainer.rollout.vllm import VLLMRollout
 
     tok = char_tokenizer()
@@ -193,7 +208,38 @@ def test_sync_weights_pushes_every_parameter_and_resets_the_prefix_cache(fake_vl
     r.sync_weights()
     llm = _FakeLLM.instances[-1]
     assert llm.loaded == [n for n, _ in model.named_parameters()]
-    assert llm.resets == 1 and ("sleep", 2) not in llm.events  # no sleep without an update in between
+    assert ("sleep", 2) not in llm.events  # no sleep without an update in between
+
+
+def test_cpu_platform_pages_no_sleep_and_the_kv_override(fake_vllm, monkeypatch, caplog):
+    """On CPU: 128-token pages plus the reserved one, sleep mode off with one log line, no GPU memory query, and
+    VLLM_CPU_KVCACHE_SPACE either followed (nothing configured) or refused (it contradicts the configured size)."""
+    import logging
+
+    from harness.cfg.trainer import VLLMSection
+    from trainer.rollout.vllm import VLLMRollout
+
+    cpu = EnginePlatform(device="cpu", block_size=128, reserved_blocks=1, sleep_mode=False, kv_env_bytes=None)
+    monkeypatch.setattr("trainer.rollout.vllm._gpu_memory", lambda: pytest.fail("no GPU query on CPU"))
+    tok = char_tokenizer()
+    model = tiny_model(len(tok))
+    with caplog.at_level(logging.INFO):
+        r = VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20, max_num_seqs=4, platform=cpu)
+    kw = _FakeLLM.instances[-1].kwargs
+    assert kw["dtype"] == "float32" and kw["enable_sleep_mode"] is False and "gpu_memory_utilization" not in kw
+    assert kw["kv_cache_memory_bytes"] == int(1024 * (4 + 1) * 128 * 1.25)  # float32 KV: 1024 bytes per token
+    assert sum("no sleep mode" in m for m in caplog.messages) == 1
+    r.release_memory()
+    assert ("sleep", 2) not in _FakeLLM.instances[-1].events
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")
+    forced = EnginePlatform(device="cpu", block_size=128, reserved_blocks=1, sleep_mode=False, kv_env_bytes=2**31)
+    VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20, platform=forced, bf16=True)
+    kw = _FakeLLM.instances[-1].kwargs
+    assert kw["kv_cache_memory_bytes"] == 2**31 and kw["dtype"] == "bfloat16"
+    with pytest.raises(ConfigError, match="VLLM_CPU_KVCACHE_SPACE=2 .*trainer.vllm.kv_cache_bytes|"
+                       "trainer.vllm.kv_cache_bytes=12345.*VLLM_CPU_KVCACHE_SPACE=2"):
+        VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20, platform=forced,
+                    settings=VLLMSection(kv_cache_bytes=12345))
 
 
 def test_argument_names_exist_in_the_installed_vllm():
@@ -208,7 +254,7 @@ def test_argument_names_exist_in_the_installed_vllm():
     from vllm.engine.arg_utils import EngineArgs
 
     kw = engine_kwargs("m", dtype="bfloat16", max_model_len=8, seed=0, settings=VLLMSection(), kv_bytes=1,
-                       utilization=0.1, max_num_seqs=1)
+                       utilization=0.1, max_num_seqs=1, sleep=True)
     known = set(inspect.signature(vllm.LLM.__init__).parameters) | {f.name for f in dataclasses.fields(EngineArgs)}
     assert set(kw) <= known, set(kw) - known
     vllm.SamplingParams(n=2, temperature=1.0, top_p=1.0, max_tokens=4, logprobs=0, seed=1)
@@ -221,5 +267,5 @@ def test_missing_vllm_is_a_config_error(monkeypatch):
     from trainer.rollout.vllm import VLLMRollout
 
     tok = char_tokenizer()
-    with pytest.raises(ConfigError, match="backend: hf"):
+    with pytest.raises(ConfigError, match="make vllm-env.*backend: hf"):
         VLLMRollout(tiny_model(len(tok)), tok, max_prompt_length=4, max_completion_length=5)
