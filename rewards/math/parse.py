@@ -142,7 +142,9 @@ class _Parser(StructureMixin):
 
     def parse_ratio(self) -> object:
         """``a : b`` is the quotient a/b (a ratio equals its quotient: ``7:32`` = ``14:64`` = ``\\frac{7}{32}``);
-        ``a : b : c`` is the tuple ``(1, b/a, c/a)``, so equal ratios of three parts compare equal."""
+        ``a : b : c`` is the tuple ``(1, b/a, c/a)``, so equal ratios of three parts compare equal. A pair with a
+        zero part (a time, ``1:00``; ``0 : 3``) has no quotient: it is the tuple of its parts, so ``1:00`` is not
+        ``12:00``."""
         parts = [self.parse_add()]
         while self.peek().is_op(":"):
             self.next()
@@ -150,6 +152,8 @@ class _Parser(StructureMixin):
         if len(parts) == 1:
             return parts[0]
         self._need_scalar(*parts)
+        if len(parts) == 2 and any(p == 0 for p in parts):
+            return Seq("tuple", tuple(Expr(p) for p in parts))  # 1:00 is no quotient
         if len(parts) == 2:
             return parts[0] / parts[1]  # type: ignore[operator]  # sympy values (_need_scalar)
         if parts[0] == 0:
@@ -306,8 +310,8 @@ class _Parser(StructureMixin):
             return self._name(t.text)
         if t.kind == "cmd":
             return self._command(t.text)
-        if t.is_op("(", "["):
-            return self._bracket(t.text)
+        if t.is_op("(", "[", "]"):
+            return self._bracket(t.text)  # "]" opens a French interval: ]a, b[ is (a, b)
         if t.is_op("{"):
             self.pos -= 1
             return self._group()

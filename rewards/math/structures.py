@@ -53,25 +53,32 @@ class StructureMixin:
         return IvlUnion(tuple(parts))
 
     def _bracket(self: _Parser, opener: str) -> object:
+        """``(...)``, ``[...]`` and the intervals they make; the French notation reverses a bracket to open that
+        end (``]a, b[`` is ``(a, b)``, ``[a, b[`` is ``[a, b)``, ``]-\\infty, 2]`` is ``(-\\infty, 2]``)."""
         self._enter()
-        v = self.parse_list(closers=(")", "]"))
+        v = self.parse_list(closers=(")", "]", "["))
         self.depth -= 1
         closer = self.next()
-        if not closer.is_op(")", "]"):
+        if not closer.is_op(")", "]", "["):
             raise ParseError(f"unclosed {opener!r}")
         items = v.items if isinstance(v, Seq) and v.kind == "list" else None
-        if items is None:
+        french = opener == "]" or closer.text == "["
+        if items is None and not french:
             if opener == "(" and closer.text == ")":
                 return v.e if isinstance(v, Expr) else v
             if opener == "[" and closer.text == "]" and isinstance(v, Expr):
                 return v.e
             raise ParseError(f"{opener}...{closer.text} around a single value")
-        ends = [i.e if isinstance(i, Expr) else None for i in items]
+        ends = [i.e if isinstance(i, Expr) else None for i in items or ()]
+        if french:
+            if len(ends) != 2 or None in ends or opener == "(" or closer.text == ")":
+                raise ParseError(f"{opener}...{closer.text} is not an interval")
+            return Ivl(ends[0], ends[1], opener == "[", closer.text == "]")
         mixed = opener + closer.text in ("(]", "[)")
         inf = any(e is not None and e.has(sp.oo) for e in ends)
-        if len(items) == 2 and None not in ends and (mixed or inf or opener + closer.text == "[]"):
+        if len(ends) == 2 and None not in ends and (mixed or inf or opener + closer.text == "[]"):
             return Ivl(ends[0], ends[1], opener == "[", closer.text == "]")
-        return Seq("tuple", items)
+        return Seq("tuple", items or ())
 
     def _matrix(self: _Parser) -> sp.Basic:
         env = self._raw_arg()
@@ -92,6 +99,8 @@ class StructureMixin:
             if t.is_op("&"):
                 continue
             if t.is_cmd("\\"):
+                if self.peek().is_op("["):
+                    raise ParseError("row spacing after \\\\ that is not a length")  # [2pt] is stripped before
                 rows.append([])
                 continue
             if t.is_cmd("end"):
