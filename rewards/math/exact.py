@@ -94,8 +94,31 @@ def _rational_function(d: sp.Basic) -> bool:
     return all(p.exp.is_Integer for p in d.atoms(sp.Pow))
 
 
+#: Largest number of terms :func:`confirmed_zero` lets ``sp.expand`` produce (estimated before expanding).
+MAX_EXPANDED_TERMS = 512
+
+
 def _expandable(d: sp.Basic) -> bool:
-    """No functions, and no power of a sum above 6 (its expansion stays small)."""
+    """No functions, no power of a sum above 6, and an expansion estimated at most :data:`MAX_EXPANDED_TERMS`
+    terms (a product of radical sums multiplies their term counts)."""
     if d.has(sp.Function):
         return False
-    return all(not (isinstance(p.base, sp.Add) and p.exp.is_Integer and abs(p.exp) > 6) for p in d.atoms(sp.Pow))
+    if any(isinstance(p.base, sp.Add) and p.exp.is_Integer and abs(p.exp) > 6 for p in d.atoms(sp.Pow)):
+        return False
+    return _terms(d) <= MAX_EXPANDED_TERMS
+
+
+def _terms(e: sp.Basic) -> int:
+    """An upper bound on the terms of ``sp.expand(e)``, capped just above :data:`MAX_EXPANDED_TERMS`."""
+    cap = MAX_EXPANDED_TERMS + 1
+    if isinstance(e, sp.Add):
+        return min(cap, sum(_terms(a) for a in e.args))
+    if isinstance(e, sp.Mul):
+        n = 1
+        for a in e.args:
+            n = min(cap, n * _terms(a))
+        return n
+    if isinstance(e, sp.Pow) and e.exp.is_Integer and int(e.exp) > 0:
+        base = _terms(e.base)
+        return cap if base > 1 and int(e.exp) > 64 else min(cap, base ** int(e.exp))
+    return 1
