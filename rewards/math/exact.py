@@ -9,7 +9,8 @@ r"""When two numbers that agree to many digits are the same value: the decimal r
 * **Exact zero.** Two closed forms whose 50-digit values agree to a relative 1e-30 are confirmed by evaluating
   their *difference* to 15 significant digits with adaptive precision (up to :data:`MAX_DIGITS` digits): a
   difference that evaluates to a nonzero number (``10^{40} + \sqrt2`` against ``10^{40}``, ``7 + 10^{-40}\pi``
-  against 7) is a different value; one that stays zero to that precision is the same value.
+  against 7) is a different value; one that stays zero to that precision is the same value, and so is one
+  whose value shrinks when evaluated to 45 digits (a residue of complex cancellation, ``1e-21 i`` at 15 digits).
 
 This module does not parse or decide which values are compared.
 """
@@ -22,7 +23,7 @@ from sympy.core.evalf import PrecisionExhausted
 __all__ = ["MIN_DECIMAL_DIGITS", "MAX_DIGITS", "decimal_digits", "decimal_matches", "confirmed_zero"]
 
 MIN_DECIMAL_DIGITS = 10
-MAX_DIGITS = 300
+MAX_DIGITS = 1200
 
 
 def decimal_digits(a: sp.Basic) -> tuple[int, int] | None:
@@ -78,13 +79,24 @@ def confirmed_zero(d: sp.Basic, subs: dict | None = None) -> bool:
         d = e
     if not d.free_symbols and _expandable(d) and sp.expand(d) == 0:
         return True  # (1 + sqrt 2)^2 - (3 + 2 sqrt 2), (1 + i)^2 - 2i
+    v = _evaluated(d, 15, subs)
+    if v is None or v == 0:
+        return True
+    finer = _evaluated(d, 45, subs)  # a true difference keeps its value; a cancellation residue of complex
+    return finer is None or bool(abs(finer) < abs(v) * sp.Float(1e-6))  # arithmetic (1e-21 i at 15 digits) shrinks
+
+
+def _evaluated(d: sp.Basic, digits: int, subs: dict | None) -> sp.Basic | None:
+    """``d`` to ``digits`` significant digits with adaptive precision; None when it is zero to :data:`MAX_DIGITS`
+    digits or cannot be evaluated more precisely (then the 30-digit agreement stands)."""
     try:
-        v = d.evalf(15, subs=subs, maxn=MAX_DIGITS, strict=True) if subs else d.evalf(15, maxn=MAX_DIGITS, strict=True)
+        if subs:
+            return d.evalf(digits, subs=subs, maxn=MAX_DIGITS, strict=True)
+        return d.evalf(digits, maxn=MAX_DIGITS, strict=True)
     except PrecisionExhausted:
-        return True  # zero to MAX_DIGITS digits
+        return None
     except (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError):
-        return True  # not evaluable more precisely: keep the 30-digit verdict
-    return bool(v == 0)
+        return None
 
 
 def _rational_function(d: sp.Basic) -> bool:

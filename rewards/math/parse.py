@@ -397,7 +397,7 @@ class _Parser(StructureMixin):
 
     def _apply(self, name: str) -> sp.Basic:
         power = None
-        if name in TRIG | {"log", "ln"} and self.peek().is_op("^"):
+        if name not in ("sqrt", "exp", "abs", "cbrt") and self.peek().is_op("^"):  # \sin^2 x, \operatorname{atan}^2 x
             self.next()
             power = self._group_or_unary()
         base = None
@@ -456,6 +456,11 @@ class _Parser(StructureMixin):
                 raise ParseError(f"unclosed \\{name}")
             self._need_scalar(inner)
             return sp.floor(inner) if name == "lfloor" else sp.ceiling(inner)
+        if name == "operatorname" and self.peek().is_op("{") and self.peek(2).is_op("}"):
+            inner = self.peek(1)
+            if inner.kind == "name" and inner.text in FUNCS:
+                self.pos += 3
+                return self._apply(inner.text)  # \operatorname{atan}(x), as sympy prints it
         if name in ("mathrm", "operatorname", "mathbf", "boldsymbol"):
             return self._arg()
         if name == "{":
