@@ -6,12 +6,18 @@ Rules, cheapest first:
   ``3.14159`` is not pi, except for printed values (at least 10 significant digits, within a unit of the last
   digit: see :mod:`rewards.math.exact`). Closed forms without free symbols compare numerically at 50 digits with a
   relative bound of 1e-30, and a match is confirmed by evaluating the difference with adaptive precision, so
-  ``10^{40} + \\sqrt2`` is not ``10^{40}``; ``tolerance`` (relative) loosens this only when the gold itself is
-  a decimal, i.e. possibly rounded.
-* Expressions with variables compare at deterministic random points, confirmed the same way at one exact point.
+  ``10^{40} + \\sqrt2`` is not ``10^{40}``. A decimal gold accepts values within half a unit of its last place,
+  and within ``tolerance`` (relative) too unless the problem asks for an approximation; with an approximation
+  asked, a decimal answer may also round an exact gold to its own last place (at least the places asked for).
+* Expressions with variables compare at deterministic random points, confirmed the same way at one exact point;
+  the points include negative values (``|x|`` is not ``x``), skipped only where a root or logarithm would leave
+  the reals (``\\sqrt{x}\\sqrt{y} = \\sqrt{xy}`` where both roots are real, while ``\\sqrt{x^2}`` is not ``x``).
 * ``x = 3`` equals ``3`` (labels, chains: :mod:`rewards.math.labels`); equations are equal when their difference
-  forms are proportional (same solution set).
-* Intervals, inequalities and unions compare as sets of reals; ``(a, b)`` is a tuple or an open interval,
+  forms are proportional (same solution set). An answer's equation is never solved: ``3x + 4 = 19`` states no
+  value (a gold's equation may be solved: it is trusted), and against a solved one-variable gold (``x = 5``) an
+  unsolved answer equation is wrong. Equations of several variables (lines, curves) stay equations.
+* Intervals, inequalities and unions compare as sets of reals (an answer's inequality only in solved form,
+  ``x > 3``, unless the gold is itself unsolved); ``(a, b)`` is a tuple or an open interval,
   whichever the gold is; a set is never a tuple, and ``[a, b]`` is a list only against a bare list.
 * Bare lists and sets compare unordered, tuples ordered; ``\\pm`` expands to both signs (inside a matrix or an
   expression both signs must match).

@@ -8,8 +8,8 @@ r"""What the problem statement tells the grader: whether it asks for an approxim
   $\sqrt{12}$") has not answered it, even though its value is the gold's. The expressions are the inline and
   display math of the prompt, the plain-text formulas in it (runs of digits, letters and operators between words),
   and the sides of their relations. Two writings are the same expression when they have the same tokens in any
-  order, with products (``\cdot``, ``\times``, ``*``) and quotients (``\frac``, ``/``, ``\div``) each read as one
-  operator: ``23 \times 17`` restates ``17 \cdot 23``. A single number or letter, signed or not, is never a
+  order, with a product written or not (``\cdot``, ``\times``, ``*``, side by side) and quotients (``\frac``,
+  ``/``, ``\div``) read as one operator: ``23 \times 17`` and ``(17)(23)`` restate ``17 \cdot 23``. A single number or letter, signed or not, is never a
   restatement. Answer options (``(A) $\sqrt{12}$``) are not expressions to compute.
 
 This module does not compare values; :mod:`rewards.math.reward` applies both rules.
@@ -132,8 +132,8 @@ def expression_key(text: str) -> tuple[tuple[str, int], ...] | None:
             continue  # grouping is not content: \sqrt{12} and \sqrt 12, (17)(23) and 17 \cdot 23
         word = t.text
         if word in _PRODUCT:
-            word = "*"
-        elif word in _QUOTIENT:
+            continue  # an explicit product is the implicit one: (17)(23) restates 17 \cdot 23
+        if word in _QUOTIENT:
             word = "/"
         elif t.kind == "cmd" and word in RELOPS:
             word = RELOPS[word]

@@ -6,9 +6,16 @@ Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be par
 a worked solution gives its final answer as a completion would; several different boxes in the gold are an
 ordered list (never matched by the set of them); a gold of several option letters (``ABD``) is a multi-select
 answer. A gold that is well formed but outside the grammar (``\overline{AB}``) is compared as a normalized
-string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it). A decimal gold
-of at least 3 significant digits (``4.67``, ``3.14``) is also matched by an exact answer that rounds to it
-(``\frac{14}{3}``, ``\pi``); a decimal answer is never rounded to the gold. Identical
+string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it).
+
+Every answer is compared by its value, whatever its notation (``\frac{46702}{10000}``, ``46702e-4``, ``4,6702``
+are all 4.6702). A decimal gold accepts a value within half a unit of its last place (``4.67``: 0.005), and within
+the relative ``tolerance`` as well unless the problem asks for an approximation ("round", "nearest",
+"approximately", "to two decimal places", or ``\approx`` in the gold): so ``\frac{14}{3}`` is 4.67 only where
+rounding is asked for, and ``\sqrt{156}`` is never 12.5 otherwise. The grader never solves the problem for the
+policy: an unsolved equation or inequality (``3x + 4 = 19``, ``2x + 1 > 7``) states no value, and an answer that
+restates an expression of the prompt (``17 \cdot 23`` for "Compute $17 \cdot 23$") earns nothing unless the
+gold is that expression (see :mod:`rewards.math.problem`). Identical
 normalized strings and plain numbers are decided without sympy (the fast path most pairs take). Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (0.0, the cooperative deadline passed). ``Score.info`` records the extracted answer, both parsed
@@ -214,6 +221,9 @@ def _restates(answer: str, gold: str, problem: Problem) -> bool:
     is not (see :mod:`rewards.math.problem`)."""
     if not problem.expressions:
         return False
+    sides = _SIDES.split(answer)
+    if len(sides) > 1 and any(_PLAIN_NUMBER.fullmatch(side.strip().strip("$")) for side in sides):
+        return False  # 17 \cdot 23 = 391: a true chain that states the number
     gold_keys = {expression_key(gold), expression_key(_last_side(gold))}
     for text in (answer, _last_side(answer)):
         key = expression_key(text)
@@ -222,10 +232,15 @@ def _restates(answer: str, gold: str, problem: Problem) -> bool:
     return False
 
 
+_SIDES = re.compile(r"=|\\(?:le|ge|leq|geq|ne|neq)(?![A-Za-z])|[<>]")
+
+
 def _last_side(text: str) -> str:
-    return re.split(r"=|\\(?:le|ge|leq|geq|ne|neq)(?![A-Za-z])|[<>]", text)[-1]
+    return _SIDES.split(text)[-1]
 
 
+#: A clock time, h:mm with two-digit minutes (a ratio of such parts is read as a time when both sides are one).
+_CLOCK = re.compile(r"\s*(\d{1,2}):([0-5]\d)\s*")
 _PLAIN_NUMBER = re.compile(r"-?\d{1,300}(?:\.\d{1,300})?")
 _clean_gold = functools.lru_cache(maxsize=8192)(clean)
 
@@ -238,6 +253,10 @@ def _fast_verdict(gold: str, answer: str) -> tuple[bool, str] | None:
         return None
     if gc and gc == ac:
         return True, "identical after normalization"
+    gt, at = _CLOCK.fullmatch(gc), _CLOCK.fullmatch(ac)
+    if gt and at:  # 2:30 and 1:15 are two times, not the ratios 1/15
+        same = (int(gt.group(1)), gt.group(2)) == (int(at.group(1)), at.group(2))
+        return same, "clock times compared" if same else "different clock times"
     if _PLAIN_NUMBER.fullmatch(gc) and _PLAIN_NUMBER.fullmatch(ac):
         if Fraction(gc) == Fraction(ac):
             return True, "equal numbers"

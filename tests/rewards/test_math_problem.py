@@ -42,6 +42,8 @@ RESTATEMENTS = [  # (prompt, gold, completion, expected): an answer states the v
     ("Compute $17 \\cdot 23$.", "391", "\\boxed{x = 17 \\cdot 23}", 0.0),
     ("Compute $17 \\cdot 23$.", "391", "\\boxed{391}", 1.0),
     ("Compute $17 \\cdot 23$.", "391", "\\boxed{17 \\cdot 23 = 391}", 1.0),  # a true chain ends on the value
+    ("Compute $17 \\cdot 23$.", "391", "\\boxed{391 = 17 \\cdot 23}", 1.0),
+    ("Compute $17 \\times 23$.", "391", "\\boxed{(17)(23)}", 0.0),
     ("Simplify $\\sqrt{12}$.", "2\\sqrt{3}", "\\boxed{\\sqrt{12}}", 0.0),
     ("Simplify $\\sqrt{12}$.", "2\\sqrt{3}", "\\boxed{2\\sqrt3}", 1.0),
     ("Factor $x^2 - 1$.", "(x-1)(x+1)", "\\boxed{x^2 - 1}", 0.0),
@@ -116,6 +118,9 @@ VERDICTS = [  # wrong verdicts and rejected right answers of the probing pass, w
     ("12:00", "\\boxed{12:00}", 1.0),
     ("0:3", "\\boxed{0:5}", 0.0),
     ("7:32", "\\boxed{14:64}", 1.0),  # a ratio is still its quotient
+    ("2:30", "\\boxed{1:15}", 0.0),  # ... but two clock times are times
+    ("2:30", "\\boxed{2:30}", 1.0),
+    ("1:2", "\\boxed{2:4}", 1.0),
     ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\begin{pmatrix}1&2\\\\[2pt]3&4\\end{pmatrix}}", 1.0),
     ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\boxed{\\begin{pmatrix}1&2\\\\[1.5ex] 3&5\\end{pmatrix}}", 0.0),
     ("\\{1, 2\\}", "\\boxed{\\lbrace 1, 2 \\rbrace}", 1.0),
