@@ -9,8 +9,9 @@ r"""What the problem statement tells the grader: whether it asks for an approxim
   display math of the prompt, the plain-text formulas in it (runs of digits, letters and operators between words),
   and the sides of their relations. Two writings are the same expression when they have the same tokens in any
   order, with a product written or not (``\cdot``, ``\times``, ``*``, side by side) and quotients (``\frac``,
-  ``/``, ``\div``) read as one operator: ``23 \times 17`` and ``(17)(23)`` restate ``17 \cdot 23``. A single number or letter, signed or not, is never a
-  restatement. Answer options (``(A) $\sqrt{12}$``) are not expressions to compute.
+  ``/``, ``\div``) read as one operator: ``23 \times 17`` and ``(17)(23)`` restate ``17 \cdot 23``. A single
+  number or letter, signed or not, is never a restatement. Answer options (``(A) $\sqrt{12}$``) are not
+  expressions to compute.
 
 This module does not compare values; :mod:`rewards.math.reward` applies both rules.
 """
