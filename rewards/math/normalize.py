@@ -126,6 +126,7 @@ _DELIMITERS = {"lbrace": "\\{", "rbrace": "\\}", "lbrack": "[", "rbrack": "]", "
 _DELIMITER_NAMES = re.compile(r"\\(lbrace|rbrace|lbrack|rbrack|lvert|rvert|vert)(?![A-Za-z])")
 #: Set-builder notation around a condition on one variable: the condition is the set.
 _SET_BUILDER = re.compile(r"^\\\{\s*[a-z]\s*(?:\\in\s*\\mathbb\s*\{?\s*R\s*\}?\s*)?(?:\\mid|\||:|\\colon)\s*(.*)\\\}$")
+_REAL_DOMAIN = re.compile(r"^[a-z]\s*\\in\s*\\mathbb\s*\{?\s*R\s*\}?\s*(?:\\wedge|\\land|,|and)\s*")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.])")
 _BRACE_COMMA_THOUSANDS = re.compile(r"(?<=\d)\s?(?:\{\s?,\s?\}|,\\!)\s?(?=\d{3}(?!\d))")  # 12{,}345, 32,\! 349
 _BRACE_COMMA_DECIMAL = re.compile(r"(?<=\d)\{,\}(?=\d)")
@@ -188,7 +189,9 @@ def clean(s: str) -> str:
     s = re.sub(r"\\%|\\percent", "%", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
     s = re.sub(r"\\\{\s*\\\}", r"\\emptyset ", s)
-    s = _SET_BUILDER.sub(r"\1", s.strip())  # {x | 2 < x < 5}, {x \in \mathbb{R} \mid x > 2}
+    if s.startswith("\\{"):
+        s = _SET_BUILDER.sub(r"\1", s.strip())  # {x | 2 < x < 5}, {x \in \mathbb{R} \mid x > 2}
+        s = _REAL_DOMAIN.sub("", s)  # {x | x \in \mathbb{R} \wedge x > 2}: the domain is the reals anyway
     s = re.sub(r"^\s*(?:\\approx|\\sim|=)\s*", "", s)
     s = _BRACE_COMMA_DECIMAL.sub(".", s)  # 2{,}74: a decimal comma (the group after it is not 3 digits)
     s = s.replace("{,}", ",").replace(r"\cdot10", r"\cdot 10")

@@ -99,12 +99,18 @@ class _Parser(StructureMixin):
         items = [self.parse_rel()]
         union = False
         groups: list[int] = []  # where each ";" / "or" group starts, for x = 1, y = 2; x = 3, y = 4
+        joins: list[str] = []
         while True:
             t = self.peek()
-            if t.is_op(",", ";") or (t.kind == "name" and t.text in ("or", "and")):
+            if t.is_cmd("setminus"):
+                self.next()
+                items[-1] = self._minus(items[-1], self.parse_rel())  # \mathbb{R} \setminus \{1\}
+                continue
+            if t.is_op(",", ";") or (t.kind == "name" and t.text in ("or", "and")) or t.is_cmd(*_CONNECTIVES):
                 self.next()
                 if not t.is_op(","):
                     groups.append(len(items))
+                joins.append(_CONNECTIVES.get(t.text, t.text))
             elif t.is_cmd("cup"):
                 self.next()
                 union = True
@@ -117,6 +123,8 @@ class _Parser(StructureMixin):
             return items[0]
         if union:
             return self._union(items)
+        if joins and set(joins) == {"and"} and all(_inequality(i) for i in items):
+            return Rel(tuple(items), ("and",) * (len(items) - 1))  # x > 1 and x < 3: both hold (an intersection)
         solutions = _solution_groups(items, groups)
         if solutions is not None:
             return solutions
@@ -479,6 +487,14 @@ class _Parser(StructureMixin):
         if name == "mathbb" and self._raw_arg() == "R":
             return Ivl(-sp.oo, sp.oo, False, False)
         raise ParseError(f"unsupported command \\{name}")
+
+
+#: Logical connectives written as commands: ``\vee`` is "or", ``\wedge`` is "and" (as sympy prints them).
+_CONNECTIVES = {"vee": "or", "lor": "or", "wedge": "and", "land": "and"}
+
+
+def _inequality(v: object) -> bool:
+    return isinstance(v, Rel) and bool(v.ops) and set(v.ops) <= {"<", ">", "<=", ">="}
 
 
 def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:

@@ -33,7 +33,7 @@ def as_intervals(v: Value, other: Value, *, solve: bool = True) -> list[Ivl] | N
     if isinstance(v, IvlUnion):
         return list(v.parts)
     if isinstance(v, Seq) and v.kind == "tuple" and len(v.items) == 2 and isinstance(other, (Ivl, IvlUnion, Rel)):
-        if isinstance(other, Rel) and not set(other.ops) & {*_FLIP, "in"}:
+        if isinstance(other, Rel) and not set(other.ops) & {*_FLIP, "in", "and"}:
             return None
         lo, hi = v.items
         if isinstance(lo, Expr) and isinstance(hi, Expr):
@@ -52,6 +52,8 @@ def as_intervals(v: Value, other: Value, *, solve: bool = True) -> list[Ivl] | N
 
 
 def _rel_intervals(r: Rel, solve: bool = True) -> list[Ivl] | None:
+    if r.ops and set(r.ops) == {"and"}:
+        return _intersection([_rel_intervals(t, solve) if isinstance(t, Rel) else None for t in r.terms])
     if r.ops == ("in",) and isinstance(r.terms[1], (Ivl, IvlUnion, Seq)):
         return as_intervals(r.terms[1], Ivl(sp.S.Zero, sp.S.One, False, False))
     if r.ops == ("!=",) and isinstance(r.terms[0], sp.Symbol) and isinstance(r.terms[1], sp.Basic):
@@ -139,6 +141,13 @@ def _solved_chain(r: Rel) -> list[Ivl] | None:
         return None
     sets = [sp.Union(*(_as_set(i) for i in h)) for h in (lower, upper)]
     return _to_intervals(sp.Intersection(*sets))
+
+
+def _intersection(sets: list[list[Ivl] | None]) -> list[Ivl] | None:
+    """Where every one of several conditions holds (``x > 1 \\wedge x < 3``); None when one is not a set."""
+    if any(s is None for s in sets):
+        return None
+    return _to_intervals(sp.Intersection(*(sp.Union(*(_as_set(i) for i in s)) for s in sets if s is not None)))
 
 
 def _as_set(i: Ivl) -> sp.Set:

@@ -52,6 +52,26 @@ class StructureMixin:
                 raise ParseError("\\cup joins something that is not an interval")
         return IvlUnion(tuple(parts))
 
+    def _minus(self, left: object, right: object) -> IvlUnion:
+        """``I \\setminus \\{a, b\\}``: the interval (or union) ``I`` with the points removed."""
+        parts = [left] if isinstance(left, Ivl) else list(left.parts) if isinstance(left, IvlUnion) else None
+        points = right.items if isinstance(right, Seq) and right.kind == "set" else None
+        if parts is None or points is None or not all(isinstance(p, Expr) and p.e.is_real for p in points):
+            raise ParseError("\\setminus takes points out of an interval")
+        for p in sorted({p.e for p in points if isinstance(p, Expr)}, key=lambda e: float(e)):
+            out: list[Ivl] = []
+            for iv in parts:
+                above = bool(iv.lo < p) or (iv.lo == p and iv.lo_closed)
+                if not (above and (bool(p < iv.hi) or (p == iv.hi and iv.hi_closed))):
+                    out.append(iv)
+                    continue
+                if iv.lo != p:
+                    out.append(Ivl(iv.lo, p, iv.lo_closed, False))
+                if iv.hi != p:
+                    out.append(Ivl(p, iv.hi, False, iv.hi_closed))
+            parts = out
+        return IvlUnion(tuple(parts))
+
     def _bracket(self: _Parser, opener: str) -> object:
         """``(...)``, ``[...]`` and the intervals they make; the French notation reverses a bracket to open that
         end (``]a, b[`` is ``(a, b)``, ``[a, b[`` is ``[a, b)``, ``]-\\infty, 2]`` is ``(-\\infty, 2]``)."""

@@ -135,6 +135,17 @@ VERDICTS = [  # wrong verdicts and rejected right answers of the probing pass, w
     ("[1, 5]", "\\boxed{]1, 5]}", 0.0),
     ("(3, \\frac{\\pi}{2})", "\\boxed{\\\\left( 3, \\\\frac{\\\\pi}{2} \\\\right)}", 1.0),  # escaped twice
     ("(0, 1)", "\\boxed{0 < f(x) < 1}", 1.0),  # a named quantity in the middle of a chain
+    # sympy's own printing: \wedge and \vee, \setminus, \operatorname{acot}, set-builder with a domain
+    ("(1, 3)", "\\boxed{x > 1 \\wedge x < 3}", 1.0),
+    ("(1, 3)", "\\boxed{x > 1 \\text{ and } x < 3}", 1.0),  # "and" is an intersection ...
+    ("(-\\infty, 1) \\cup (3, \\infty)", "\\boxed{x > 1 \\text{ and } x < 3}", 0.0),  # ... never a union
+    ("(-\\infty, 1) \\cup (3, \\infty)", "\\boxed{x > 3 \\vee x < 1}", 1.0),
+    ("(-\\infty, 1) \\cup (1, \\infty)", "\\boxed{\\mathbb{R} \\setminus \\{1\\}}", 1.0),
+    ("[0, 5]", "\\boxed{[0, 5] \\setminus \\{2\\}}", 0.0),
+    ("(2, \\infty)", "\\boxed{\\left\\{x\\; \\middle|\\; x \\in \\mathbb{R} \\wedge x > 2 \\right\\}}", 1.0),
+    ("\\operatorname{acot}{\\left(2 \\right)}", "\\boxed{\\arctan \\frac{1}{2}}", 1.0),
+    ("\\operatorname{atan}^{2}{\\left(3 \\right)}", "\\boxed{(\\arctan 3)^2}", 1.0),
+    ("45 + 7 i", "\\boxed{45 + 7 j}", 1.0),
 ]
 
 
