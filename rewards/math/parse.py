@@ -418,6 +418,8 @@ class _Parser(StructureMixin):
             self.expect_op("]")
             arg = self._arg(single=True)
             self._need_scalar(n, arg)
+            if isinstance(n, sp.Integer) and n % 2 == 1 and _negative_number(arg):
+                return -safe_root(-arg, n)  # type: ignore[operator]  # \sqrt[3]{-8} = -2: the real odd root
             return safe_root(arg, n)
         if name in TRIG and power is not None and power == -1:
             name, power = "arc" + name if "arc" + name in FUNCS else name, None  # \tan^{-1} x is arctan x
@@ -520,6 +522,17 @@ def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
         names.add(tuple(n for n, _ in pairs))
         tuples.append(Seq("tuple", tuple(Expr(v) for _, v in pairs)))
     return Seq("list", tuple(tuples)) if len(names) == 1 else None
+
+
+def _negative_number(x: object) -> bool:
+    """A number without variables whose 30-digit value is negative (decided numerically, not by assumptions)."""
+    if not isinstance(x, sp.Basic) or x.free_symbols or not x.is_number:
+        return False
+    try:
+        v = sp.N(x, 30)
+    except (TypeError, ValueError, ArithmeticError):
+        return False
+    return bool(v.is_real and v < 0)
 
 
 def _abs(x: sp.Basic) -> sp.Basic:

@@ -146,6 +146,9 @@ VERDICTS = [  # wrong verdicts and rejected right answers of the probing pass, w
     ("\\operatorname{acot}{\\left(2 \\right)}", "\\boxed{\\arctan \\frac{1}{2}}", 1.0),
     ("\\operatorname{atan}^{2}{\\left(3 \\right)}", "\\boxed{(\\arctan 3)^2}", 1.0),
     ("45 + 7 i", "\\boxed{45 + 7 j}", 1.0),
+    ("-2", "\\boxed{\\sqrt[3]{-8}}", 1.0),  # an odd root of a negative number is the real one
+    ("1", "\\boxed{\\sqrt[3]{2+\\sqrt{5}}+\\sqrt[3]{2-\\sqrt{5}}}", 1.0),
+    ("2", "\\boxed{\\sqrt[3]{-8}}", 0.0),
 ]
 
 
