@@ -197,6 +197,9 @@ def _expand(v: Value) -> list[Value]:
         for it in v.items:
             items.extend(_expand(it))
         return items
+    if isinstance(v, Rel) and v.ops == ("in",) and isinstance(v.terms[0], sp.Symbol) and isinstance(v.terms[1], Seq):
+        if v.terms[1].kind == "set":
+            return _expand(Seq("list", v.terms[1].items))  # x \in \{2, 3\}: the values 2 and 3
     if isinstance(v, Rel) and v.ops == ("=",) and any(isinstance(t, sp.Basic) and t.has(PM) for t in v.terms):
         signs = (Rel(tuple(t.subs(PM, s) if isinstance(t, sp.Basic) else t for t in v.terms), v.ops) for s in (1, -1))
         return [_unassign(r) for r in signs]

@@ -28,6 +28,8 @@ RESTATEMENTS = [  # (prompt, gold, completion, expected): an answer states the v
     ("", "5", "\\boxed{2x = 10}", 0.0),
     ("Find the roots of $x^2 - 5x + 6 = 0$.", "2, 3", "\\boxed{x^2 - 5x + 6 = 0}", 0.0),
     ("Find the roots of $x^2 - 5x + 6 = 0$.", "2, 3", "\\boxed{x = 2 \\text{ or } x = 3}", 1.0),
+    ("Find the roots of $x^2 - 5x + 6 = 0$.", "2, 3", "\\boxed{x \\in \\{3, 2\\}}", 1.0),
+    ("Find the roots of $x^2 - 5x + 6 = 0$.", "2, 3", "\\boxed{(x - 2)(x - 3) = 0}", 0.0),
     ("", "1, 2, 3", "\\boxed{x^3 - 6x^2 + 11x - 6 = 0}", 0.0),
     ("Solve $2x+1>7$.", "(3, \\infty)", "\\boxed{2x+1>7}", 0.0),
     ("Solve $2x+1>7$.", "x > 3", "\\boxed{2x + 1 > 7}", 0.0),
