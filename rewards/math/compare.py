@@ -67,6 +67,8 @@ class Options:
     approximate: bool = False
     #: the decimal places it asks for, when it says ("to two decimal places", "nearest tenth"), else None
     places: int | None = None
+    #: the decimal places a gold that is one plain decimal writes (``12.50``: 2, where its value has 1)
+    gold_places: int | None = None
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
@@ -451,7 +453,7 @@ def _window(g: sp.Rational, opt: Options) -> sp.Rational | None:
     dd = decimal_digits(g)
     if dd is None or dd[0] == 0:
         return None
-    return sp.Rational(1, 2 * 10 ** dd[0])
+    return sp.Rational(1, 2 * 10 ** max(dd[0], opt.gold_places or 0))
 
 
 def _in_window(g: sp.Rational, value: sp.Basic, opt: Options) -> bool:

@@ -200,6 +200,7 @@ def _compare(
         gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)),
         approximate=problem.approximate or "\\approx" in gold_s,
         places=problem.places,
+        gold_places=_written_places(gold_s),
     )
     try:
         same, reason = equivalent(g, a, opt)
@@ -214,6 +215,12 @@ def _compare(
     if same and _restates(answer, gold_s, problem):
         same, reason = False, "the answer restates an expression of the problem instead of its value"
     return Score(value=1.0 if same else 0.0, status="ok", answer=answer[:500], info={**info, "reason": reason})
+
+
+def _written_places(gold: str) -> int | None:
+    """The decimal places of a gold that is one plain decimal, as written (``12.50``: 2), else None."""
+    m = re.fullmatch(r"\s*\$?-?\d{1,300}\.(\d{1,300})\$?\s*", gold)
+    return len(m.group(1)) if m else None
 
 
 def _restates(answer: str, gold: str, problem: Problem) -> bool:

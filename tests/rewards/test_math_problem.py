@@ -85,6 +85,8 @@ DECIMALS = [  # (prompt, gold, completion, expected): rounding only where asked;
     (ROUND, "4.67", "\\boxed{4.7}", 0.0),
     (ROUND, "4.66", "\\boxed{\\frac{14}{3}}", 0.0),  # not its rounding
     (ROUND, "12.5", "\\boxed{\\frac{249}{20}}", 0.0),  # 12.45: a tie is not a rounding
+    (ROUND, "12.50", "\\boxed{12.54}", 0.0),  # the places the gold writes, not those of its value
+    (ROUND, "12.50", "\\boxed{12.504}", 1.0),
     ("", "12.5", "\\boxed{\\sqrt{156}}", 0.0),
     ("", "3.14", "\\boxed{\\frac{22}{7}}", 0.0),
     ("", "3.14", "\\boxed{\\pi}", 0.0),
