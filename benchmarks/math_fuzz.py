@@ -405,6 +405,40 @@ def k_constant_tree(rng: random.Random) -> Pair:
     return "1", "1", 1
 
 
+_IDENTITIES: list[tuple[sp.Basic, sp.Basic]] = [
+    (sp.sqrt(3 + 2 * sp.sqrt(2)), 1 + sp.sqrt(2)),
+    (sp.cos(sp.pi / 5), (1 + sp.sqrt(5)) / 4),
+    (sp.sin(sp.pi / 12), (sp.sqrt(6) - sp.sqrt(2)) / 4),
+    (sp.tan(sp.pi / 8), sp.sqrt(2) - 1),
+    (sp.exp(sp.I * sp.pi / 3), sp.Rational(1, 2) + sp.sqrt(3) * sp.I / 2),
+    (sp.log(8, 2), sp.Integer(3)),
+    (sp.log(sp.Integer(10)) / sp.log(sp.Integer(100)), sp.Rational(1, 2)),
+    (sp.binomial(10, 3), sp.Integer(120)),
+    (sp.factorial(6) / sp.factorial(4), sp.Integer(30)),
+    (sp.Integer(2) ** 64, sp.Integer(18446744073709551616)),
+    (sp.Rational(3, 2) * 10**-7, sp.Float("1.5e-7")),
+    (sp.atan(1) + sp.atan(sp.Rational(1, 2)) + sp.atan(sp.Rational(1, 3)), sp.pi / 2),
+    (sp.sqrt(2) * sp.sqrt(8), sp.Integer(4)),
+    (sp.root(54, 3), 3 * sp.root(2, 3)),
+    (sp.cos(sp.pi / 7) * sp.cos(2 * sp.pi / 7) * sp.cos(4 * sp.pi / 7), -sp.Rational(1, 8)),
+    ((1 + sp.I) ** 8, sp.Integer(16)),
+    (sp.asin(sp.Rational(1, 2)), sp.pi / 6),
+    (sp.sqrt(5 + 2 * sp.sqrt(6)), sp.sqrt(2) + sp.sqrt(3)),
+]
+
+
+def k_identity(rng: random.Random) -> Pair:
+    """Classic closed-form identities (denesting, exact trig values, logs, complex powers, big integers), against
+    the other side or the other side moved a little (1e-12 included: no rounding window for exact golds)."""
+    g, a = rng.choice(_IDENTITIES)
+    if rng.random() < 0.5:
+        g, a = a, g
+    if rng.random() < 0.5:
+        return _latex(g), _latex(a), 1
+    near = rng.choice([a + 1, 2 * a, a + sp.Rational(1, 10**12), -a, a + sp.sqrt(2) / 10**9])
+    return _latex(g), _latex(near), 0
+
+
 KINDS: dict[str, Callable[[random.Random], Pair]] = {
     name[2:]: fn for name, fn in globals().items() if name.startswith("k_") and callable(fn)
 }

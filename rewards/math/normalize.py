@@ -199,7 +199,8 @@ def clean(s: str) -> str:
     if "mathbb" in s:
         s = _INTEGER_PARAMETER.sub("", s)  # 2k\pi + \frac{\pi}{6}, k \in \mathbb{Z}
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
-    s = re.sub(r"(?<=\d)\s?j\b", "i", s) if re.fullmatch(r"[^A-Za-z]*j[^A-Za-z]*", s) else s  # 14-1j, 45 + 7 j
+    if re.fullmatch(r"[^A-Za-z]*j[^A-Za-z]*", s):
+        s = re.sub(r"(?<=\d)\s?j\b|\bj\b", "i", s)  # python's complex unit: 14-1j, 45 + 7 j, -7 + j
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
     s = _THOUSANDS.sub(_thousands, s)
     s = _SPACE_THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(" ", ""), s)  # 1 000 000
