@@ -138,6 +138,8 @@ def expression_key(text: str) -> tuple[tuple[str, int], ...] | None:
             word = "/"
         elif t.kind == "cmd" and word in RELOPS:
             word = RELOPS[word]
+        elif word in ("dbinom", "tbinom"):
+            word = "binom"
         words.append(word)
     core = words[1:] if words[:1] in (["-"], ["+"]) else words
     if len(core) <= 1 or _WORDISH.fullmatch("".join(core)):

@@ -47,6 +47,8 @@ RESTATEMENTS = [  # (prompt, gold, completion, expected): an answer states the v
     ("Compute $17 \\cdot 23$.", "391", "\\boxed{391 = 17 \\cdot 23}", 1.0),
     ("Compute $17 \\times 23$.", "391", "\\boxed{(17)(23)}", 0.0),
     ("Simplify $\\sqrt{12}$.", "2\\sqrt{3}", "\\boxed{\\sqrt{12}}", 0.0),
+    ("Compute $\\dbinom{5}{2}$.", "10", "\\boxed{\\binom{5}{2}}", 0.0),
+    ("Choose 2 of 5 people.", "10", "\\boxed{\\binom{5}{2}}", 1.0),  # no expression of the prompt
     ("Simplify $\\sqrt{12}$.", "2\\sqrt{3}", "\\boxed{2\\sqrt3}", 1.0),
     ("Factor $x^2 - 1$.", "(x-1)(x+1)", "\\boxed{x^2 - 1}", 0.0),
     ("Factor $x^2 - 1$.", "(x-1)(x+1)", "\\boxed{(x+1)(x-1)}", 1.0),
