@@ -2,9 +2,10 @@ r"""The grader never solves the problem for the policy, reads every value one wa
 
 Each class of a probing pass (done as a reward-hacking policy would) with the rule that closes it and its hard
 negatives beside it, through the public ``get_reward("math")`` with a :class:`~harness.Sample` that carries the
-prompt. Regression check: 41 of the 79 cases below had the wrong verdict before these rules (restatements solved
-by the grader, rounding granted without being asked for, ``\sqrt{x^2} = x``, ``1:00 = 12:00``, row spacing read as
-a product, rejected ``\lbrace``, set-builder and French intervals).
+prompt. Regression check: 68 of these 111 cases (110 parametrized, one parse-error test) fail on the reward as it was
+before these rules (restatements solved by the grader, rounding granted without being asked for, ``\sqrt{x^2} =
+x``, ``1:00 = 12:00``, row spacing read as a product, rejected ``\lbrace``, set-builder, French intervals and sympy's
+printing); the hard negatives of the restatement rule pass on both.
 """
 
 from __future__ import annotations
