@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.functions.elementary.trigonometric import TrigonometricFunction
 
-from rewards.math.exact import confirmed_zero, decimal_digits, decimal_matches
+from rewards.math.exact import Rounding, confirmed_zero, decimal_matches
 from rewards.math.labels import unassign
 from rewards.math.sets import as_intervals, intervals_equal
 from rewards.math.values import DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value
@@ -45,7 +45,6 @@ from rewards.math.values import DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, R
 __all__ = ["Options", "equivalent", "OutOfTime", "expand_values", "numeric_value"]
 
 _EXACT_REL = sp.Float("1e-30", 60)
-_EXACT_REL_Q = sp.Rational(1, 10**30)
 _MAX_OPS = 400
 #: Exact comparison for the sides of a chain (no tolerance: a chain is true or not).
 _MAX_ITEMS = 64
@@ -402,9 +401,9 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             return False
         return all(_plain_equal(x, y, opt) for x, y in zip(g, a, strict=True))
     if isinstance(g, sp.Rational) and isinstance(a, sp.Rational):
-        if _window(g, opt) is not None:
-            return _in_window(g, a, opt)
-        return decimal_matches(g, None, a) or _rounded_answer(g, a, opt)  # 0.0833333333333333 = 1/12
+        if _rounding(opt).window(g) is not None:
+            return _rounding(opt).holds(g, a)
+        return decimal_matches(g, None, a) or _rounding(opt).rounds_exact(g, a)  # 0.0833333333333333 = 1/12
     if g.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or a.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
         return False
     if _too_big(g) or _too_big(a):
@@ -418,11 +417,11 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
         gx, ax = _num(g), _num(a)
         if _close(gx, ax, _EXACT):
             return confirmed_zero(d)  # 10^{40} + sqrt(2) is not 10^{40}, and 7 + 10^{-40} pi is not 7.0
-        if isinstance(g, sp.Rational) and _window(g, opt) is not None:
-            return ax is not None and ax.is_real and _in_window(g, ax, opt)  # sqrt(2) = 1.414213562
+        if isinstance(g, sp.Rational) and _rounding(opt).window(g) is not None:
+            return ax is not None and ax.is_real and _rounding(opt).holds(g, ax)  # sqrt(2) = 1.414213562
         if opt.gold_inexact and not isinstance(g, sp.Rational):
             return _close(gx, ax, opt)  # a gold with decimals inside (2.5 pi): its relative tolerance
-        return isinstance(a, sp.Rational) and (decimal_matches(g, gx, a) or _rounded_answer(gx, a, opt))
+        return isinstance(a, sp.Rational) and (decimal_matches(g, gx, a) or _rounding(opt).rounds_exact(gx, a))
     checked, tight = 0, True
     branches = _branch_nodes(g) | _branch_nodes(a)
     for k, point in enumerate(_points(sorted(syms, key=str), 5)):
@@ -445,41 +444,8 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
     return confirmed_zero(g - a, _points(sorted(syms, key=str), 1, exact=True)[0])
 
 
-def _window(g: sp.Rational, opt: Options) -> sp.Rational | None:
-    """Half a unit of the last decimal place of a decimal gold (``4.67``: 0.005), or None when the gold is exact
-    (no decimals written, or a whole number among them)."""
-    if not opt.gold_inexact:
-        return None
-    dd = decimal_digits(g)
-    if dd is None or dd[0] == 0:
-        return None
-    return sp.Rational(1, 2 * 10 ** max(dd[0], opt.gold_places or 0))
-
-
-def _in_window(g: sp.Rational, value: sp.Basic, opt: Options) -> bool:
-    """``value`` is what the decimal gold ``g`` writes: within half a unit of its last place when the problem asks
-    for an approximation, else within ``tolerance`` (relative) as well; never a perturbation far below any
-    rounding (``7 + 10^{-40}`` is not ``7.0``), and never a tie."""
-    half = _window(g, opt)
-    if half is None:
-        return False
-    diff = abs(value - g)
-    if diff <= _EXACT_REL_Q * abs(g):
-        return bool(diff == 0)
-    if not opt.approximate and not diff <= sp.Rational(repr(opt.tolerance)) * abs(g):
-        return False
-    return bool(diff < half)
-
-
-def _rounded_answer(value: sp.Basic | None, a: sp.Rational, opt: Options) -> bool:
-    """A decimal answer that is an exact gold's value rounded to the answer's last place, when the problem asks for
-    an approximation (to at least the places it names): ``0.33`` for ``\\frac13`` "to two decimal places"."""
-    if not opt.approximate or value is None or not value.is_real:
-        return False
-    dd = decimal_digits(a)
-    if dd is None or dd[0] == 0 or (opt.places is not None and dd[0] < opt.places):
-        return False
-    return bool(abs(value - a) < sp.Rational(1, 2 * 10 ** dd[0]))
+def _rounding(opt: Options) -> Rounding:
+    return Rounding(opt.gold_inexact, opt.approximate, opt.tolerance, opt.places, opt.gold_places)
 
 
 def _gaussian_rational(e: sp.Basic) -> bool:

@@ -6,6 +6,8 @@ r"""When two numbers that agree to many digits are the same value: the decimal r
   one unit of its last digit (rounded or truncated), and has a fractional part: ``0.0833333333333333`` = ``1/12``,
   ``1.414213562`` = ``\sqrt2``; but ``0.3333`` is not ``1/3`` (too few digits), ``2.0000000001`` is not 2 (2 is
   written exactly with those decimals), ``0.3333333336`` is not ``1/3`` (off by more than a unit).
+* **Decimal golds.** :class:`Rounding` is the window of a gold written with decimals: half a unit of its last
+  place, and within a relative tolerance too unless the problem asks for an approximation.
 * **Exact zero.** Two closed forms whose 50-digit values agree to a relative 1e-30 are confirmed by evaluating
   their *difference* to 15 significant digits with adaptive precision (up to :data:`MAX_DIGITS` digits): a
   difference that evaluates to a nonzero number (``10^{40} + \sqrt2`` against ``10^{40}``, ``7 + 10^{-40}\pi``
@@ -17,10 +19,12 @@ This module does not parse or decide which values are compared.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sympy as sp
 from sympy.core.evalf import PrecisionExhausted
 
-__all__ = ["MIN_DECIMAL_DIGITS", "MAX_DIGITS", "decimal_digits", "decimal_matches", "confirmed_zero"]
+__all__ = ["MIN_DECIMAL_DIGITS", "MAX_DIGITS", "Rounding", "decimal_digits", "decimal_matches", "confirmed_zero"]
 
 MIN_DECIMAL_DIGITS = 10
 MAX_DIGITS = 1200
@@ -62,6 +66,62 @@ def decimal_matches(gold: sp.Basic, value: sp.Basic | None, a: sp.Basic) -> bool
     if value is None or not value.is_real:
         return False
     return bool(abs(value - a) <= sp.Float(10, 60) ** (-k))
+
+
+_PERTURBATION = sp.Rational(1, 10**30)
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """The window of a decimal gold (see :mod:`rewards.math.compare`): half a unit of its last place, and within the
+    relative ``tolerance`` too unless the problem asks for an approximation.
+
+    Attributes:
+        inexact: the gold is written with decimals.
+        approximate: the problem asks for an approximation.
+        tolerance: the relative tolerance of a decimal gold when no approximation is asked for.
+        places: the decimal places the problem asks for, when it says.
+        gold_places: the decimal places a plain decimal gold writes (``12.50``: 2).
+    """
+
+    inexact: bool
+    approximate: bool
+    tolerance: float
+    places: int | None = None
+    gold_places: int | None = None
+
+    def window(self, g: sp.Rational) -> sp.Rational | None:
+        """Half a unit of the last decimal place of a decimal gold (``4.67``: 0.005), or None when the gold is
+        exact (no decimals written, or a whole number among them)."""
+        if not self.inexact:
+            return None
+        dd = decimal_digits(g)
+        if dd is None or dd[0] == 0:
+            return None
+        return sp.Rational(1, 2 * 10 ** max(dd[0], self.gold_places or 0))
+
+    def holds(self, g: sp.Rational, value: sp.Basic) -> bool:
+        """``value`` is what the decimal gold ``g`` writes: within its window (never a tie), and never a
+        perturbation far below any rounding (``7 + 10^{-40}`` is not ``7.0``)."""
+        half = self.window(g)
+        if half is None:
+            return False
+        diff = abs(value - g)
+        if diff <= _PERTURBATION * abs(g):
+            return bool(diff == 0)
+        if not self.approximate and not diff <= sp.Rational(repr(self.tolerance)) * abs(g):
+            return False
+        return bool(diff < half)
+
+    def rounds_exact(self, value: sp.Basic | None, a: sp.Rational) -> bool:
+        """A decimal answer that is an exact gold's value rounded to the answer's last place, when the problem asks
+        for an approximation (to at least the places it names): ``0.33`` for ``\\frac13`` "to two places"."""
+        if not self.approximate or value is None or not value.is_real:
+            return False
+        dd = decimal_digits(a)
+        if dd is None or dd[0] == 0 or (self.places is not None and dd[0] < self.places):
+            return False
+        return bool(abs(value - a) < sp.Rational(1, 2 * 10 ** dd[0]))
 
 
 def confirmed_zero(d: sp.Basic, subs: dict | None = None) -> bool:
