@@ -199,7 +199,7 @@ def clean(s: str) -> str:
     if "mathbb" in s:
         s = _INTEGER_PARAMETER.sub("", s)  # 2k\pi + \frac{\pi}{6}, k \in \mathbb{Z}
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
-    if re.fullmatch(r"[^A-Za-z]*j[^A-Za-z]*", s):
+    if "j" in s and set(re.findall(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", s))) <= {"j", "e"}:
         s = re.sub(r"(?<=\d)\s?j\b|\bj\b", "i", s)  # python's complex unit: 14-1j, 45 + 7 j, -7 + j
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
     s = _THOUSANDS.sub(_thousands, s)
