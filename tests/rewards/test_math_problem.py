@@ -99,6 +99,8 @@ DECIMALS = [  # (prompt, gold, completion, expected): rounding only where asked;
     ("", "1234567890123.4", "\\boxed{1234567890123.4}", 1.0),
     ("", "1.414213562", "\\boxed{\\sqrt2}", 1.0),  # a printed value: within half a unit and 1e-9
     ("", "7.0", "\\boxed{7}", 1.0),
+    ("", "(1+i)^8", "\\boxed{16.000000000001}", 0.0),  # 16 in closed form is no rounding to 12 places
+    ("", "\\sqrt{2}", "\\boxed{1.414213562}", 1.0),  # a printed value of an irrational gold
     (ROUND, "\\frac{1}{3}", "\\boxed{0.33}", 1.0),  # an exact gold, rounded as asked
     (ROUND, "\\frac{1}{3}", "\\boxed{0.3}", 0.0),  # fewer places than asked
     ("", "\\frac{1}{3}", "\\boxed{0.33}", 0.0),
