@@ -34,20 +34,8 @@ def run_one(seed: int, threads: int, out_dir: str, extra: list[str], capability:
     if capability:
         env["ATEN_CPU_CAPABILITY"] = capability
     run_id = f"seed{seed}-t{threads}{'-' + capability if capability else ''}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "harness.cli",
-        "demo",
-        "--seed",
-        str(seed),
-        "--output-dir",
-        out_dir,
-        "--run-id",
-        run_id,
-        "--no-progress",
-        *extra,
-    ]
+    cmd = [sys.executable, "-m", "harness.cli", "demo", "--seed", str(seed), "--output-dir", out_dir,
+           "--run-id", run_id, "--no-progress", *extra]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
@@ -58,13 +46,8 @@ def run_one(seed: int, threads: int, out_dir: str, extra: list[str], capability:
     run_dir = Path(out_dir) / run_id
     last = max((run_dir / "eval").glob("step-*"))
     rises = {name: rise_between(run_dir / "eval" / "base", last, name) for name in ("math", "boxed_present")}
-    return {
-        "seed": seed,
-        "threads": threads,
-        "wall_s": wall,
-        "last": last.name,
-        **{name: r.__dict__ | {"z": r.z} for name, r in rises.items()},
-    }
+    return {"seed": seed, "threads": threads, "wall_s": wall, "last": last.name,
+            **{name: r.__dict__ | {"z": r.z} for name, r in rises.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,19 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--keep", help="write the runs here instead of a temporary directory")
-    ap.add_argument(
-        "--capability",
-        help="ATEN_CPU_CAPABILITY for the runs (default, avx2, avx512): torch's "
-        "vector kernels of another CPU generation, another stand-in for another machine",
-    )
+    ap.add_argument("--capability", help="ATEN_CPU_CAPABILITY for the runs (default, avx2, avx512): torch's "
+                    "vector kernels of another CPU generation, another stand-in for another machine")
     ap.add_argument("demo_args", nargs="*", help="passed to harness demo after --")
     args = ap.parse_args(argv)
     rows = []
-    print(
-        f"{'seed':>4} {'thr':>3}  {'start':>6} {'end':>6} {'rise':>7} {'stderr':>6} {'z':>5}  "
-        f"{'boxed rise':>10}  {'wall s':>6}",
-        flush=True,
-    )
+    print(f"{'seed':>4} {'thr':>3}  {'start':>6} {'end':>6} {'rise':>7} {'stderr':>6} {'z':>5}  "
+          f"{'boxed rise':>10}  {'wall s':>6}", flush=True)
     with tempfile.TemporaryDirectory(prefix="demo-seeds-") as tmp:
         out = args.keep or tmp
         for threads in args.threads:
@@ -93,18 +70,14 @@ def main(argv: list[str] | None = None) -> int:
                 r = run_one(seed, threads, out, args.demo_args, args.capability)
                 rows.append(r)
                 m = r["math"]
-                print(
-                    f"{seed:>4} {threads:>3}  {m['start']:6.3f} {m['end']:6.3f} {m['rise']:+7.3f} "
-                    f"{m['stderr']:6.3f} {m['z']:5.1f}  {r['boxed_present']['rise']:+10.3f}  {r['wall_s']:6.1f}",
-                    flush=True,
-                )
+                print(f"{seed:>4} {threads:>3}  {m['start']:6.3f} {m['end']:6.3f} {m['rise']:+7.3f} "
+                      f"{m['stderr']:6.3f} {m['z']:5.1f}  {r['boxed_present']['rise']:+10.3f}  {r['wall_s']:6.1f}",
+                      flush=True)
     rises = [r["math"]["rise"] for r in rows]
     zs = [r["math"]["z"] for r in rows]
     ok = min(zs) > 3 and statistics.mean(rises) >= 0.15
-    print(
-        f"math rise over {len(rows)} runs: mean {statistics.mean(rises):+.3f}, sd {statistics.stdev(rises) if len(rises) > 1 else 0.0:.3f}, "
-        f"min {min(rises):+.3f}; min z {min(zs):.1f}; max wall {max(r['wall_s'] for r in rows):.1f} s"
-    )
+    print(f"math rise over {len(rows)} runs: mean {statistics.mean(rises):+.3f}, sd {statistics.stdev(rises) if len(rises) > 1 else 0.0:.3f}, "
+          f"min {min(rises):+.3f}; min z {min(zs):.1f}; max wall {max(r['wall_s'] for r in rows):.1f} s")
     print(f"goal (every z > 3 and mean rise >= 0.15): {'met' if ok else 'NOT met'}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

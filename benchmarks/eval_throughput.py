@@ -31,10 +31,8 @@ def _setup(root: Path, prompts: int) -> tuple[Path, Path]:
     model.save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
     data = root / "heldout.jsonl"
-    rows = [
-        {"id": f"q{i}", "prompt": f"what is {i} + {i}? answer in \\boxed{{}}.", "answer": str(2 * i)}
-        for i in range(prompts)
-    ]
+    rows = [{"id": f"q{i}", "prompt": f"what is {i} + {i}? answer in \\boxed{{}}.", "answer": str(2 * i)}
+            for i in range(prompts)]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return model_dir, data
 
@@ -81,26 +79,11 @@ def main() -> None:
         if wall < best.get("gen", (float("inf"), {}))[0]:
             best["gen"] = (wall, {})
         for bs in (1, 4):
-            settings = EvalSection(
-                k=args.k,
-                temperature=1.0,
-                top_p=1.0,
-                max_new_tokens=args.max_new_tokens,
-                batch_size=bs,
-                workers=args.workers,
-                seed=rnd + 1,
-            )
+            settings = EvalSection(k=args.k, temperature=1.0, top_p=1.0, max_new_tokens=args.max_new_tokens,
+                                   batch_size=bs, workers=args.workers, seed=rnd + 1)
             t0 = time.perf_counter()
-            res = evaluate(
-                model_dir,
-                data,
-                specs,
-                settings=settings,
-                output_dir=root / f"out-bs{bs}",
-                resume=False,
-                chat_template=False,
-                telemetry=False,
-            )
+            res = evaluate(model_dir, data, specs, settings=settings, output_dir=root / f"out-bs{bs}", resume=False,
+                           chat_template=False, telemetry=False)
             wall = time.perf_counter() - t0
             if wall < best.get(f"bs{bs}", (float("inf"), {}))[0]:
                 best[f"bs{bs}"] = (wall, res.results["timing"])
@@ -109,17 +92,12 @@ def main() -> None:
     print(f"generation only (batch_size 1)         {n / gen_only:8.1f} completions/s  ({gen_only:.2f} s)")
     for bs in (1, 4):
         wall, t = best[f"bs{bs}"]
-        print(
-            f"evaluate, scoring included (batch {bs})  {n / wall:8.1f} completions/s  ({wall:.2f} s; "
-            f"{gen_only / wall:.2f}x the generation-only rate)"
-        )
-        print(
-            f"    generate {t['generate_s']:.2f} s, waiting for scores {t['score_wait_s']:.2f} s "
-            f"({100 * t['score_wait_s'] / wall:.1f}% of wall), reward calls {t['score_call_s']:.2f} s summed "
-            f"over {2 * n} calls (overlapped with generation), other (model load, data, writes) "
-            f"{wall - t['generate_s'] - t['score_wait_s']:.2f} s"
-        )
-
+        print(f"evaluate, scoring included (batch {bs})  {n / wall:8.1f} completions/s  ({wall:.2f} s; "
+              f"{gen_only / wall:.2f}x the generation-only rate)")
+        print(f"    generate {t['generate_s']:.2f} s, waiting for scores {t['score_wait_s']:.2f} s "
+              f"({100 * t['score_wait_s'] / wall:.1f}% of wall), reward calls {t['score_call_s']:.2f} s summed "
+              f"over {2 * n} calls (overlapped with generation), other (model load, data, writes) "
+              f"{wall - t['generate_s'] - t['score_wait_s']:.2f} s")
 
 if __name__ == "__main__":
     main()

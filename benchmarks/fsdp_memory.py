@@ -43,23 +43,14 @@ def _batch(rank: int):
     g = torch.Generator().manual_seed(100 + rank)
     p = torch.randint(3, 1024, (ROWS_PER_RANK, PROMPT), generator=g)
     c = torch.randint(3, 1024, (ROWS_PER_RANK, COMPLETION), generator=g)
-    batch = RolloutBatch(
-        p, torch.ones_like(p), c, torch.ones_like(c), torch.zeros(ROWS_PER_RANK, dtype=torch.bool), [""] * ROWS_PER_RANK
-    )
+    batch = RolloutBatch(p, torch.ones_like(p), c, torch.ones_like(c), torch.zeros(ROWS_PER_RANK, dtype=torch.bool),
+                         [""] * ROWS_PER_RANK)
     return batch, torch.randn(ROWS_PER_RANK, generator=g)
 
 
 def _rank(rank: int, world: int, port: int, mode: str, steps: int, out: str) -> None:
-    os.environ.update(
-        {
-            "RANK": str(rank),
-            "WORLD_SIZE": str(world),
-            "LOCAL_RANK": str(rank),
-            "LOCAL_WORLD_SIZE": str(world),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-        }
-    )
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                       "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     torch.set_num_threads(1)
     from dataclasses import replace
 
@@ -81,27 +72,14 @@ def _rank(rank: int, world: int, port: int, mode: str, steps: int, out: str) -> 
     times = []
     for i in range(steps + 1):
         t0 = time.perf_counter()
-        policy_update(
-            model,
-            opt,
-            sched,
-            batch,
-            UpdateInputs(adv, batch.completion_mask.float()),
-            LossConfig("grpo", max_completion_length=COMPLETION),
-            temperature=1.0,
-            max_grad_norm=1.0,
-            dist=info,
-        )
+        policy_update(model, opt, sched, batch, UpdateInputs(adv, batch.completion_mask.float()),
+                      LossConfig("grpo", max_completion_length=COMPLETION), temperature=1.0, max_grad_norm=1.0, dist=info)
         if i:
             times.append(time.perf_counter() - t0)
     states = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0]
-    row = {
-        "params": local_bytes(model.parameters()),
-        "grads": local_bytes(p.grad for p in model.parameters()),
-        "optim": local_bytes(states),
-        "step_s": statistics.median(times),
-        "n_params": sum(p.numel() for p in model.parameters()),
-    }
+    row = {"params": local_bytes(model.parameters()), "grads": local_bytes(p.grad for p in model.parameters()),
+           "optim": local_bytes(states), "step_s": statistics.median(times),
+           "n_params": sum(p.numel() for p in model.parameters())}
     if rank == 0:
         torch.save(row, out)
     import torch.distributed as dist
@@ -130,31 +108,23 @@ def main() -> int:
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     ok = True
-    print(
-        f"{'ranks':>5} {'mode':>4} {'params MB':>10} {'grads MB':>9} {'optim MB':>9} {'state MB':>9} "
-        f"{'vs ddp':>7} {'step s':>7} {'time vs ddp':>11}"
-    )
+    print(f"{'ranks':>5} {'mode':>4} {'params MB':>10} {'grads MB':>9} {'optim MB':>9} {'state MB':>9} "
+          f"{'vs ddp':>7} {'step s':>7} {'time vs ddp':>11}")
     for world in args.worlds:
         rows = {mode: measure(world, mode, args.steps) for mode in ("ddp", "fsdp")}
         base = rows["ddp"]
         for mode, r in rows.items():
             state = r["params"] + r["grads"] + r["optim"]
             ratio = state / (base["params"] + base["grads"] + base["optim"])
-            print(
-                f"{world:>5} {mode:>4} {r['params'] / 1e6:>10.2f} {r['grads'] / 1e6:>9.2f} {r['optim'] / 1e6:>9.2f} "
-                f"{state / 1e6:>9.2f} {ratio:>6.3f}x {r['step_s']:>7.3f} {r['step_s'] / base['step_s']:>10.2f}x"
-            )
+            print(f"{world:>5} {mode:>4} {r['params'] / 1e6:>10.2f} {r['grads'] / 1e6:>9.2f} {r['optim'] / 1e6:>9.2f} "
+                  f"{state / 1e6:>9.2f} {ratio:>6.3f}x {r['step_s']:>7.3f} {r['step_s'] / base['step_s']:>10.2f}x")
             if mode == "fsdp" and world in GOALS:
                 met = ratio <= GOALS[world]
                 ok &= met
-                print(
-                    f"      fsdp per-rank state at {world} ranks: {ratio:.3f}x ddp (goal <= {GOALS[world]}x): "
-                    f"{'met' if met else 'NOT met'}"
-                )
-    print(
-        f"model: {rows['ddp']['n_params'] / 1e6:.2f}M parameters, float32, AdamW; {ROWS_PER_RANK} completions of "
-        f"{PROMPT}+{COMPLETION} tokens per rank; gloo on CPU, 1 thread per rank"
-    )
+                print(f"      fsdp per-rank state at {world} ranks: {ratio:.3f}x ddp (goal <= {GOALS[world]}x): "
+                      f"{'met' if met else 'NOT met'}")
+    print(f"model: {rows['ddp']['n_params'] / 1e6:.2f}M parameters, float32, AdamW; {ROWS_PER_RANK} completions of "
+          f"{PROMPT}+{COMPLETION} tokens per rank; gloo on CPU, 1 thread per rank")
     return 0 if ok else 1
 
 

@@ -31,18 +31,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-QWEN05 = {
-    "vocab_size": 151_936,
-    "hidden_size": 896,
-    "intermediate_size": 4864,
-    "num_hidden_layers": 24,
-    "num_attention_heads": 14,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 32768,
-    "rope_theta": 1_000_000.0,
-    "rms_norm_eps": 1e-6,
-    "tie_word_embeddings": True,
-}
+QWEN05 = {"vocab_size": 151_936, "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+          "num_attention_heads": 14, "num_key_value_heads": 2, "max_position_embeddings": 32768,
+          "rope_theta": 1_000_000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True}
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0}  # dense, from the vendors' sheets
 
 
@@ -56,24 +47,15 @@ def build_models(work: Path, layers: int | None = None) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
-    cfg = Qwen2Config(
-        **{**QWEN05, **({"num_hidden_layers": layers} if layers else {})},
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=None,
-    )
+    cfg = Qwen2Config(**{**QWEN05, **({"num_hidden_layers": layers} if layers else {})}, pad_token_id=0,
+                      eos_token_id=1, bos_token_id=None)
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(cfg)
     qwen = work / ("qwen05-shapes" if layers is None else f"qwen05-shapes-{layers}l")
     model.save_pretrained(qwen)
     char_tokenizer(QWEN05["vocab_size"]).save_pretrained(qwen)
-    out["qwen"] = {
-        "path": str(qwen),
-        "params": sum(p.numel() for p in model.parameters()),
-        "layers": cfg.num_hidden_layers,
-        "vocab": cfg.vocab_size,
-        "build_s": time.perf_counter() - t0,
-    }
+    out["qwen"] = {"path": str(qwen), "params": sum(p.numel() for p in model.parameters()),
+                   "layers": cfg.num_hidden_layers, "vocab": cfg.vocab_size, "build_s": time.perf_counter() - t0}
     del model
     out["smollm2"] = _smollm2(work)
     return out
@@ -90,14 +72,9 @@ def _smollm2(work: Path) -> dict[str, Any] | None:
         return None
     gguf = sorted(Path(next(iter(spec.submodule_search_locations))).rglob("*.gguf"))[0]
     t0 = time.perf_counter()
-    cfg = load_config(
-        {
-            "model": {"name_or_path": str(gguf.parent), "gguf_file": gguf.name},
-            "data": {"train": "toy:4"},
-            "rewards": {"char_count": 1.0},
-            "trainer": {"max_prompt_length": 64, "max_completion_length": 64},
-        }
-    )
+    cfg = load_config({"model": {"name_or_path": str(gguf.parent), "gguf_file": gguf.name},
+                       "data": {"train": "toy:4"}, "rewards": {"char_count": 1.0},
+                       "trainer": {"max_prompt_length": 64, "max_completion_length": 64}})
     model, tok = load_policy(cfg, cfg.trainer.resolved(), "cpu")
     path = work / "smollm2-135m"
     model.save_pretrained(path)
@@ -109,27 +86,17 @@ def _smollm2(work: Path) -> dict[str, Any] | None:
 def train_config(model: str, work: Path, a: argparse.Namespace, backend: str, steps: int) -> Any:
     from harness.config import load_config
 
-    return load_config(
-        {
-            "run": {"id": f"gpu-check-{backend}", "output_dir": str(work / "runs"), "seed": 0},
-            "model": {"name_or_path": model, "dtype": "bfloat16"},
-            "data": {"train": "toy:1024", "chat_template": False},
-            "rewards": {"char_count": {"weight": 1.0, "params": {"char": "a", "norm": float(a.completion)}}},
-            "trainer": {
-                "loss": "grpo",
-                "backend": backend,
-                "num_generations": a.g,
-                "prompts_per_step": a.prompts,
-                "max_prompt_length": 64,
-                "max_completion_length": a.completion,
-                "micro_batch_tokens": a.micro_tokens,
-                "lr": 1e-6,
-                "max_steps": steps,
-                "monitors": {"truncated_frac": 1.0},
-                "vllm": {"enforce_eager": a.enforce_eager},
-            },
-        }
-    )
+    return load_config({
+        "run": {"id": f"gpu-check-{backend}", "output_dir": str(work / "runs"), "seed": 0},
+        "model": {"name_or_path": model, "dtype": "bfloat16"},
+        "data": {"train": "toy:1024", "chat_template": False},
+        "rewards": {"char_count": {"weight": 1.0, "params": {"char": "a", "norm": float(a.completion)}}},
+        "trainer": {"loss": "grpo", "backend": backend, "num_generations": a.g, "prompts_per_step": a.prompts,
+                    "max_prompt_length": 64, "max_completion_length": a.completion,
+                    "micro_batch_tokens": a.micro_tokens,
+                    "lr": 1e-6, "max_steps": steps, "monitors": {"truncated_frac": 1.0},
+                    "vllm": {"enforce_eager": a.enforce_eager}},
+    })
 
 
 def _gib(x: float) -> float:
@@ -150,15 +117,8 @@ def phase_engine(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any
     t = cfg.trainer.resolved()
     model, tok = load_policy(cfg, t, "cuda")
     t0 = time.perf_counter()
-    r = VLLMRollout(
-        model,
-        tok,
-        max_prompt_length=64,
-        max_completion_length=a.completion,
-        seed=0,
-        max_num_seqs=a.prompts * a.g,
-        settings=VLLMSection(enforce_eager=a.enforce_eager),
-    )
+    r = VLLMRollout(model, tok, max_prompt_length=64, max_completion_length=a.completion, seed=0,
+                    max_num_seqs=a.prompts * a.g, settings=VLLMSection(enforce_eager=a.enforce_eager))
     startup = time.perf_counter() - t0
     cache = getattr(getattr(r.llm.llm_engine, "vllm_config", None), "cache_config", None)
     n, g = a.prompts * a.g, torch.Generator().manual_seed(0)
@@ -172,34 +132,18 @@ def phase_engine(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     t1 = time.perf_counter()
-    stats = policy_update(
-        model,
-        opt,
-        sched,
-        batch,
-        inputs,
-        LossConfig("grpo"),
-        temperature=1.0,
-        micro_batch_tokens=a.micro_tokens,
-        max_grad_norm=1.0,
-        bf16=True,
-    )
+    stats = policy_update(model, opt, sched, batch, inputs, LossConfig("grpo"), temperature=1.0,
+                          micro_batch_tokens=a.micro_tokens, max_grad_norm=1.0, bf16=True)
     torch.cuda.synchronize()
     update_s = time.perf_counter() - t1
     free, total = torch.cuda.mem_get_info()
     r.sync_weights()
-    return {
-        "vllm_startup_s": round(startup, 2),
-        "kv_cache_gib": _gib(r.kv_bytes),
-        "gpu_memory_utilization": r.utilization,
-        "vllm_num_gpu_blocks": getattr(cache, "num_gpu_blocks", None),
-        "update_tokens": n * (64 + a.completion),
-        "update_micro_batches": stats["micro_batches"],
-        "update_s": round(update_s, 2),
-        "update_peak_allocated_gib": _gib(torch.cuda.max_memory_allocated()),
-        "update_device_used_gib": _gib(total - free),
-        "device_total_gib": _gib(total),
-    }
+    return {"vllm_startup_s": round(startup, 2), "kv_cache_gib": _gib(r.kv_bytes),
+            "gpu_memory_utilization": r.utilization,
+            "vllm_num_gpu_blocks": getattr(cache, "num_gpu_blocks", None),
+            "update_tokens": n * (64 + a.completion), "update_micro_batches": stats["micro_batches"],
+            "update_s": round(update_s, 2), "update_peak_allocated_gib": _gib(torch.cuda.max_memory_allocated()),
+            "update_device_used_gib": _gib(total - free), "device_total_gib": _gib(total)}
 
 
 def phase_sync(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
@@ -213,18 +157,10 @@ def phase_sync(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     path = models["smollm2"]["path"]
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).cuda().eval()
-    r = VLLMRollout(
-        model,
-        tok,
-        max_prompt_length=64,
-        max_completion_length=32,
-        max_num_seqs=8,
-        settings=VLLMSection(enforce_eager=True),
-    )
-    prompts = [
-        tok.apply_chat_template([{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True)
-        for q in ("What is 2+3?", "Name a colour.", "Capital of France?", "Say hello.")
-    ]
+    r = VLLMRollout(model, tok, max_prompt_length=64, max_completion_length=32, max_num_seqs=8,
+                    settings=VLLMSection(enforce_eager=True))
+    prompts = [tok.apply_chat_template([{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True)
+               for q in ("What is 2+3?", "Name a colour.", "Capital of France?", "Say hello.")]
     greedy = SamplingConfig(24, temperature=0.0)
     before = r.generate(prompts, 1, greedy).texts
     with torch.no_grad():
@@ -233,23 +169,16 @@ def phase_sync(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     r.sync_weights()
     after = r.generate(prompts, 1, greedy)
     engine = dict(r.engine_model().named_parameters())
-    diffs = {
-        n: float((engine[n].float() - p.detach().to(engine[n].dtype).float()).abs().max())
-        for n, p in model.named_parameters()
-        if n in engine and engine[n].shape == p.shape
-    }
+    diffs = {n: float((engine[n].float() - p.detach().to(engine[n].dtype).float()).abs().max())
+             for n, p in model.named_parameters() if n in engine and engine[n].shape == p.shape}
     enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False).to("cuda")
     with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
         hf = model.generate(**enc, do_sample=False, max_new_tokens=24, pad_token_id=tok.pad_token_id)
-    hf_texts = tok.batch_decode(hf[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-    return {
-        "params_compared": len(diffs),
-        "params_max_abs_diff": max(diffs.values()) if diffs else None,
-        "greedy_changed_by_sync": sum(x != y for x, y in zip(before, after.texts)),
-        "greedy_equal_to_transformers": sum(x.strip() == y.strip() for x, y in zip(after.texts, hf_texts)),
-        "prompts": len(prompts),
-        "examples": list(zip(after.texts, hf_texts))[:2],
-    }
+    hf_texts = tok.batch_decode(hf[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    return {"params_compared": len(diffs), "params_max_abs_diff": max(diffs.values()) if diffs else None,
+            "greedy_changed_by_sync": sum(x != y for x, y in zip(before, after.texts)),
+            "greedy_equal_to_transformers": sum(x.strip() == y.strip() for x, y in zip(after.texts, hf_texts)),
+            "prompts": len(prompts), "examples": list(zip(after.texts, hf_texts))[:2]}
 
 
 def phase_train(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
@@ -273,19 +202,12 @@ def phase_train(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]
     for m in res.metrics:
         gen = m["completions/mean_length"] * a.prompts * a.g
         flops = 2 * n * gen + 6 * n * (gen + 64 * a.prompts * a.g)  # sampling + training, model FLOPs only
-        steps.append(
-            {
-                "step": m["step"],
-                "step_s": round(m["timing/step_s"], 2),
-                "generate_s": round(m["timing/generate_s"], 2),
-                "update_s": round(m["timing/update_s"], 2),
-                "tokens_per_s": round(m["tokens_per_s"]),
-                "mfu": round(flops / m["timing/step_s"] / peak / 1e12, 4) if peak else None,
-                "is_ratio_mean": m.get("is_ratio/mean"),
-                "is_ratio_max": m.get("is_ratio/max"),
-                "mean_length": m["completions/mean_length"],
-            }
-        )
+        steps.append({"step": m["step"], "step_s": round(m["timing/step_s"], 2),
+                      "generate_s": round(m["timing/generate_s"], 2), "update_s": round(m["timing/update_s"], 2),
+                      "tokens_per_s": round(m["tokens_per_s"]),
+                      "mfu": round(flops / m["timing/step_s"] / peak / 1e12, 4) if peak else None,
+                      "is_ratio_mean": m.get("is_ratio/mean"), "is_ratio_max": m.get("is_ratio/max"),
+                      "mean_length": m["completions/mean_length"]})
     return {"gpu": name, "steps": steps, "peak_allocated_gib": _gib(torch.cuda.max_memory_allocated()), "eval": evals}
 
 
@@ -294,27 +216,15 @@ def phase_eval(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     from harness.cfg.eval import EvalSection
 
     t0 = time.perf_counter()
-    res = evaluate(
-        models["smollm2"]["path"],
-        ROOT / "examples" / "data" / "addition_heldout.jsonl",
-        ["math"],
-        backend="vllm",
-        settings=EvalSection(
-            k=4, temperature=0.6, top_p=0.95, max_new_tokens=64, backend="vllm", vllm_enforce_eager=True
-        ),
-        output_dir=Path(a.work) / "eval",
-        resume=False,
-        telemetry=False,
-    )
+    res = evaluate(models["smollm2"]["path"], ROOT / "examples" / "data" / "addition_heldout.jsonl", ["math"],
+                   backend="vllm", settings=EvalSection(k=4, temperature=0.6, top_p=0.95, max_new_tokens=64,
+                                                        backend="vllm", vllm_enforce_eager=True),
+                   output_dir=Path(a.work) / "eval", resume=False, telemetry=False)
     r = res.results
-    return {
-        "eval_wall_s": round(time.perf_counter() - t0, 1),
-        "prompts": r["dataset"]["prompts"],
-        "k": r["k"],
-        "gpu_memory_utilization": r["backend"].get("gpu_memory_utilization"),
-        "pass_at_1": (r.get("pass@k", {}).get("1") or {}).get("value"),
-        "pass_at_4": (r.get("pass@k", {}).get("4") or {}).get("value"),
-    }
+    return {"eval_wall_s": round(time.perf_counter() - t0, 1), "prompts": r["dataset"]["prompts"], "k": r["k"],
+            "gpu_memory_utilization": r["backend"].get("gpu_memory_utilization"),
+            "pass_at_1": (r.get("pass@k", {}).get("1") or {}).get("value"),
+            "pass_at_4": (r.get("pass@k", {}).get("4") or {}).get("value")}
 
 
 def phase_dry(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
@@ -326,12 +236,8 @@ def phase_dry(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     cfg = train_config(small["path"], Path(a.work), a2, "hf", 1)
     t0 = time.perf_counter()
     m = train(cfg, progress=False).metrics[-1]
-    return {
-        "tiny_step_s": round(time.perf_counter() - t0, 2),
-        "loss": m["loss"],
-        "micro_batches": m["micro_batches"],
-        "model_params": small["params"],
-    }
+    return {"tiny_step_s": round(time.perf_counter() - t0, 2), "loss": m["loss"], "micro_batches": m["micro_batches"],
+            "model_params": small["params"]}
 
 
 PHASES = {"engine": phase_engine, "sync": phase_sync, "train": phase_train, "eval": phase_eval, "dry": phase_dry}
@@ -342,33 +248,14 @@ def _run_phase(name: str, a: argparse.Namespace, models: dict[str, Any]) -> dict
     work = Path(a.work)
     (work / "models.json").write_text(json.dumps(models))
     out = work / f"{name}.json"
-    cmd = [
-        sys.executable,
-        __file__,
-        "--phase",
-        name,
-        "--work",
-        str(work),
-        "--prompts",
-        str(a.prompts),
-        "--g",
-        str(a.g),
-        "--completion",
-        str(a.completion),
-        "--micro-tokens",
-        str(a.micro_tokens),
-        "--steps",
-        str(a.steps),
-    ]
+    cmd = [sys.executable, __file__, "--phase", name, "--work", str(work), "--prompts", str(a.prompts), "--g", str(a.g),
+           "--completion", str(a.completion), "--micro-tokens", str(a.micro_tokens), "--steps", str(a.steps)]
     cmd += ["--enforce-eager"] if a.enforce_eager else []
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
     if proc.returncode != 0 or not out.is_file():
-        return {
-            "error": f"exit {proc.returncode}",
-            "stderr_tail": proc.stderr[-3000:],
-            "wall_s": time.perf_counter() - t0,
-        }
+        return {"error": f"exit {proc.returncode}", "stderr_tail": proc.stderr[-3000:],
+                "wall_s": time.perf_counter() - t0}
     return {**json.loads(out.read_text()), "wall_s": round(time.perf_counter() - t0, 1)}
 
 
@@ -380,9 +267,8 @@ def _table(result: dict[str, Any]) -> str:
                 continue
             rows.append(f"| {phase} | {k} | {json.dumps(v) if isinstance(v, (dict, list)) else v} |")
         for s in res.get("steps", []):
-            rows.append(
-                f"| {phase} | step {s['step']} | " + ", ".join(f"{k} {v}" for k, v in s.items() if k != "step") + " |"
-            )
+            rows.append(f"| {phase} | step {s['step']} | " + ", ".join(f"{k} {v}" for k, v in s.items() if k != "step")
+                        + " |")
         if "stderr_tail" in res:
             rows.append(f"| {phase} | stderr (last line) | {res['stderr_tail'].strip().splitlines()[-1:]} |")
     return "| phase | measure | value |\n|---|---|---|\n" + "\n".join(rows)
@@ -429,13 +315,8 @@ def _check(a: argparse.Namespace, cuda: bool) -> None:
     phases = ["dry"] if a.dry_run else ["engine", "sync", "train"]
     if models["smollm2"] is None and "sync" in phases:
         phases.remove("sync")
-    result = {
-        "dry_run": a.dry_run,
-        "args": {k: v for k, v in vars(a).items() if k != "phase"},
-        "models": models,
-        "versions": _versions(),
-        "phases": {},
-    }
+    result = {"dry_run": a.dry_run, "args": {k: v for k, v in vars(a).items() if k != "phase"}, "models": models,
+              "versions": _versions(), "phases": {}}
     for name in phases:
         print(f"gpu_check: {name} ...", file=sys.stderr, flush=True)
         result["phases"][name] = _run_phase(name, a, models)

@@ -29,9 +29,8 @@ def _batch(rows: int, prompt: int, completion: int, vocab: int):
     g = torch.Generator().manual_seed(0)
     p = torch.randint(3, vocab, (rows, prompt), generator=g)
     c = torch.randint(3, vocab, (rows, completion), generator=g)
-    return RolloutBatch(
-        p, torch.ones_like(p), c, torch.ones_like(c), torch.zeros(rows, dtype=torch.bool), [""] * rows
-    ), torch.randn(rows, generator=g)
+    return RolloutBatch(p, torch.ones_like(p), c, torch.ones_like(c), torch.zeros(rows, dtype=torch.bool), [""] * rows), \
+        torch.randn(rows, generator=g)
 
 
 def main() -> int:
@@ -71,20 +70,9 @@ def main() -> int:
     times, norms = [], []
     for _ in range(args.steps + 1):
         t0 = time.perf_counter()
-        st = policy_update(
-            model,
-            opt,
-            sched,
-            batch,
-            UpdateInputs(adv, batch.completion_mask.float()),
-            cfg,
-            temperature=1.0,
-            mu=1,
-            micro_batch_size=max(1, args.rows // 4),
-            max_grad_norm=1.0,
-            dist=info,
-            bf16=cuda,
-        )
+        st = policy_update(model, opt, sched, batch, UpdateInputs(adv, batch.completion_mask.float()), cfg,
+                           temperature=1.0, mu=1, micro_batch_size=max(1, args.rows // 4), max_grad_norm=1.0,
+                           dist=info, bf16=cuda)
         if cuda:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
@@ -107,15 +95,11 @@ def main() -> int:
         exported = AutoModelForCausalLM.from_pretrained(os.path.join(d, "export")).state_dict()
         export_ok = all(torch.equal(exported[k].cpu(), before[k]) for k in before)
     peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else float("nan")
-    print(
-        f"fsdp world size 1 on {args.device}: {n_params / 1e6:.1f}M parameters, master weights {sorted(map(str, master))}, "
-        f"bf16 compute {cuda}"
-    )
-    print(
-        f"update: median {statistics.median(times[1:]):.3f} s/step over {args.steps} steps (first {times[0]:.2f} s), "
-        f"grad norms {[round(x, 4) for x in norms]}, peak GPU memory {peak:.2f} GiB, "
-        f"local state {(local_bytes(model.parameters()) * 4) / 2**30:.2f} GiB (params+grads+2 moments)"
-    )
+    print(f"fsdp world size 1 on {args.device}: {n_params / 1e6:.1f}M parameters, master weights {sorted(map(str, master))}, "
+          f"bf16 compute {cuda}")
+    print(f"update: median {statistics.median(times[1:]):.3f} s/step over {args.steps} steps (first {times[0]:.2f} s), "
+          f"grad norms {[round(x, 4) for x in norms]}, peak GPU memory {peak:.2f} GiB, "
+          f"local state {(local_bytes(model.parameters()) * 4) / 2**30:.2f} GiB (params+grads+2 moments)")
     print(f"checks: finite {ok}, DCP round trip identical {same}, export reloads identical {export_ok}")
     return 0 if ok and same and export_ok and master == {torch.float32} else 1
 

@@ -36,27 +36,15 @@ from typing import Any
 from harness.scoring import ScoringSession, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAT_TEMPLATE = (
-    "{% for m in messages %}{{ m['role'][0] }}:{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}a:{% endif %}"
-)
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'][0] }}:{{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}a:{% endif %}")
 
 
 def stub_server(delay_s: float) -> ThreadingHTTPServer:
     """An OpenAI-compatible stub: ``VERDICT: yes`` after ``delay_s`` seconds, any number of requests at once."""
-    reply = json.dumps(
-        {
-            "model": "stub",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": "Matches.\nVERDICT: yes"},
-                }
-            ],
-            "usage": {"prompt_tokens": 200, "completion_tokens": 5},
-        }
-    ).encode()
+    reply = json.dumps({"model": "stub", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "Matches.\nVERDICT: yes"}}], "usage": {"prompt_tokens": 200,
+                                                                            "completion_tokens": 5}}).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt: str, *args: Any) -> None:
@@ -87,18 +75,8 @@ def model_server(root: Path) -> tuple[subprocess.Popen, str]:
     tok.chat_template = CHAT_TEMPLATE
     tiny_model(len(tok), seed=0).save_pretrained(root / "model")
     tok.save_pretrained(root / "model")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "tests" / "evals" / "oai_server.py"),
-            "--model",
-            str(root / "model"),
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "evals" / "oai_server.py"), "--model",
+                             str(root / "model"), "--port", "0"], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline() if proc.stdout else ""
     if not line.startswith("LISTENING"):
         proc.kill()
@@ -112,17 +90,8 @@ def rows(n: int, tag: str) -> Iterator[tuple[dict[str, Any], str]]:
 
 
 def run(url: str, model: str, conc: int, n: int, tag: str, cache_dir: Path, max_tokens: int) -> dict[str, float]:
-    spec = {
-        "name": "llm_judge",
-        "params": {
-            "base_url": url,
-            "model": model,
-            "max_concurrency": conc,
-            "max_tokens": max_tokens,
-            "cache_dir": str(cache_dir),
-            "timeout": 120,
-        },
-    }
+    spec = {"name": "llm_judge", "params": {"base_url": url, "model": model, "max_concurrency": conc,
+                                            "max_tokens": max_tokens, "cache_dir": str(cache_dir), "timeout": 120}}
     samples, completions = zip(*rows(n, tag), strict=True)
     with ScoringSession([spec], timeout=600, cache=False) as session:
         t0 = time.perf_counter()
@@ -131,13 +100,8 @@ def run(url: str, model: str, conc: int, n: int, tag: str, cache_dir: Path, max_
     scores = res.scores["llm_judge"]
     lat = [float(s.info.get("latency_s", 0.0)) for s in scores]
     statuses = sorted({s.status for s in scores})
-    return {
-        "wall": wall,
-        "rps": n / wall,
-        "p50": percentile(lat, 50) or 0.0,
-        "p99": percentile(lat, 99) or 0.0,
-        "statuses": ",".join(statuses),
-    }  # type: ignore[dict-item]  # one text field among the numbers
+    return {"wall": wall, "rps": n / wall, "p50": percentile(lat, 50) or 0.0, "p99": percentile(lat, 99) or 0.0,
+            "statuses": ",".join(statuses)}  # type: ignore[dict-item]  # one text field among the numbers
 
 
 def measure(label: str, url: str, model: str, n: int, max_tokens: int, tmp: Path) -> None:
@@ -145,16 +109,12 @@ def measure(label: str, url: str, model: str, n: int, max_tokens: int, tmp: Path
     for conc in (1, 4, 16):
         r = run(url, model, conc, n, f"{label}{conc}-", tmp / f"cache-{label}-{conc}", max_tokens)
         base = base or r["rps"]
-        print(
-            f"{label:<5} concurrency {conc:>2}: {r['rps']:7.1f} requests/s  p50 {1000 * r['p50']:7.1f} ms  "
-            f"p99 {1000 * r['p99']:7.1f} ms  ({r['rps'] / base:.2f}x concurrency 1; {n} rows, {r['statuses']})"
-        )
+        print(f"{label:<5} concurrency {conc:>2}: {r['rps']:7.1f} requests/s  p50 {1000 * r['p50']:7.1f} ms  "
+              f"p99 {1000 * r['p99']:7.1f} ms  ({r['rps'] / base:.2f}x concurrency 1; {n} rows, {r['statuses']})")
     cold = run(url, model, 4, n, f"{label}c-", tmp / f"cache-{label}-hit", max_tokens)
     warm = run(url, model, 4, n, f"{label}c-", tmp / f"cache-{label}-hit", max_tokens)
-    print(
-        f"{label:<5} cache: cold {cold['wall']:.3f} s, warm {warm['wall']:.3f} s for {n} rows: "
-        f"{cold['wall'] / warm['wall']:.0f}x faster from the disk cache ({warm['rps']:.0f} scores/s)"
-    )
+    print(f"{label:<5} cache: cold {cold['wall']:.3f} s, warm {warm['wall']:.3f} s for {n} rows: "
+          f"{cold['wall'] / warm['wall']:.0f}x faster from the disk cache ({warm['rps']:.0f} scores/s)")
 
 
 def main() -> None:
@@ -172,7 +132,8 @@ def main() -> None:
             return
         httpd = stub_server(args.stub_delay_ms / 1000)
         try:
-            measure("stub", f"http://127.0.0.1:{httpd.server_address[1]}/v1", "stub", args.rows, args.max_tokens, tmp)
+            measure("stub", f"http://127.0.0.1:{httpd.server_address[1]}/v1", "stub", args.rows,
+                    args.max_tokens, tmp)
         finally:
             httpd.shutdown()
         proc, url = model_server(tmp)

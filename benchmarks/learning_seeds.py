@@ -46,12 +46,9 @@ def main(argv: list[str] | None = None) -> int:
                 ends.append(statistics.mean(r[-5:]))
                 print(f"{loss:8s} seed {seed} threads {threads}: start {starts[-1]:.3f} end {ends[-1]:.3f}", flush=True)
         sd = statistics.stdev(ends)
-        print(
-            f"{loss:8s} end over {len(ends)} runs: mean {statistics.mean(ends):.3f} sd {sd:.3f} min {min(ends):.3f}"
-            f" -> (min - 0.8) / sd = {(min(ends) - 0.8) / sd if sd else float('inf'):.1f}; "
-            f"start max {max(starts):.3f} sd {statistics.stdev(starts):.3f}",
-            flush=True,
-        )
+        print(f"{loss:8s} end over {len(ends)} runs: mean {statistics.mean(ends):.3f} sd {sd:.3f} min {min(ends):.3f}"
+              f" -> (min - 0.8) / sd = {(min(ends) - 0.8) / sd if sd else float('inf'):.1f}; "
+              f"start max {max(starts):.3f} sd {statistics.stdev(starts):.3f}", flush=True)
     return 0
 
 

@@ -129,7 +129,7 @@ def _scalar(rng: random.Random, g: sp.Basic, forms: list[sp.Basic], nears: list[
 
 def k_integer(rng: random.Random) -> Pair:
     n = _r(rng, -500, 500)
-    a, b = _r(rng, 2, 30), _r(rng, 2, 30)
+    a = _r(rng, 2, 30)
     return _scalar(rng, sp.Integer(n), [sp.Integer(n), sp.Mul(n * a, sp.Rational(1, a))], [n + 1, n - 1, -n, 10 * n])
 
 

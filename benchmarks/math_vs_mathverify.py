@@ -96,12 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"labeled pairs: {n_lab} (+{len(rows) - n_lab} with a broken gold), all non-adversarial, one process")
     print(f"{'metric':<22}{'ours':>12}{'Math-Verify':>14}{'ratio':>10}")
     for key, label, fmt in (
-        ("accuracy", "accuracy", "{:.3f}"),
-        ("fp", "false positives", "{}"),
-        ("fn", "false negatives", "{}"),
-        ("pairs_s", "pairs/s", "{:.1f}"),
-        ("p50", "p50 latency ms", "{:.2f}"),
-        ("p99", "p99 latency ms", "{:.2f}"),
+        ("accuracy", "accuracy", "{:.3f}"), ("fp", "false positives", "{}"), ("fn", "false negatives", "{}"),
+        ("pairs_s", "pairs/s", "{:.1f}"), ("p50", "p50 latency ms", "{:.2f}"), ("p99", "p99 latency ms", "{:.2f}"),
         ("max", "max latency ms", "{:.2f}"),
     ):
         x, y = a[key], b[key]

@@ -58,41 +58,22 @@ def run_ours(model: str, data: Path, steps: int, out_dir: str, threads: int, pac
     from harness.config import load_config
     from trainer import train
 
-    cfg = load_config(
-        {
-            "run": {"id": "ours", "output_dir": out_dir, "seed": SEED},
-            "model": {"name_or_path": model},
-            "data": {"train": str(data / "train.jsonl"), "chat_template": True, "system_prompt": SYSTEM},
-            "rewards": {r["name"]: {"weight": r["weight"]} for r in REWARDS},
-            "trainer": {
-                "loss": "grpo",
-                "num_generations": G,
-                "prompts_per_step": PROMPTS,
-                "max_prompt_length": 128,
-                "max_completion_length": LENGTH,
-                "lr": LR,
-                "max_steps": steps,
-                "temperature": TEMP,
-                "beta": 0.0,
-                "max_grad_norm": 1.0,
-                "save_steps": steps,
-                "score_workers": 2,
-                "gradient_checkpointing": True,
-                "pack_prompts": None if pack else False,
-            },
-        }
-    )
+    cfg = load_config({
+        "run": {"id": "ours", "output_dir": out_dir, "seed": SEED},
+        "model": {"name_or_path": model},
+        "data": {"train": str(data / "train.jsonl"), "chat_template": True, "system_prompt": SYSTEM},
+        "rewards": {r["name"]: {"weight": r["weight"]} for r in REWARDS},
+        "trainer": {"loss": "grpo", "num_generations": G, "prompts_per_step": PROMPTS, "max_prompt_length": 128,
+                    "max_completion_length": LENGTH, "lr": LR, "max_steps": steps, "temperature": TEMP,
+                    "beta": 0.0, "max_grad_norm": 1.0, "save_steps": steps, "score_workers": 2,
+                    "gradient_checkpointing": True, "pack_prompts": None if pack else False},
+    })
     stamps = [_now()]
     res = train(cfg, progress=False, on_step=lambda s, m: stamps.append(_now()))
     tokens = [m["completions/mean_length"] * G * PROMPTS for m in res.metrics]
     final = max((res.run_dir / "checkpoints").glob("step-*"))
-    return {
-        **_deltas(stamps),
-        "tokens": tokens,
-        "peak_rss_mb": _peak_rss_mb(),
-        "final": str(final),
-        "math": [m["reward/math/mean"] for m in res.metrics],
-    }
+    return {**_deltas(stamps), "tokens": tokens, "peak_rss_mb": _peak_rss_mb(), "final": str(final),
+            "math": [m["reward/math/mean"] for m in res.metrics]}
 
 
 def run_trl(model: str, data: Path, steps: int, out_dir: str, threads: int) -> dict:
@@ -106,12 +87,8 @@ def run_trl(model: str, data: Path, steps: int, out_dir: str, threads: int) -> d
     from rewards.adapters.trl import as_trl_reward_funcs, trl_reward_weights
 
     rows = [json.loads(line) for line in (data / "train.jsonl").read_text().splitlines()]
-    ds = Dataset.from_list(
-        [
-            {"prompt": [{"role": "system", "content": SYSTEM}, *r["prompt"]], "answer": r["answer"], "id": r["id"]}
-            for r in rows
-        ]
-    )
+    ds = Dataset.from_list([{"prompt": [{"role": "system", "content": SYSTEM}, *r["prompt"]], "answer": r["answer"],
+                             "id": r["id"]} for r in rows])
     tok = AutoTokenizer.from_pretrained(model)
     policy = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
     tokens: list[float] = []
@@ -128,38 +105,15 @@ def run_trl(model: str, data: Path, steps: int, out_dir: str, threads: int) -> d
                 tokens.append(logs["completions/mean_length"] * G * PROMPTS)
 
     args = GRPOConfig(
-        output_dir=out_dir,
-        per_device_train_batch_size=G * PROMPTS,
-        num_generations=G,
-        max_completion_length=LENGTH,
-        learning_rate=LR,
-        lr_scheduler_type="constant",
-        max_steps=steps,
-        max_grad_norm=1.0,
-        beta=0.0,
-        loss_type="grpo",
-        scale_rewards="group",
-        temperature=TEMP,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        seed=SEED,
-        bf16=False,
-        disable_tqdm=True,
-        log_level="error",
-        dataloader_num_workers=0,
-        reward_weights=trl_reward_weights(REWARDS),
+        output_dir=out_dir, per_device_train_batch_size=G * PROMPTS, num_generations=G, max_completion_length=LENGTH,
+        learning_rate=LR, lr_scheduler_type="constant", max_steps=steps, max_grad_norm=1.0, beta=0.0,
+        loss_type="grpo", scale_rewards="group", temperature=TEMP, logging_steps=1, save_strategy="no",
+        report_to="none", use_cpu=True, seed=SEED, bf16=False, disable_tqdm=True, log_level="error",
+        dataloader_num_workers=0, reward_weights=trl_reward_weights(REWARDS),
     )
     stamp = Stamp()
-    trainer = GRPOTrainer(
-        model=policy,
-        reward_funcs=as_trl_reward_funcs(REWARDS, workers=2),
-        args=args,
-        train_dataset=ds,
-        processing_class=tok,
-        callbacks=[stamp],
-    )
+    trainer = GRPOTrainer(model=policy, reward_funcs=as_trl_reward_funcs(REWARDS, workers=2), args=args,
+                          train_dataset=ds, processing_class=tok, callbacks=[stamp])
     stamp.stamps = [_now()]
     trainer.train()
     final = Path(out_dir) / "final"
@@ -177,17 +131,9 @@ def evaluate_on_heldout(model: str, data: Path, out: Path, k: int, threads: int)
     from harness.cfg.eval import EvalSection
 
     settings = EvalSection(k=k, temperature=0.6, top_p=0.95, seed=SEED, batch_size=32, max_new_tokens=LENGTH)
-    res = evals.evaluate(
-        model,
-        data / "heldout.jsonl",
-        REWARDS,
-        settings=settings,
-        output_dir=out,
-        chat_template=True,
-        system_prompt=SYSTEM,
-        train_data=str(data / "train.jsonl"),
-        telemetry=False,
-    )
+    res = evals.evaluate(model, data / "heldout.jsonl", REWARDS, settings=settings, output_dir=out,
+                         chat_template=True, system_prompt=SYSTEM, train_data=str(data / "train.jsonl"),
+                         telemetry=False)
     return res.output_dir
 
 
@@ -202,13 +148,9 @@ def _summary(r: dict) -> dict:
     steps = r["step_s"][1:] or r["step_s"]  # the first step also pays for warm-up
     per_token = [s / t for s, t in zip(r["step_s"], r["tokens"]) if t][1:] or [float("nan")]
     cpu_per_token = [c / t for c, t in zip(r["cpu_s"], r["tokens"]) if t][1:] or [float("nan")]
-    return {
-        "step_s": statistics.median(steps),
-        "cpu_s": statistics.median(r["cpu_s"][1:] or r["cpu_s"]),
-        "s_per_token": statistics.median(per_token),
-        "cpu_per_token": statistics.median(cpu_per_token),
-        "rss": r["peak_rss_mb"],
-    }
+    return {"step_s": statistics.median(steps), "cpu_s": statistics.median(r["cpu_s"][1:] or r["cpu_s"]),
+            "s_per_token": statistics.median(per_token), "cpu_per_token": statistics.median(cpu_per_token),
+            "rss": r["peak_rss_mb"]}
 
 
 def main() -> None:
@@ -251,33 +193,23 @@ def main() -> None:
         runs = {}
         for name in ("ours", "trl"):
             runs[name] = _child(["--child", name, "--model", model, "--dir", str(work / name), *common], env)
-        evals_ = {
-            name: _child(["--child", "eval", "--model", m, "--dir", str(work / "eval" / name), *common], env)["dir"]
-            for name, m in (("base", model), ("ours", runs["ours"]["final"]), ("trl", runs["trl"]["final"]))
-        }
-        print(
-            f"SmolLM2-135M-Instruct, {a.steps} steps of {PROMPTS} prompts x G={G}, {LENGTH} tokens, "
-            f"{a.threads} thread(s); held-out: {a.heldout} problems x k={a.k}; "
-            f"ours {'without' if a.no_pack else 'with'} shared-prompt packing"
-        )
-        print(
-            f"{'':<6}{'median step s':>14}{'CPU s/step':>12}{'ms/compl. token':>17}{'CPU ms/token':>14}{'peak RSS MB':>13}"
-            f"{'held-out math before -> after (rise +- stderr)':>50}"
-        )
+        evals_ = {name: _child(["--child", "eval", "--model", m, "--dir", str(work / "eval" / name), *common], env)["dir"]
+                  for name, m in (("base", model), ("ours", runs["ours"]["final"]), ("trl", runs["trl"]["final"]))}
+        print(f"SmolLM2-135M-Instruct, {a.steps} steps of {PROMPTS} prompts x G={G}, {LENGTH} tokens, "
+              f"{a.threads} thread(s); held-out: {a.heldout} problems x k={a.k}; "
+              f"ours {'without' if a.no_pack else 'with'} shared-prompt packing")
+        print(f"{'':<6}{'median step s':>14}{'CPU s/step':>12}{'ms/compl. token':>17}{'CPU ms/token':>14}{'peak RSS MB':>13}"
+              f"{'held-out math before -> after (rise +- stderr)':>50}")
         s = {n: _summary(runs[n]) for n in runs}
         for name in ("ours", "trl"):
             r = rise_between(evals_["base"], evals_[name], "math")
-            print(
-                f"{name:<6}{s[name]['step_s']:>14.2f}{s[name]['cpu_s']:>12.2f}{1000 * s[name]['s_per_token']:>17.1f}"
-                f"{1000 * s[name]['cpu_per_token']:>14.1f}"
-                f"{s[name]['rss']:>13.0f}{'':>8}{r.start:.3f} -> {r.end:.3f} ({r.rise:+.3f} +- {r.stderr:.3f})"
-            )
+            print(f"{name:<6}{s[name]['step_s']:>14.2f}{s[name]['cpu_s']:>12.2f}{1000 * s[name]['s_per_token']:>17.1f}"
+                  f"{1000 * s[name]['cpu_per_token']:>14.1f}"
+                  f"{s[name]['rss']:>13.0f}{'':>8}{r.start:.3f} -> {r.end:.3f} ({r.rise:+.3f} +- {r.stderr:.3f})")
         o, t = s["ours"], s["trl"]
-        print(
-            f"ratio (ours / TRL): time per completion token {o['s_per_token'] / t['s_per_token']:.2f} (goal <= 0.7; "
-            f"CPU time per token {o['cpu_per_token'] / t['cpu_per_token']:.2f}), "
-            f"step time {o['step_s'] / t['step_s']:.2f}, peak RSS {o['rss'] / t['rss']:.2f} (goal <= 0.7)"
-        )
+        print(f"ratio (ours / TRL): time per completion token {o['s_per_token'] / t['s_per_token']:.2f} (goal <= 0.7; "
+              f"CPU time per token {o['cpu_per_token'] / t['cpu_per_token']:.2f}), "
+              f"step time {o['step_s'] / t['step_s']:.2f}, peak RSS {o['rss'] / t['rss']:.2f} (goal <= 0.7)")
 
 
 if __name__ == "__main__":

@@ -27,10 +27,8 @@ def main() -> None:
     torch.set_num_threads(1)
     n = 16
     serial = n * a.delay / a.workers
-    print(
-        f"{n} reward calls/step x {a.delay * 1000:.1f} ms on {a.workers} workers = {serial * 1000:.1f} ms of "
-        f"reward wall time per step (at best)"
-    )
+    print(f"{n} reward calls/step x {a.delay * 1000:.1f} ms on {a.workers} workers = {serial * 1000:.1f} ms of "
+          f"reward wall time per step (at best)")
     for chunks in a.chunks:
         _run(a, chunks, serial)
 
@@ -40,33 +38,22 @@ def _run(a: argparse.Namespace, chunks: int, serial: float) -> None:
     from trainer import train
 
     with tempfile.TemporaryDirectory() as d:
-        cfg = load_config(
-            {
-                "run": {"id": "overlap", "output_dir": d, "seed": 0},
-                "model": {"name_or_path": "toy:char"},
-                "data": {"train": "toy:256", "chat_template": False},
-                "rewards": {"char_count_slow": {"weight": 1.0, "params": {"norm": 32.0, "delay_s": a.delay}}},
-                "trainer": {
-                    "num_generations": 8,
-                    "prompts_per_step": 2,
-                    "max_prompt_length": 16,
-                    "max_completion_length": 32,
-                    "lr": 3e-3,
-                    "max_steps": a.steps,
-                    "score_workers": a.workers,
-                    "rollout_chunks": chunks,
-                    "monitors": {"truncated_frac": 1.0},
-                },
-            }
-        )
+        cfg = load_config({
+            "run": {"id": "overlap", "output_dir": d, "seed": 0},
+            "model": {"name_or_path": "toy:char"},
+            "data": {"train": "toy:256", "chat_template": False},
+            "rewards": {"char_count_slow": {"weight": 1.0, "params": {"norm": 32.0, "delay_s": a.delay}}},
+            "trainer": {"num_generations": 8, "prompts_per_step": 2, "max_prompt_length": 16,
+                        "max_completion_length": 32, "lr": 3e-3, "max_steps": a.steps, "score_workers": a.workers,
+                        "rollout_chunks": chunks,
+                        "monitors": {"truncated_frac": 1.0}},
+        })
         res = train(cfg, progress=False)
     rows = res.metrics[2:] or res.metrics
     crit = statistics.median(m["timing/reward_critical_s"] for m in rows)
     step = statistics.median(m["timing/step_s"] for m in rows)
-    print(
-        f"rollout_chunks={chunks}: median step {step * 1000:.1f} ms; reward time on the critical path "
-        f"{crit * 1000:.1f} ms ({crit / step:.0%} of the step, {crit / serial:.0%} of the reward wall time)"
-    )
+    print(f"rollout_chunks={chunks}: median step {step * 1000:.1f} ms; reward time on the critical path "
+          f"{crit * 1000:.1f} ms ({crit / step:.0%} of the step, {crit / serial:.0%} of the reward wall time)")
 
 
 if __name__ == "__main__":

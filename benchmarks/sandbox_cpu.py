@@ -52,15 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"not every execution passed: {sorted(set(statuses))}")
     host_ms = (host1.user + host1.system - host0.user - host0.system) * 1000 / n
     print(f"{n} executions, {n / wall:.1f} exec/s, isolation {get_sandbox().isolation().level}")
-    print(
-        f"CPU ms per execution: caller {host_ms:.2f}, server {(srv1[0] - srv0[0]) * 1000 / n:.2f}, "
-        f"sandboxed children {(srv1[1] - srv0[1]) * 1000 / n:.2f}; "
-        f"all cores' wall time {wall * 1000 * (os.cpu_count() or 1) / n:.2f}"
-    )
-    print(
-        f"minor page faults per execution: server {(srv1[2] - srv0[2]) / n:.0f}, "
-        f"sandboxed children {(srv1[3] - srv0[3]) / n:.0f}"
-    )
+    print(f"CPU ms per execution: caller {host_ms:.2f}, server {(srv1[0] - srv0[0]) * 1000 / n:.2f}, "
+          f"sandboxed children {(srv1[1] - srv0[1]) * 1000 / n:.2f}; "
+          f"all cores' wall time {wall * 1000 * (os.cpu_count() or 1) / n:.2f}")
+    print(f"minor page faults per execution: server {(srv1[2] - srv0[2]) / n:.0f}, "
+          f"sandboxed children {(srv1[3] - srv0[3]) / n:.0f}")
     return 0
 
 

@@ -80,21 +80,14 @@ def main(argv: list[str] | None = None) -> int:
             totals[name][0] += n
             totals[name][1] += el
             totals[name][2] += lat
-    print(
-        f"isolation level: {report.level} (missing: {', '.join(report.missing) or 'none'}); "
-        f"speed factor {report.speed_factor:.2f}; cores {cores}; concurrency {conc}"
-    )
+    print(f"isolation level: {report.level} (missing: {', '.join(report.missing) or 'none'}); "
+          f"speed factor {report.speed_factor:.2f}; cores {cores}; concurrency {conc}")
     rates = {}
-    for name, label in (
-        ("sandbox", "sandbox (full isolation, judge process)"),
-        ("bare", "subprocess.run python -c (no isolation)"),
-    ):
+    for name, label in (("sandbox", "sandbox (full isolation, judge process)"), ("bare", "subprocess.run python -c (no isolation)")):
         n, el, lat = totals[name]
         rates[name] = n / el
-        print(
-            f"{label:42s} {rates[name]:8.1f} exec/s   p50 {1000 * statistics.median(lat):7.1f} ms   "
-            f"p99 {1000 * _pct(lat, 0.99):7.1f} ms   n={n}"
-        )
+        print(f"{label:42s} {rates[name]:8.1f} exec/s   p50 {1000 * statistics.median(lat):7.1f} ms   "
+              f"p99 {1000 * _pct(lat, 0.99):7.1f} ms   n={n}")
     print(f"ratio sandbox/bare: {rates['sandbox'] / rates['bare']:.2f}x")
     return 0
 

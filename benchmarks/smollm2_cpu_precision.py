@@ -53,10 +53,8 @@ def main() -> None:
     print(f"forward+backward of {a.batch} x {a.tokens} tokens, median of {a.repeats}")
     for c in configs:
         w, cp = statistics.median(wall[c]), statistics.median(cpu[c])
-        print(
-            f"threads {c[0]}  {'bf16 autocast' if c[1] else 'float32      '}  wall {w:6.2f} s  CPU {cp:6.2f} s  "
-            f"wall ratio vs float32/1 thread {w / base:.2f}"
-        )
+        print(f"threads {c[0]}  {'bf16 autocast' if c[1] else 'float32      '}  wall {w:6.2f} s  CPU {cp:6.2f} s  "
+              f"wall ratio vs float32/1 thread {w / base:.2f}")
 
 
 if __name__ == "__main__":

@@ -58,28 +58,10 @@ def start_mlflow(workdir: Path) -> tuple[subprocess.Popen, str] | None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
     log = open(workdir / "mlflow.log", "wb")
-    proc = subprocess.Popen(
-        [
-            str(py),
-            "-m",
-            "mlflow",
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{workdir / 'mlflow.db'}",
-            "--default-artifact-root",
-            str(workdir / "art"),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc = subprocess.Popen([str(py), "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", "1", "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}",
+                             "--default-artifact-root", str(workdir / "art")],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -94,11 +76,9 @@ def start_mlflow(workdir: Path) -> tuple[subprocess.Popen, str] | None:
 
 
 def _experiment(url: str) -> str:
-    req = urllib.request.Request(
-        url + "/api/2.0/mlflow/experiments/create",
-        data=json.dumps({"name": "overhead"}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
+    req = urllib.request.Request(url + "/api/2.0/mlflow/experiments/create",
+                                 data=json.dumps({"name": "overhead"}).encode(),
+                                 headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)["experiment_id"]
 
@@ -106,9 +86,7 @@ def _experiment(url: str) -> str:
 PERMUTATIONS = list(itertools.permutations(range(3)))
 
 
-def interleaved(
-    steps: int, warmup: int, out: Path, otlp: dict | None
-) -> tuple[dict[str, list[float]], dict[str, float]]:
+def interleaved(steps: int, warmup: int, out: Path, otlp: dict | None) -> tuple[dict[str, list[float]], dict[str, float]]:
     """Train ``warmup + 3 * steps`` steps, the mode changing every step; wall seconds of each measured step by
     mode, and per mode the seconds per step that the median cannot see: the batched trace writes (one step in
     about 32 carries a batch) and, for OTLP, the CPU of the sender thread.
@@ -120,16 +98,9 @@ def interleaved(
     from harness.telemetry import RunTelemetry
     from trainer.loop import setup_training, train_step  # the step that trainer.train runs, minus its own telemetry
 
-    cfg = load_config(
-        ROOT / "examples" / "train_cpu.yaml",
-        overrides={
-            "run.output_dir": str(out),
-            "run.id": "overhead",
-            "trainer.max_steps": warmup + 3 * steps,
-            "trainer.save_steps": 0,
-            "telemetry": {"enabled": False},
-        },
-    )
+    cfg = load_config(ROOT / "examples" / "train_cpu.yaml", overrides={
+        "run.output_dir": str(out), "run.id": "overhead", "trainer.max_steps": warmup + 3 * steps,
+        "trainer.save_steps": 0, "telemetry": {"enabled": False}})
     ctx, _, _ = setup_training(cfg, False)
     tels = {"off": None, "file": RunTelemetry.start(out / "file", "overhead-file", TelemetrySection(), environ={})}
     modes = ["off", "file"]
@@ -243,10 +214,8 @@ def main() -> int:
         server = start_mlflow(out)
         otlp = None
         if server is not None:
-            otlp = {
-                "otlp_endpoint": server[1] + "/v1/traces",
-                "otlp_headers": {"x-mlflow-experiment-id": _experiment(server[1])},
-            }
+            otlp = {"otlp_endpoint": server[1] + "/v1/traces",
+                    "otlp_headers": {"x-mlflow-experiment-id": _experiment(server[1])}}
         try:
             before = group_cpu_s(server[0].pid) if server is not None else 0.0
             times, extra = interleaved(args.steps, args.warmup, out, otlp)
@@ -257,38 +226,29 @@ def main() -> int:
                 os.killpg(server[0].pid, signal.SIGTERM)
                 server[0].wait(timeout=30)
     base = statistics.median(times["off"])
-    print(
-        f"tiny CPU GRPO, one run, the mode changing every step: {args.steps} measured steps per mode "
-        f"after {args.warmup} warm-up steps"
-    )
-    print(f"{'mode':<6} {'median step ms':>15} {'ratio':>7} {'paired ratio':>13} {'+ amortized ms':>15} {'added':>8}")
+    print(f"tiny CPU GRPO, one run, the mode changing every step: {args.steps} measured steps per mode "
+          f"after {args.warmup} warm-up steps")
+    print(f"{'mode':<6} {'median step ms':>15} {'ratio':>7} {'paired ratio':>13} {'+ amortized ms':>15} "
+          f"{'added':>8}")
     for mode, ts in times.items():
         med = statistics.median(ts)
         paired = statistics.median(t / b for t, b in zip(ts, times["off"]))
         more = extra.get(mode, 0.0)
-        print(
-            f"{mode:<6} {med * 1000:>15.2f} {med / base:>7.3f} {paired:>13.3f} {more * 1000:>15.3f} "
-            f"{(paired - 1 + more / base) * 100:>7.2f}%"
-        )
+        print(f"{mode:<6} {med * 1000:>15.2f} {med / base:>7.3f} {paired:>13.3f} {more * 1000:>15.3f} "
+              f"{(paired - 1 + more / base) * 100:>7.2f}%")
     print("paired ratio: the median, over cycles, of a step's time against the untraced step of the same cycle;")
     print("amortized: the batched trace writes (and the OTLP sender thread's CPU) per step, which land in single steps")
     print("added: paired ratio - 1 plus the amortized time, as a share of the untraced median step")
     if "export process" in extra:
-        print(
-            f"OTLP export process (protobuf encoding and sending, outside the training process): "
-            f"{extra['export process'] * 1000:.3f} ms CPU per OTLP step"
-        )
+        print(f"OTLP export process (protobuf encoding and sending, outside the training process): "
+              f"{extra['export process'] * 1000:.3f} ms CPU per OTLP step")
     print(f"tracing alone, {MICRO_STEPS} steps without training, share of the median untraced step's wall time:")
     for mode, (ms, cms, flush_s) in micro.items():
-        print(
-            f"  {mode}: calls {ms:.3f} ms wall ({ms / (base * 1000) * 100:.2f}%), all tracing work {cms:.3f} ms "
-            f"CPU ({cms / (base * 1000) * 100:.2f}%); shutdown flush {flush_s:.2f} s once"
-        )
+        print(f"  {mode}: calls {ms:.3f} ms wall ({ms / (base * 1000) * 100:.2f}%), all tracing work {cms:.3f} ms "
+              f"CPU ({cms / (base * 1000) * 100:.2f}%); shutdown flush {flush_s:.2f} s once")
     if backend_ms is not None:
-        print(
-            f"backend (mlflow server, same machine): {backend_ms:.1f} ms CPU per OTLP step, its own ingest; on a "
-            "small machine it competes with training for the cores, whatever the mode of the step at hand"
-        )
+        print(f"backend (mlflow server, same machine): {backend_ms:.1f} ms CPU per OTLP step, its own ingest; on a "
+              "small machine it competes with training for the cores, whatever the mode of the step at hand")
     return 0
 
 

@@ -50,27 +50,15 @@ def run_ours(steps: int, out_dir: str) -> dict:
     from harness.config import load_config
     from trainer import train
 
-    cfg = load_config(
-        {
-            "run": {"id": "bench", "output_dir": out_dir, "seed": SEED},
-            "model": {"name_or_path": "toy:char"},
-            "data": {"train": "toy:256", "chat_template": False},
-            "rewards": {"char_count": {"weight": 1.0, "params": {"char": "a", "norm": float(LENGTH)}}},
-            "trainer": {
-                "loss": "grpo",
-                "num_generations": G,
-                "prompts_per_step": PROMPTS,
-                "max_prompt_length": 16,
-                "max_completion_length": LENGTH,
-                "lr": LR,
-                "lr_scheduler": "linear",
-                "max_steps": steps,
-                "max_grad_norm": 1.0,
-                "beta": 0.0,
-                "monitors": {"truncated_frac": 1.0},
-            },
-        }
-    )
+    cfg = load_config({
+        "run": {"id": "bench", "output_dir": out_dir, "seed": SEED},
+        "model": {"name_or_path": "toy:char"},
+        "data": {"train": "toy:256", "chat_template": False},
+        "rewards": {"char_count": {"weight": 1.0, "params": {"char": "a", "norm": float(LENGTH)}}},
+        "trainer": {"loss": "grpo", "num_generations": G, "prompts_per_step": PROMPTS, "max_prompt_length": 16,
+                    "max_completion_length": LENGTH, "lr": LR, "lr_scheduler": "linear", "max_steps": steps,
+                    "max_grad_norm": 1.0, "beta": 0.0, "monitors": {"truncated_frac": 1.0}},
+    })
     stamps = [_now()]
     res = train(cfg, progress=False, on_step=lambda s, m: stamps.append(_now()))
     return {**_deltas(stamps), "reward": [m["reward/total/mean"] for m in res.metrics], "peak_rss_mb": _peak_rss_mb()}
@@ -104,33 +92,14 @@ def run_trl(steps: int, out_dir: str) -> dict:
             self.stamps.append(_now())
 
     args = GRPOConfig(
-        output_dir=out_dir,
-        per_device_train_batch_size=G * PROMPTS,
-        num_generations=G,
-        max_completion_length=LENGTH,
-        learning_rate=LR,
-        lr_scheduler_type="linear",
-        max_steps=steps,
-        max_grad_norm=1.0,
-        beta=0.0,
-        loss_type="grpo",
-        scale_rewards="group",
-        temperature=1.0,
-        logging_steps=10_000,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        seed=SEED,
-        bf16=False,
-        disable_tqdm=True,
-        log_level="error",
-        disable_dropout=True,
-        dataloader_num_workers=0,
+        output_dir=out_dir, per_device_train_batch_size=G * PROMPTS, num_generations=G, max_completion_length=LENGTH,
+        learning_rate=LR, lr_scheduler_type="linear", max_steps=steps, max_grad_norm=1.0, beta=0.0, loss_type="grpo",
+        scale_rewards="group", temperature=1.0, logging_steps=10_000, save_strategy="no", report_to="none",
+        use_cpu=True, seed=SEED, bf16=False, disable_tqdm=True, log_level="error", disable_dropout=True, dataloader_num_workers=0,
     )
     stamp = Stamp()
-    trainer = GRPOTrainer(
-        model=model, reward_funcs=[count_a], args=args, train_dataset=data, processing_class=tok, callbacks=[stamp]
-    )
+    trainer = GRPOTrainer(model=model, reward_funcs=[count_a], args=args, train_dataset=data,
+                          processing_class=tok, callbacks=[stamp])
     stamp.stamps = [_now()]
     trainer.train()
     return {**_deltas(stamp.stamps), "reward": rewards, "peak_rss_mb": _peak_rss_mb()}
@@ -142,9 +111,8 @@ def _children(steps: int, sequential: bool, order: tuple[str, str] = ("ours", "t
         outs = {w: os.path.join(d, f"{w}.json") for w in order}
         procs = []
         for w, out in outs.items():
-            procs.append(
-                subprocess.Popen([sys.executable, __file__, "--child", w, "--steps", str(steps), "--out", out], env=env)
-            )
+            procs.append(subprocess.Popen([sys.executable, __file__, "--child", w, "--steps", str(steps), "--out", out],
+                                          env=env))
             if sequential:
                 procs[-1].wait()
         for pr in procs:
@@ -155,25 +123,17 @@ def _children(steps: int, sequential: bool, order: tuple[str, str] = ("ours", "t
 
 def _merge(runs: list[dict]) -> dict:
     """Several runs of one trainer: per-step times pooled, the peak RSS the largest, rewards of the first run."""
-    return {
-        "step_s": [x for r in runs for x in r["step_s"][1:]],
-        "cpu_s": [x for r in runs for x in r["cpu_s"][1:]],
-        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
-        "reward": runs[0]["reward"],
-    }
+    return {"step_s": [x for r in runs for x in r["step_s"][1:]], "cpu_s": [x for r in runs for x in r["cpu_s"][1:]],
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "reward": runs[0]["reward"]}
 
 
 def _summary(r: dict) -> dict:
     rw = r["reward"]
     k = max(1, len(rw) // 10)
-    return {
-        "median_step_s": statistics.median(r["step_s"][1:] or r["step_s"]),
-        "median_cpu_s": statistics.median(r["cpu_s"][1:] or r["cpu_s"]),
-        "peak_rss_mb": r["peak_rss_mb"],
-        "reward_first": statistics.mean(rw[:k]),
-        "reward_final": statistics.mean(rw[-k:]),
-        "curve": [round(statistics.mean(rw[i : i + k]), 3) for i in range(0, len(rw), k)],
-    }
+    return {"median_step_s": statistics.median(r["step_s"][1:] or r["step_s"]),
+            "median_cpu_s": statistics.median(r["cpu_s"][1:] or r["cpu_s"]), "peak_rss_mb": r["peak_rss_mb"],
+            "reward_first": statistics.mean(rw[:k]), "reward_final": statistics.mean(rw[-k:]),
+            "curve": [round(statistics.mean(rw[i:i + k]), 3) for i in range(0, len(rw), k)]}
 
 
 def main() -> None:
@@ -182,13 +142,9 @@ def main() -> None:
     p.add_argument("--child", choices=["ours", "trl"])
     p.add_argument("--out")
     p.add_argument("--concurrent", action="store_true", help="run the two trainers at the same time")
-    p.add_argument(
-        "--repeats",
-        type=int,
-        default=2,
-        help="runs of each trainer, in alternating order (ours-trl, trl-ours, ...) so a change in the "
-        "machine's load hits both; step times are pooled",
-    )
+    p.add_argument("--repeats", type=int, default=2,
+                   help="runs of each trainer, in alternating order (ours-trl, trl-ours, ...) so a change in the "
+                        "machine's load hits both; step times are pooled")
     a = p.parse_args()
     if a.child:
         with tempfile.TemporaryDirectory() as d:
@@ -202,20 +158,14 @@ def main() -> None:
         for name, res in zip(order, _children(a.steps, not a.concurrent, order)):
             runs[name].append(res)
     ours, trl = _summary(_merge(runs["ours"])), _summary(_merge(runs["trl"]))
-    print(
-        f"{'':<8}{'median step s':>15}{'median CPU s':>14}{'peak RSS MB':>13}{'reward first':>14}{'reward final':>14}"
-    )
+    print(f"{'':<8}{'median step s':>15}{'median CPU s':>14}{'peak RSS MB':>13}{'reward first':>14}{'reward final':>14}")
     for name, s in (("ours", ours), ("trl", trl)):
-        print(
-            f"{name:<8}{s['median_step_s']:>15.4f}{s['median_cpu_s']:>14.4f}{s['peak_rss_mb']:>13.0f}"
-            f"{s['reward_first']:>14.3f}{s['reward_final']:>14.3f}"
-        )
-    print(
-        f"ratio   step time {ours['median_step_s'] / trl['median_step_s']:.2f} (goal <= 0.5)   "
-        f"CPU time per step {ours['median_cpu_s'] / trl['median_cpu_s']:.2f}   "
-        f"peak RSS {ours['peak_rss_mb'] / trl['peak_rss_mb']:.2f} (goal <= 1.0)   "
-        f"final reward {ours['reward_final']:.3f} vs {trl['reward_final']:.3f}"
-    )
+        print(f"{name:<8}{s['median_step_s']:>15.4f}{s['median_cpu_s']:>14.4f}{s['peak_rss_mb']:>13.0f}"
+              f"{s['reward_first']:>14.3f}{s['reward_final']:>14.3f}")
+    print(f"ratio   step time {ours['median_step_s'] / trl['median_step_s']:.2f} (goal <= 0.5)   "
+          f"CPU time per step {ours['median_cpu_s'] / trl['median_cpu_s']:.2f}   "
+          f"peak RSS {ours['peak_rss_mb'] / trl['peak_rss_mb']:.2f} (goal <= 1.0)   "
+          f"final reward {ours['reward_final']:.3f} vs {trl['reward_final']:.3f}")
     print(f"reward curve (mean per tenth of the run)\n  ours {ours['curve']}\n  trl  {trl['curve']}")
 
 

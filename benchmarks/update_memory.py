@@ -38,17 +38,9 @@ def _status_kib(key: str) -> int:
     raise RuntimeError(f"{key} not in /proc/self/status")
 
 
-def _naive_completion_logprobs(
-    model: Any,
-    prompt_ids: Any,
-    prompt_mask: Any,
-    completion_ids: Any,
-    temperature: float,
-    *,
-    with_entropy: bool = False,
-    chunk: Any = None,
-    **_: Any,
-) -> Any:
+def _naive_completion_logprobs(model: Any, prompt_ids: Any, prompt_mask: Any, completion_ids: Any,
+                               temperature: float, *, with_entropy: bool = False, chunk: Any = None,
+                               **_: Any) -> Any:
     """The former implementation: full (B, T, V) logits, a float32 tempered copy, log-softmax, gather (rows that
     share a prompt are not packed: the rows here have prompts of their own)."""
     import torch
@@ -59,13 +51,8 @@ def _naive_completion_logprobs(
     t = completion_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     attn = torch.cat([prompt_mask, torch.ones_like(completion_ids)], dim=1)
-    out = model(
-        input_ids=ids,
-        attention_mask=attn,
-        position_ids=position_ids_from_mask(attn),
-        use_cache=False,
-        logits_to_keep=t + 1,
-    )
+    out = model(input_ids=ids, attention_mask=attn, position_ids=position_ids_from_mask(attn), use_cache=False,
+                logits_to_keep=t + 1)
     logits = out.logits[:, :-1].float() / temperature  # (B, T, V)
     logp = torch.log_softmax(logits, dim=-1).gather(-1, completion_ids[..., None]).squeeze(-1)
     ent = None
@@ -87,16 +74,9 @@ def run_phase(path: str, a: argparse.Namespace, out: Path) -> None:
     from trainer.rollout.base import RolloutBatch
 
     torch.manual_seed(0)
-    cfg = Qwen2Config(
-        vocab_size=a.vocab,
-        hidden_size=a.hidden,
-        intermediate_size=2 * a.hidden,
-        num_hidden_layers=a.layers,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=a.prompt + a.completion + 8,
-        tie_word_embeddings=True,
-    )
+    cfg = Qwen2Config(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=2 * a.hidden,
+                      num_hidden_layers=a.layers, num_attention_heads=4, num_key_value_heads=4,
+                      max_position_embeddings=a.prompt + a.completion + 8, tie_word_embeddings=True)
     model = Qwen2ForCausalLM(cfg)
     model.eval()
     g = torch.Generator().manual_seed(1)
@@ -117,39 +97,18 @@ def run_phase(path: str, a: argparse.Namespace, out: Path) -> None:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM (peak RSS) to the current RSS
     base = _status_kib("VmRSS")
-    upd.policy_update(
-        model, opt, sched, batch, inputs, LossConfig("grpo"), temperature=a.temperature, max_grad_norm=1.0
-    )
+    upd.policy_update(model, opt, sched, batch, inputs, LossConfig("grpo"), temperature=a.temperature,
+                      max_grad_norm=1.0)
     peak = _status_kib("VmHWM")
     out.write_text(json.dumps({"peak_bytes": (peak - base) * 1024, "base_bytes": base * 1024}))
 
 
 def _spawn(path: str, a: argparse.Namespace, out: Path) -> dict[str, Any]:
-    cmd = [
-        sys.executable,
-        __file__,
-        "--phase",
-        path,
-        "--out",
-        str(out),
-        "--rows",
-        str(a.rows),
-        "--completion",
-        str(a.completion),
-        "--prompt",
-        str(a.prompt),
-        "--vocab",
-        str(a.vocab),
-        "--hidden",
-        str(a.hidden),
-        "--layers",
-        str(a.layers),
-        "--temperature",
-        str(a.temperature),
-    ]
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1"
-    )
+    cmd = [sys.executable, __file__, "--phase", path, "--out", str(out), "--rows", str(a.rows), "--completion",
+           str(a.completion), "--prompt", str(a.prompt), "--vocab", str(a.vocab), "--hidden", str(a.hidden),
+           "--layers", str(a.layers), "--temperature", str(a.temperature)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               OMP_NUM_THREADS="1")
     subprocess.run(cmd, check=True, env=env)
     return json.loads(out.read_text())
 
@@ -177,22 +136,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         diff = float((torch.load(Path(d) / "naive.pt") - torch.load(Path(d) / "chunked.pt")).abs().max())
     mib = 2**20
     ratio = res["chunked"]["peak_bytes"] / res["naive"]["peak_bytes"]
-    print(
-        f"update_memory: random-init Qwen2 (vocab {a.vocab:,}, hidden {a.hidden}, {a.layers} layers), {a.rows} x "
-        f"{a.completion} completion tokens after {a.prompt} prompt tokens, temperature {a.temperature}; one update "
-        "(forward, grpo loss, backward, AdamW step), float32, 1 thread; peak RSS above the update's start"
-    )
+    print(f"update_memory: random-init Qwen2 (vocab {a.vocab:,}, hidden {a.hidden}, {a.layers} layers), {a.rows} x "
+          f"{a.completion} completion tokens after {a.prompt} prompt tokens, temperature {a.temperature}; one update "
+          "(forward, grpo loss, backward, AdamW step), float32, 1 thread; peak RSS above the update's start")
     print(f"naive full-logits path : {res['naive']['peak_bytes'] / mib:9.1f} MiB")
     print(f"chunked log-probs path : {res['chunked']['peak_bytes'] / mib:9.1f} MiB")
     print(f"ratio chunked / naive  : {ratio:.3f} (goal <= 0.25)")
     print(f"max |log-prob difference| : {diff:.2e} (goal <= 1e-5)")
-    result = {
-        "args": {k: v for k, v in vars(a).items() if k not in ("phase", "out", "json")},
-        "naive_peak_bytes": res["naive"]["peak_bytes"],
-        "chunked_peak_bytes": res["chunked"]["peak_bytes"],
-        "ratio": ratio,
-        "max_abs_logp_diff": diff,
-    }
+    result = {"args": {k: v for k, v in vars(a).items() if k not in ("phase", "out", "json")},
+              "naive_peak_bytes": res["naive"]["peak_bytes"], "chunked_peak_bytes": res["chunked"]["peak_bytes"],
+              "ratio": ratio, "max_abs_logp_diff": diff}
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1))
     return result
