@@ -25,7 +25,25 @@ GOAL_S = 0.5
 def cases() -> list[tuple[str, str, str]]:
     """(name, gold, completion) triples."""
     big = "9" * 100_000
+
+    def radicals(n: int) -> str:
+        rows = (" & ".join(rf"\sqrt{{{i * n + j + 2}}}" for j in range(n)) for i in range(n))
+        return r"\begin{pmatrix}" + r" \\ ".join(rows) + r"\end{pmatrix}"
+
+    conjugates = "".join(rf"(\sqrt{{{k + 1}}}+\sqrt{{{k}}})(\sqrt{{{k + 1}}}-\sqrt{{{k}}})" for k in range(2, 16))
+    spaced = r"\boxed{\begin{pmatrix}1&2\\[2pt]3&4\end{pmatrix}}"
     return [
+        ("4x4 radical matrix ^16", "1", rf"\boxed{{{radicals(4)}^{{16}}}}"),
+        ("6x6 radical matrix ^16", "1", rf"\boxed{{{radicals(6)}^{{16}}}}"),
+        ("radical conjugates = 1", "2", rf"\boxed{{{conjugates}}}"),
+        ("restated equation", "5", r"\boxed{3x + 4 = 19}"),
+        ("restated quadratic", "2, 3", r"\boxed{x^2 - 5x + 6 = 0}"),
+        ("restated inequality", "(3, \\infty)", r"\boxed{2x + 1 > 7}"),
+        ("exact value rounding to gold", "12.5", r"\boxed{\sqrt{156}}"),
+        ("13-digit gold off by 877", "1234567890123.4", r"\boxed{1234567891000.4}"),
+        ("sqrt(x^2) for x", "x", r"\boxed{\sqrt{x^2}}"),
+        ("1:00 for 12:00", "12:00", r"\boxed{1:00}"),
+        ("row spacing [2pt]", r"\begin{pmatrix}1&2\\6&4\end{pmatrix}", spaced),
         ("power tower 9^9^9^9", "5", r"\boxed{9^{9^{9^9}}}"),
         ("10^10^10", "5", r"\boxed{10^{10^{10}}}"),
         ("exp tower", "5", r"\boxed{e^{e^{e^{e^{10}}}}}"),

@@ -6,12 +6,18 @@ Rules, cheapest first:
   ``3.14159`` is not pi, except for printed values (at least 10 significant digits, within a unit of the last
   digit: see :mod:`rewards.math.exact`). Closed forms without free symbols compare numerically at 50 digits with a
   relative bound of 1e-30, and a match is confirmed by evaluating the difference with adaptive precision, so
-  ``10^{40} + \\sqrt2`` is not ``10^{40}``; ``tolerance`` (relative) loosens this only when the gold itself is
-  a decimal, i.e. possibly rounded.
-* Expressions with variables compare at deterministic random points, confirmed the same way at one exact point.
+  ``10^{40} + \\sqrt2`` is not ``10^{40}``. A decimal gold accepts values within half a unit of its last place,
+  and within ``tolerance`` (relative) too unless the problem asks for an approximation; with an approximation
+  asked, a decimal answer may also round an exact gold to its own last place (at least the places asked for).
+* Expressions with variables compare at deterministic random points, confirmed the same way at one exact point;
+  the points include negative values (``|x|`` is not ``x``), skipped only where a root or logarithm would leave
+  the reals (``\\sqrt{x}\\sqrt{y} = \\sqrt{xy}`` where both roots are real, while ``\\sqrt{x^2}`` is not ``x``).
 * ``x = 3`` equals ``3`` (labels, chains: :mod:`rewards.math.labels`); equations are equal when their difference
-  forms are proportional (same solution set).
-* Intervals, inequalities and unions compare as sets of reals; ``(a, b)`` is a tuple or an open interval,
+  forms are proportional (same solution set). An answer's equation is never solved: ``3x + 4 = 19`` states no
+  value (a gold's equation may be solved: it is trusted), and against a solved one-variable gold (``x = 5``) an
+  unsolved answer equation is wrong. Equations of several variables (lines, curves) stay equations.
+* Intervals, inequalities and unions compare as sets of reals (an answer's inequality only in solved form,
+  ``x > 3``, unless the gold is itself unsolved); ``(a, b)`` is a tuple or an open interval,
   whichever the gold is; a set is never a tuple, and ``[a, b]`` is a list only against a bare list.
 * Bare lists and sets compare unordered, tuples ordered; ``\\pm`` expands to both signs (inside a matrix or an
   expression both signs must match).
@@ -31,7 +37,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.functions.elementary.trigonometric import TrigonometricFunction
 
-from rewards.math.exact import confirmed_zero, decimal_matches
+from rewards.math.exact import Rounding, confirmed_zero, decimal_matches
 from rewards.math.labels import unassign
 from rewards.math.sets import as_intervals, intervals_equal
 from rewards.math.values import DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value
@@ -39,7 +45,6 @@ from rewards.math.values import DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, R
 __all__ = ["Options", "equivalent", "OutOfTime", "expand_values", "numeric_value"]
 
 _EXACT_REL = sp.Float("1e-30", 60)
-_EXACT_REL_Q = sp.Rational(1, 10**30)
 _MAX_OPS = 400
 #: Exact comparison for the sides of a chain (no tolerance: a chain is true or not).
 _MAX_ITEMS = 64
@@ -57,6 +62,12 @@ class Options:
     tolerance: float = 1e-9
     deadline: float = float("inf")
     gold_inexact: bool = False
+    #: the problem asks for an approximation ("round", "nearest", "approximately", ``\\approx`` in the gold)
+    approximate: bool = False
+    #: the decimal places it asks for, when it says ("to two decimal places", "nearest tenth"), else None
+    places: int | None = None
+    #: the decimal places a gold that is one plain decimal writes (``12.50``: 2, where its value has 1)
+    gold_places: int | None = None
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
@@ -77,8 +88,10 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     if isinstance(gold, Based) or isinstance(ans, Based):
         return _based_equal(gold, ans)
     if isinstance(gold, Rel) and isinstance(ans, Rel) and gold.ops == ans.ops == ("=",):
-        same, why = _rel_equal(gold, ans, opt)
         gv, av = _unassign(gold), _unassign(ans)
+        if isinstance(av, Rel) and not isinstance(gv, Rel) and len(_variables(ans)) <= 1:
+            return False, "an unsolved equation does not state the value"  # x = 5 against 3x + 4 = 19
+        same, why = _rel_equal(gold, ans, opt)
         if same or isinstance(gv, Rel) or isinstance(av, Rel) or not _same_label(gold.terms[0], ans.terms[0]):
             return same, why  # x = 5 is not y = 5
         return equivalent(gv, av, opt)  # the same label: (a, b) = (3, -2) and (a, b) = (3, -2.0)
@@ -87,18 +100,17 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
         return by_label
     if isinstance(ans, Ivl) and isinstance(gold, Seq) and gold.kind == "list" and ans.lo_closed and ans.hi_closed:
         ans = Seq("list", (Expr(ans.lo), Expr(ans.hi)))  # [1, 2] written as a list
-    gsol = _solutions(gold) if not isinstance(ans, Rel) else None
-    asol = _solutions(ans) if not isinstance(gold, Rel) else None
-    gold = Seq("list", tuple(gsol)) if gsol is not None else gold
-    ans = Seq("list", tuple(asol)) if asol is not None else ans
-    gset, aset = as_intervals(gold, ans), as_intervals(ans, gold)
+    gsol = _solutions(gold) if not isinstance(ans, Rel) else None  # the gold may be an equation to solve ...
+    gold = Seq("list", tuple(gsol)) if gsol is not None else gold  # ... an answer must state its solutions
+    solve = _unsolved(gold)  # an answer's inequality is solved only against an unsolved gold inequality
+    gset, aset = as_intervals(gold, ans), as_intervals(ans, gold, solve=solve)
     if gset is not None and aset is not None:
         return intervals_equal(gset, aset, lambda x, y: _end_equal(x, y, opt)), "compared as sets of reals"
     gs, as_ = _expand(gold), _expand(ans)
     if len(gs) > 1 or len(as_) > 1 or (isinstance(gold, Seq) and isinstance(ans, Seq)):
         return _seq_equal(gold, ans, gs, as_, opt)
     g, a = gs[0], as_[0]
-    gset, aset = as_intervals(g, a), as_intervals(a, g)
+    gset, aset = as_intervals(g, a), as_intervals(a, g, solve=solve)
     if gset is not None or aset is not None:
         if gset is None or aset is None:
             return False, "a set of reals against a value"
@@ -111,6 +123,20 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
     if isinstance(g, Seq) and isinstance(a, Seq):
         return _seq_equal(g, a, _expand(g), _expand(a), opt)  # labelled tuples: (a, b) = (3, -2)
     return False, f"{type(a).__name__} answer against {type(g).__name__} gold"
+
+
+def _variables(v: Rel) -> set[sp.Symbol]:
+    """The variables of a relation's sympy sides (markers are not variables)."""
+    out: set[sp.Symbol] = set()
+    for t in v.terms:
+        if isinstance(t, sp.Basic):
+            out |= t.free_symbols - MARKERS
+    return out
+
+
+def _unsolved(v: Value) -> bool:
+    """An inequality that is not in solved form (``2x + 1 > 7``, ``|x| < 3``; not ``x > 3`` or ``1 < x < 5``)."""
+    return isinstance(v, Rel) and as_intervals(v, v, solve=False) is None and as_intervals(v, v) is not None
 
 
 def _same_label(a: object, b: object) -> bool:
@@ -172,6 +198,9 @@ def _expand(v: Value) -> list[Value]:
         for it in v.items:
             items.extend(_expand(it))
         return items
+    if isinstance(v, Rel) and v.ops == ("in",) and isinstance(v.terms[0], sp.Symbol) and isinstance(v.terms[1], Seq):
+        if v.terms[1].kind == "set":
+            return _expand(Seq("list", v.terms[1].items))  # x \in \{2, 3\}: the values 2 and 3
     if isinstance(v, Rel) and v.ops == ("=",) and any(isinstance(t, sp.Basic) and t.has(PM) for t in v.terms):
         signs = (Rel(tuple(t.subs(PM, s) if isinstance(t, sp.Basic) else t for t in v.terms), v.ops) for s in (1, -1))
         return [_unassign(r) for r in signs]
@@ -372,13 +401,9 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
             return False
         return all(_plain_equal(x, y, opt) for x, y in zip(g, a, strict=True))
     if isinstance(g, sp.Rational) and isinstance(a, sp.Rational):
-        if not opt.gold_inexact:
-            return decimal_matches(g, None, a)  # 0.0833333333333333 = 1/12 (see rewards.math.exact)
-        if opt.tolerance <= 0 or g == 0:
-            return False
-        diff = abs(g - a)
-        # a rounding of the answer, not the gold plus a perturbation far below any rounding (7.0 vs 7 + 10^-40)
-        return bool(_EXACT_REL_Q * abs(g) < diff <= sp.Rational(repr(opt.tolerance)) * abs(g))
+        if _rounding(opt).window(g) is not None:
+            return _rounding(opt).holds(g, a)
+        return decimal_matches(g, None, a) or _rounding(opt).rounds_exact(g, a)  # 0.0833333333333333 = 1/12
     if g.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or a.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
         return False
     if _too_big(g) or _too_big(a):
@@ -387,22 +412,24 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
     syms = g.free_symbols | a.free_symbols
     if not syms:
         d = g - a
-        if _gaussian_rational(d) and not (opt.gold_inexact and opt.tolerance > 0):
+        if _gaussian_rational(d) and not (opt.gold_inexact and (opt.tolerance > 0 or opt.approximate)):
             return d == 0  # exact: rationals and i only
         gx, ax = _num(g), _num(a)
         if _close(gx, ax, _EXACT):
             return confirmed_zero(d)  # 10^{40} + sqrt(2) is not 10^{40}, and 7 + 10^{-40} pi is not 7.0
-        if opt.gold_inexact:
-            return _close(gx, ax, opt)  # the gold is a rounding of the answer's value: sqrt(2) = 1.414213562
-        return isinstance(a, sp.Rational) and decimal_matches(g, gx, a)
+        if isinstance(g, sp.Rational) and _rounding(opt).window(g) is not None:
+            return ax is not None and ax.is_real and _rounding(opt).holds(g, ax)  # sqrt(2) = 1.414213562
+        if opt.gold_inexact and not isinstance(g, sp.Rational):
+            return _close(gx, ax, opt)  # a gold with decimals inside (2.5 pi): its relative tolerance
+        return isinstance(a, sp.Rational) and (decimal_matches(g, gx, a) or _rounding(opt).rounds_exact(gx, a))
     checked, tight = 0, True
-    radicals = _has_branches(g) or _has_branches(a)
-    for k, point in enumerate(_points(sorted(syms, key=str), 4)):
+    branches = _branch_nodes(g) | _branch_nodes(a)
+    for k, point in enumerate(_points(sorted(syms, key=str), 5)):
         opt.check_time()
-        if k == 3:
-            if radicals:
-                break  # sqrt(x)sqrt(y) = sqrt(xy) only for positive values: stay on positive points
-            point = {s: -v for s, v in point.items()}  # |x| is not x
+        if k >= 3:
+            point = {s: -v if (k == 3 or i % 2) else v for i, (s, v) in enumerate(point.items())}  # |x| is not x
+            if branches and not _on_real_branches(branches, point):
+                continue  # sqrt(x)sqrt(y) = sqrt(xy) where every root is real; negative points leave the domain
         x, y = _num(g, point), _num(a, point)
         if x is None or y is None:
             continue
@@ -415,6 +442,10 @@ def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
     if not tight:
         return True  # within the tolerance of a decimal gold, and not a perturbation far below it
     return confirmed_zero(g - a, _points(sorted(syms, key=str), 1, exact=True)[0])
+
+
+def _rounding(opt: Options) -> Rounding:
+    return Rounding(opt.gold_inexact, opt.approximate, opt.tolerance, opt.places, opt.gold_places)
 
 
 def _gaussian_rational(e: sp.Basic) -> bool:
@@ -432,8 +463,22 @@ def _too_big(e: sp.Basic) -> bool:
     return False
 
 
-def _has_branches(e: sp.Basic) -> bool:
-    return any(isinstance(p, sp.Pow) and not p.exp.is_integer for p in e.atoms(sp.Pow)) or e.has(sp.log)
+def _branch_nodes(e: sp.Basic) -> set[sp.Basic]:
+    """Roots, fractional powers and logarithms: where a value leaves the reals for some signs of the variables."""
+    if isinstance(e, sp.MatrixBase):
+        return set()
+    return {p for p in e.atoms(sp.Pow) if not p.exp.is_integer} | set(e.atoms(sp.log))
+
+
+def _on_real_branches(nodes: set[sp.Basic], point: dict[sp.Symbol, sp.Basic]) -> bool:
+    """Every root and logarithm is real at ``point`` (a root of a positive number, a log of one), so a difference
+    there is a difference of values: ``\\sqrt{x^2}`` is ``|x|``, not ``x``, at ``x = -3``."""
+    for node in nodes:
+        inner = node.base if isinstance(node, sp.Pow) else node.args[0]
+        v = _num(inner, point)
+        if v is None or not v.is_real or v <= 0:
+            return False
+    return True
 
 
 def _points(syms: list[sp.Symbol], n: int, exact: bool = False) -> list[dict[sp.Symbol, sp.Basic]]:

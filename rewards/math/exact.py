@@ -6,23 +6,28 @@ r"""When two numbers that agree to many digits are the same value: the decimal r
   one unit of its last digit (rounded or truncated), and has a fractional part: ``0.0833333333333333`` = ``1/12``,
   ``1.414213562`` = ``\sqrt2``; but ``0.3333`` is not ``1/3`` (too few digits), ``2.0000000001`` is not 2 (2 is
   written exactly with those decimals), ``0.3333333336`` is not ``1/3`` (off by more than a unit).
+* **Decimal golds.** :class:`Rounding` is the window of a gold written with decimals: half a unit of its last
+  place, and within a relative tolerance too unless the problem asks for an approximation.
 * **Exact zero.** Two closed forms whose 50-digit values agree to a relative 1e-30 are confirmed by evaluating
   their *difference* to 15 significant digits with adaptive precision (up to :data:`MAX_DIGITS` digits): a
   difference that evaluates to a nonzero number (``10^{40} + \sqrt2`` against ``10^{40}``, ``7 + 10^{-40}\pi``
-  against 7) is a different value; one that stays zero to that precision is the same value.
+  against 7) is a different value; one that stays zero to that precision is the same value, and so is one
+  whose value shrinks when evaluated to 45 digits (a residue of complex cancellation, ``1e-21 i`` at 15 digits).
 
 This module does not parse or decide which values are compared.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sympy as sp
 from sympy.core.evalf import PrecisionExhausted
 
-__all__ = ["MIN_DECIMAL_DIGITS", "MAX_DIGITS", "decimal_digits", "decimal_matches", "confirmed_zero"]
+__all__ = ["MIN_DECIMAL_DIGITS", "MAX_DIGITS", "Rounding", "decimal_digits", "decimal_matches", "confirmed_zero"]
 
 MIN_DECIMAL_DIGITS = 10
-MAX_DIGITS = 300
+MAX_DIGITS = 1200
 
 
 def decimal_digits(a: sp.Basic) -> tuple[int, int] | None:
@@ -60,7 +65,66 @@ def decimal_matches(gold: sp.Basic, value: sp.Basic | None, a: sp.Basic) -> bool
         return bool(abs(gold - a) <= sp.Rational(1, 10**k))
     if value is None or not value.is_real:
         return False
+    scaled = value * sp.Float(10, 60) ** k
+    if abs(scaled - sp.Integer(round(scaled))) < sp.Float("1e-20"):
+        return False  # (1 + i)^8 is 16: a value written exactly with those decimals is never their rounding
     return bool(abs(value - a) <= sp.Float(10, 60) ** (-k))
+
+
+_PERTURBATION = sp.Rational(1, 10**30)
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """The window of a decimal gold (see :mod:`rewards.math.compare`): half a unit of its last place, and within the
+    relative ``tolerance`` too unless the problem asks for an approximation.
+
+    Attributes:
+        inexact: the gold is written with decimals.
+        approximate: the problem asks for an approximation.
+        tolerance: the relative tolerance of a decimal gold when no approximation is asked for.
+        places: the decimal places the problem asks for, when it says.
+        gold_places: the decimal places a plain decimal gold writes (``12.50``: 2).
+    """
+
+    inexact: bool
+    approximate: bool
+    tolerance: float
+    places: int | None = None
+    gold_places: int | None = None
+
+    def window(self, g: sp.Rational) -> sp.Rational | None:
+        """Half a unit of the last decimal place of a decimal gold (``4.67``: 0.005), or None when the gold is
+        exact (no decimals written, or a whole number among them)."""
+        if not self.inexact:
+            return None
+        dd = decimal_digits(g)
+        if dd is None or dd[0] == 0:
+            return None
+        return sp.Rational(1, 2 * 10 ** max(dd[0], self.gold_places or 0))
+
+    def holds(self, g: sp.Rational, value: sp.Basic) -> bool:
+        """``value`` is what the decimal gold ``g`` writes: within its window (never a tie), and never a
+        perturbation far below any rounding (``7 + 10^{-40}`` is not ``7.0``)."""
+        half = self.window(g)
+        if half is None:
+            return False
+        diff = abs(value - g)
+        if diff <= _PERTURBATION * abs(g):
+            return bool(diff == 0)
+        if not self.approximate and not diff <= sp.Rational(repr(self.tolerance)) * abs(g):
+            return False
+        return bool(diff < half)
+
+    def rounds_exact(self, value: sp.Basic | None, a: sp.Rational) -> bool:
+        """A decimal answer that is an exact gold's value rounded to the answer's last place, when the problem asks
+        for an approximation (to at least the places it names): ``0.33`` for ``\\frac13`` "to two places"."""
+        if not self.approximate or value is None or not value.is_real:
+            return False
+        dd = decimal_digits(a)
+        if dd is None or dd[0] == 0 or (self.places is not None and dd[0] < self.places):
+            return False
+        return bool(abs(value - a) < sp.Rational(1, 2 * 10 ** dd[0]))
 
 
 def confirmed_zero(d: sp.Basic, subs: dict | None = None) -> bool:
@@ -78,13 +142,24 @@ def confirmed_zero(d: sp.Basic, subs: dict | None = None) -> bool:
         d = e
     if not d.free_symbols and _expandable(d) and sp.expand(d) == 0:
         return True  # (1 + sqrt 2)^2 - (3 + 2 sqrt 2), (1 + i)^2 - 2i
+    v = _evaluated(d, 15, subs)
+    if v is None or v == 0:
+        return True
+    finer = _evaluated(d, 45, subs)  # a true difference keeps its value; a cancellation residue of complex
+    return finer is None or bool(abs(finer) < abs(v) * sp.Float(1e-6))  # arithmetic (1e-21 i at 15 digits) shrinks
+
+
+def _evaluated(d: sp.Basic, digits: int, subs: dict | None) -> sp.Basic | None:
+    """``d`` to ``digits`` significant digits with adaptive precision; None when it is zero to :data:`MAX_DIGITS`
+    digits or cannot be evaluated more precisely (then the 30-digit agreement stands)."""
     try:
-        v = d.evalf(15, subs=subs, maxn=MAX_DIGITS, strict=True) if subs else d.evalf(15, maxn=MAX_DIGITS, strict=True)
+        if subs:
+            return d.evalf(digits, subs=subs, maxn=MAX_DIGITS, strict=True)
+        return d.evalf(digits, maxn=MAX_DIGITS, strict=True)
     except PrecisionExhausted:
-        return True  # zero to MAX_DIGITS digits
+        return None
     except (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError):
-        return True  # not evaluable more precisely: keep the 30-digit verdict
-    return bool(v == 0)
+        return None
 
 
 def _rational_function(d: sp.Basic) -> bool:
@@ -94,8 +169,31 @@ def _rational_function(d: sp.Basic) -> bool:
     return all(p.exp.is_Integer for p in d.atoms(sp.Pow))
 
 
+#: Largest number of terms :func:`confirmed_zero` lets ``sp.expand`` produce (estimated before expanding).
+MAX_EXPANDED_TERMS = 512
+
+
 def _expandable(d: sp.Basic) -> bool:
-    """No functions, and no power of a sum above 6 (its expansion stays small)."""
+    """No functions, no power of a sum above 6, and an expansion estimated at most :data:`MAX_EXPANDED_TERMS`
+    terms (a product of radical sums multiplies their term counts)."""
     if d.has(sp.Function):
         return False
-    return all(not (isinstance(p.base, sp.Add) and p.exp.is_Integer and abs(p.exp) > 6) for p in d.atoms(sp.Pow))
+    if any(isinstance(p.base, sp.Add) and p.exp.is_Integer and abs(p.exp) > 6 for p in d.atoms(sp.Pow)):
+        return False
+    return _terms(d) <= MAX_EXPANDED_TERMS
+
+
+def _terms(e: sp.Basic) -> int:
+    """An upper bound on the terms of ``sp.expand(e)``, capped just above :data:`MAX_EXPANDED_TERMS`."""
+    cap = MAX_EXPANDED_TERMS + 1
+    if isinstance(e, sp.Add):
+        return min(cap, sum(_terms(a) for a in e.args))
+    if isinstance(e, sp.Mul):
+        n = 1
+        for a in e.args:
+            n = min(cap, n * _terms(a))
+        return n
+    if isinstance(e, sp.Pow) and e.exp.is_Integer and int(e.exp) > 0:
+        base = _terms(e.base)
+        return cap if base > 1 and int(e.exp) > 64 else min(cap, base ** int(e.exp))
+    return 1

@@ -114,7 +114,19 @@ _TEXT_CMD = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|textsf|textup|mbox|mathrm|mathit|mathsf|texttt|emph)"
     r"\s*\{([^{}]*)\}(\s*\^\s*\{?\d\}?)?"
 )
-_THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?:,\d{3})+)(?![\d])")
+_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:,\d{3})+)(?![\d])")  # 0,111 is a decimal comma
+#: The command names of a doubly escaped answer (``\\\\frac``): LaTeX reads ``\\\\`` then letters as a row
+#: break and text, which no answer means.
+_ESCAPED_CMD = re.compile(
+    r"(?<!\\)\\\\(?=(?:frac|dfrac|tfrac|left|right|sqrt|pi|cdot|times|div|le|leq|ge|geq|ne|neq|infty|in|cup|"
+    r"cap|mathbb|mathrm|text|boxed|pm|mp|sin|cos|tan|log|ln|circ|alpha|beta|theta|approx|emptyset)(?![A-Za-z]))"
+)
+_ROW_SPACING = re.compile(r"\\\\\s*\[\s*-?\d*\.?\d+\s*(?:pt|em|ex|mm|cm|in|bp|pc|dd|cc|sp|mu)\s*\]")
+_DELIMITERS = {"lbrace": "\\{", "rbrace": "\\}", "lbrack": "[", "rbrack": "]", "lvert": "|", "rvert": "|", "vert": "|"}
+_DELIMITER_NAMES = re.compile(r"\\(lbrace|rbrace|lbrack|rbrack|lvert|rvert|vert)(?![A-Za-z])")
+#: Set-builder notation around a condition on one variable: the condition is the set.
+_SET_BUILDER = re.compile(r"^\\\{\s*[a-z]\s*(?:\\in\s*\\mathbb\s*\{?\s*R\s*\}?\s*)?(?:\\mid|\||:|\\colon)\s*(.*)\\\}$")
+_REAL_DOMAIN = re.compile(r"^[a-z]\s*\\in\s*\\mathbb\s*\{?\s*R\s*\}?\s*(?:\\wedge|\\land|,|and)\s*")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.])")
 _BRACE_COMMA_THOUSANDS = re.compile(r"(?<=\d)\s?(?:\{\s?,\s?\}|,\\!)\s?(?=\d{3}(?!\d))")  # 12{,}345, 32,\! 349
 _BRACE_COMMA_DECIMAL = re.compile(r"(?<=\d)\{,\}(?=\d)")
@@ -157,7 +169,12 @@ def clean(s: str) -> str:
     s = _SUB_RUN.sub(lambda m: "_{" + m.group(0).translate(_SUBSCRIPT) + "}", s)
     s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)
     s = re.sub(r"(?<=[\w)}])\*\*(?=[\w({-])", "^", s)
+    if "\\\\" in s:
+        s = _ESCAPED_CMD.sub(r"\\", s)  # \\frac, \\left( from a doubly escaped string: one backslash meant
+        s = _ROW_SPACING.sub(r"\\\\", s)  # \\[2pt]: the spacing of a row break, not a bracket
     s = s.replace("\\\\", "\x00")  # keep matrix row breaks apart from spacing commands
+    if "\\l" in s or "\\r" in s or "\\vert" in s:
+        s = _DELIMITER_NAMES.sub(lambda m: _DELIMITERS[m.group(1)], s)  # \lbrace 1 \rbrace is \{1\}
     if "." in s:
         s = re.sub(r"\\(?:left|right)\s*\.", "", s)  # the invisible delimiter of \left. 5 \right|
     s = _BRACE_COMMA_THOUSANDS.sub("", s)  # before \! is dropped: 11,\! 111,\! 100 has spaces after the commas
@@ -172,7 +189,9 @@ def clean(s: str) -> str:
     s = re.sub(r"\\%|\\percent", "%", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
     s = re.sub(r"\\\{\s*\\\}", r"\\emptyset ", s)
-    s = re.sub(r"^\\\{\s*[a-z]\s*(?:\\mid|\||:)\s*(.*)\\\}$", r"\1", s.strip())  # {x | 2 < x < 5}
+    if s.startswith("\\{"):
+        s = _SET_BUILDER.sub(r"\1", s.strip())  # {x | 2 < x < 5}, {x \in \mathbb{R} \mid x > 2}
+        s = _REAL_DOMAIN.sub("", s)  # {x | x \in \mathbb{R} \wedge x > 2}: the domain is the reals anyway
     s = re.sub(r"^\s*(?:\\approx|\\sim|=)\s*", "", s)
     s = _BRACE_COMMA_DECIMAL.sub(".", s)  # 2{,}74: a decimal comma (the group after it is not 3 digits)
     s = s.replace("{,}", ",").replace(r"\cdot10", r"\cdot 10")
@@ -180,7 +199,8 @@ def clean(s: str) -> str:
     if "mathbb" in s:
         s = _INTEGER_PARAMETER.sub("", s)  # 2k\pi + \frac{\pi}{6}, k \in \mathbb{Z}
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)", r"\\times ", s)  # 1.5 x 10^3
-    s = re.sub(r"(?<=\d)j\b", "i", s)  # python's complex unit: 14-1j
+    if "j" in s and set(re.findall(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", s))) <= {"j", "e"}:
+        s = re.sub(r"(?<=\d)\s?j\b|\bj\b", "i", s)  # python's complex unit: 14-1j, 45 + 7 j, -7 + j
     s = re.sub(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$", r"\1(\2+\3/\4)", s.strip())  # plain mixed number 2 1/2
     s = _THOUSANDS.sub(_thousands, s)
     s = _SPACE_THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(" ", ""), s)  # 1 000 000

@@ -99,12 +99,18 @@ class _Parser(StructureMixin):
         items = [self.parse_rel()]
         union = False
         groups: list[int] = []  # where each ";" / "or" group starts, for x = 1, y = 2; x = 3, y = 4
+        joins: list[str] = []
         while True:
             t = self.peek()
-            if t.is_op(",", ";") or (t.kind == "name" and t.text in ("or", "and")):
+            if t.is_cmd("setminus"):
+                self.next()
+                items[-1] = self._minus(items[-1], self.parse_rel())  # \mathbb{R} \setminus \{1\}
+                continue
+            if t.is_op(",", ";") or (t.kind == "name" and t.text in ("or", "and")) or t.is_cmd(*_CONNECTIVES):
                 self.next()
                 if not t.is_op(","):
                     groups.append(len(items))
+                joins.append(_CONNECTIVES.get(t.text, t.text))
             elif t.is_cmd("cup"):
                 self.next()
                 union = True
@@ -117,6 +123,8 @@ class _Parser(StructureMixin):
             return items[0]
         if union:
             return self._union(items)
+        if joins and set(joins) == {"and"} and all(_inequality(i) for i in items):
+            return Rel(tuple(items), ("and",) * (len(items) - 1))  # x > 1 and x < 3: both hold (an intersection)
         solutions = _solution_groups(items, groups)
         if solutions is not None:
             return solutions
@@ -142,7 +150,9 @@ class _Parser(StructureMixin):
 
     def parse_ratio(self) -> object:
         """``a : b`` is the quotient a/b (a ratio equals its quotient: ``7:32`` = ``14:64`` = ``\\frac{7}{32}``);
-        ``a : b : c`` is the tuple ``(1, b/a, c/a)``, so equal ratios of three parts compare equal."""
+        ``a : b : c`` is the tuple ``(1, b/a, c/a)``, so equal ratios of three parts compare equal. A pair with a
+        zero part (a time, ``1:00``; ``0 : 3``) has no quotient: it is the tuple of its parts, so ``1:00`` is not
+        ``12:00``."""
         parts = [self.parse_add()]
         while self.peek().is_op(":"):
             self.next()
@@ -150,6 +160,8 @@ class _Parser(StructureMixin):
         if len(parts) == 1:
             return parts[0]
         self._need_scalar(*parts)
+        if len(parts) == 2 and any(p == 0 for p in parts):
+            return Seq("tuple", tuple(Expr(p) for p in parts))  # 1:00 is no quotient
         if len(parts) == 2:
             return parts[0] / parts[1]  # type: ignore[operator]  # sympy values (_need_scalar)
         if parts[0] == 0:
@@ -306,8 +318,8 @@ class _Parser(StructureMixin):
             return self._name(t.text)
         if t.kind == "cmd":
             return self._command(t.text)
-        if t.is_op("(", "["):
-            return self._bracket(t.text)
+        if t.is_op("(", "[", "]"):
+            return self._bracket(t.text)  # "]" opens a French interval: ]a, b[ is (a, b)
         if t.is_op("{"):
             self.pos -= 1
             return self._group()
@@ -393,7 +405,7 @@ class _Parser(StructureMixin):
 
     def _apply(self, name: str) -> sp.Basic:
         power = None
-        if name in TRIG | {"log", "ln"} and self.peek().is_op("^"):
+        if name not in ("sqrt", "exp", "abs", "cbrt") and self.peek().is_op("^"):  # \sin^2 x, \operatorname{atan}^2 x
             self.next()
             power = self._group_or_unary()
         base = None
@@ -406,6 +418,8 @@ class _Parser(StructureMixin):
             self.expect_op("]")
             arg = self._arg(single=True)
             self._need_scalar(n, arg)
+            if isinstance(n, sp.Integer) and n % 2 == 1 and _negative_number(arg):
+                return -safe_root(-arg, n)  # type: ignore[operator]  # \sqrt[3]{-8} = -2: the real odd root
             return safe_root(arg, n)
         if name in TRIG and power is not None and power == -1:
             name, power = "arc" + name if "arc" + name in FUNCS else name, None  # \tan^{-1} x is arctan x
@@ -452,6 +466,11 @@ class _Parser(StructureMixin):
                 raise ParseError(f"unclosed \\{name}")
             self._need_scalar(inner)
             return sp.floor(inner) if name == "lfloor" else sp.ceiling(inner)
+        if name == "operatorname" and self.peek().is_op("{") and self.peek(2).is_op("}"):
+            inner = self.peek(1)
+            if inner.kind == "name" and inner.text in FUNCS:
+                self.pos += 3
+                return self._apply(inner.text)  # \operatorname{atan}(x), as sympy prints it
         if name in ("mathrm", "operatorname", "mathbf", "boldsymbol"):
             return self._arg()
         if name == "{":
@@ -470,6 +489,14 @@ class _Parser(StructureMixin):
         if name == "mathbb" and self._raw_arg() == "R":
             return Ivl(-sp.oo, sp.oo, False, False)
         raise ParseError(f"unsupported command \\{name}")
+
+
+#: Logical connectives written as commands: ``\vee`` is "or", ``\wedge`` is "and" (as sympy prints them).
+_CONNECTIVES = {"vee": "or", "lor": "or", "wedge": "and", "land": "and"}
+
+
+def _inequality(v: object) -> bool:
+    return isinstance(v, Rel) and bool(v.ops) and set(v.ops) <= {"<", ">", "<=", ">="}
 
 
 def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
@@ -495,6 +522,17 @@ def _solution_groups(items: Sequence[object], starts: list[int]) -> Seq | None:
         names.add(tuple(n for n, _ in pairs))
         tuples.append(Seq("tuple", tuple(Expr(v) for _, v in pairs)))
     return Seq("list", tuple(tuples)) if len(names) == 1 else None
+
+
+def _negative_number(x: object) -> bool:
+    """A number without variables whose 30-digit value is negative (decided numerically, not by assumptions)."""
+    if not isinstance(x, sp.Basic) or x.free_symbols or not x.is_number:
+        return False
+    try:
+        v = sp.N(x, 30)
+    except (TypeError, ValueError, ArithmeticError):
+        return False
+    return bool(v.is_real and v < 0)
 
 
 def _abs(x: sp.Basic) -> sp.Basic:

@@ -6,9 +6,16 @@ Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be par
 a worked solution gives its final answer as a completion would; several different boxes in the gold are an
 ordered list (never matched by the set of them); a gold of several option letters (``ABD``) is a multi-select
 answer. A gold that is well formed but outside the grammar (``\overline{AB}``) is compared as a normalized
-string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it). A decimal gold
-of at least 3 significant digits (``4.67``, ``3.14``) is also matched by an exact answer that rounds to it
-(``\frac{14}{3}``, ``\pi``); a decimal answer is never rounded to the gold. Identical
+string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it).
+
+Every answer is compared by its value, whatever its notation (``\frac{46702}{10000}``, ``46702e-4``, ``4,6702``
+are all 4.6702). A decimal gold accepts a value within half a unit of its last place (``4.67``: 0.005), and within
+the relative ``tolerance`` as well unless the problem asks for an approximation ("round", "nearest",
+"approximately", "to two decimal places", or ``\approx`` in the gold): so ``\frac{14}{3}`` is 4.67 only where
+rounding is asked for, and ``\sqrt{156}`` is never 12.5 otherwise. The grader never solves the problem for the
+policy: an unsolved equation or inequality (``3x + 4 = 19``, ``2x + 1 > 7``) states no value, and an answer that
+restates an expression of the prompt (``17 \cdot 23`` for "Compute $17 \cdot 23$") earns nothing unless the
+gold is that expression (see :mod:`rewards.math.problem`). Identical
 normalized strings and plain numbers are decided without sympy (the fast path most pairs take). Statuses:
 ``ok`` with 1.0 or 0.0, ``no_answer`` (0.0, nothing committed to), ``parse_error`` (0.0, an answer that cannot be
 read), ``timeout`` (unscored, ``value=None``: the cooperative deadline passed, as when the scoring path kills a
@@ -45,6 +52,7 @@ from rewards.math.compare import Options, OutOfTime, equivalent, numeric_value
 from rewards.math.extract import extract_answer
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
+from rewards.math.problem import Problem, expression_key, prompt_text, read_problem
 from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value, show
 
 __all__ = ["math_reward", "parse_answer", "verify"]
@@ -106,28 +114,6 @@ def _approximated(cleaned: str) -> Value | None:
     return exact if rounded or truncated else None
 
 
-_ROUNDED_GOLD = re.compile(r"-?(\d+)\.(\d+)")
-
-
-def _rounds_to_gold(gold: str, answer: str, a: Value) -> bool:
-    """An exact answer (no decimal point written) whose value, rounded to the gold's decimals, is the gold: the gold
-    ``4.67`` (at least 3 significant digits) is ``\\frac{14}{3}`` rounded, as ``3.14`` is pi rounded. A decimal
-    answer is never rounded up to the gold (4.666 is not 4.67); a short gold (``0.3``, ``0.33``) or one ending
-    in 0 (``12.0``) is not taken as a rounding: too many different exact values round to it."""
-    m = _ROUNDED_GOLD.fullmatch(_clean_gold(gold).strip()) if len(gold) < 60 else None
-    if m is None or len((m.group(1) + m.group(2)).lstrip("0")) < 3 or m.group(2).endswith("0"):
-        return False  # 12.0 is 12 written with a decimal, not a rounding
-    if re.search(r"\.\d|\d\.", answer):
-        return False
-    if not isinstance(a, Expr) or isinstance(a.e, sp.MatrixBase) or a.e.free_symbols:
-        return False
-    value = numeric_value(a.e)
-    if value is None or not value.is_real:
-        return False
-    half = sp.Rational(1, 2 * 10 ** len(m.group(2)))
-    return bool(abs(value - sp.Rational(m.group(0))) < half)  # a tie is not a rounding to this gold
-
-
 def _gold_text(gold: Any) -> tuple[str, bool]:
     """The gold answer and whether it is several different boxed answers (an ordered list, never a set).
 
@@ -155,9 +141,15 @@ def verify(
     percent_optional: bool = True,
     tolerance: float = 1e-9,
     time_limit: float = 2.0,
+    prompt: Any = None,
 ) -> Score:
-    """Score one completion against one gold answer (gold first). See the module docstring for the statuses."""
+    """Score one completion against one gold answer (gold first). See the module docstring for the statuses.
+
+    ``prompt`` (a string or chat messages) is the problem: it says whether rounding is asked for, and an answer
+    that restates one of its expressions earns nothing (see :mod:`rewards.math.problem`).
+    """
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
+    problem = read_problem(prompt_text(prompt))
     gold_s, several = _gold_text(gold)
     g: Value | None  # None only when even the raw gold is unusable
     try:
@@ -180,10 +172,12 @@ def verify(
         info.update(extracted=answer[:500], steps=True)
     elif ex.hedged:
         info["hedged"] = True  # several different boxes: compared as a list, so a single-valued gold fails
-    return _compare(g, gold_s, answer, info, (percent_optional, tolerance, deadline))
+    return _compare(g, gold_s, answer, info, (percent_optional, tolerance, deadline), problem)
 
 
-def _compare(g: Value, gold_s: str, answer: str, info: dict[str, Any], settings: tuple[bool, float, float]) -> Score:
+def _compare(
+    g: Value, gold_s: str, answer: str, info: dict[str, Any], settings: tuple[bool, float, float], problem: Problem
+) -> Score:
     """The verdict on one extracted answer: the fast path, else parse and compare (see :func:`verify`)."""
     fast = _fast_verdict(gold_s, answer)
     if fast is not None:
@@ -195,6 +189,8 @@ def _compare(g: Value, gold_s: str, answer: str, info: dict[str, Any], settings:
     except ParseError as e:
         return _zero("parse_error", answer, info, f"answer cannot be parsed: {e}")
     info["answer_parsed"] = show(a)
+    if isinstance(g, Seq) and g.kind == "list" and isinstance(a, Expr) and _decimal_comma(gold_s) != gold_s:
+        g = parse_answer(_decimal_comma(gold_s))  # a gold 1,22 answered by one number: its comma is a decimal one
     if isinstance(g, Text) and g.choice and not (isinstance(a, Text) and a.choice):
         g = _choice_content(gold_s) or g  # "C: \frac12" answered by the option's content
     percent_optional, tolerance, deadline = settings
@@ -203,6 +199,9 @@ def _compare(g: Value, gold_s: str, answer: str, info: dict[str, Any], settings:
         tolerance=tolerance,
         deadline=deadline,
         gold_inexact=bool(re.search(r"\d\.\d|\\approx", gold_s)),
+        approximate=problem.approximate or "\\approx" in gold_s,
+        places=problem.places,
+        gold_places=_written_places(gold_s),
     )
     try:
         same, reason = equivalent(g, a, opt)
@@ -219,11 +218,42 @@ def _compare(g: Value, gold_s: str, answer: str, info: dict[str, Any], settings:
         # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
         log.debug("math: comparison raised %s: %s", type(e).__name__, e)
         same, reason = False, f"values cannot be compared ({type(e).__name__})"
-    if not same and _rounds_to_gold(gold_s, answer, a):
-        same, reason = True, "the gold is this exact value rounded to its decimals"
+    if same and _restates(answer, gold_s, problem):
+        same, reason = False, "the answer restates an expression of the problem instead of its value"
     return Score(value=1.0 if same else 0.0, status="ok", answer=answer[:500], info={**info, "reason": reason})
 
 
+def _written_places(gold: str) -> int | None:
+    """The decimal places of a gold that is one plain decimal, as written (``12.50``: 2), else None."""
+    m = re.fullmatch(r"\s*\$?-?\d{1,300}\.(\d{1,300})\$?\s*", gold)
+    return len(m.group(1)) if m else None
+
+
+def _restates(answer: str, gold: str, problem: Problem) -> bool:
+    """The answer, or the value it ends on (``x = 17 \\cdot 23``), is an expression of the problem that the gold
+    is not (see :mod:`rewards.math.problem`)."""
+    if not problem.expressions:
+        return False
+    sides = _SIDES.split(answer)
+    if len(sides) > 1 and any(_PLAIN_NUMBER.fullmatch(side.strip().strip("$")) for side in sides):
+        return False  # 17 \cdot 23 = 391: a true chain that states the number
+    gold_keys = {expression_key(gold), expression_key(_last_side(gold))}
+    for text in (answer, _last_side(answer)):
+        key = expression_key(text)
+        if key is not None and key in problem.expressions and key not in gold_keys:
+            return True
+    return False
+
+
+_SIDES = re.compile(r"=|\\(?:le|ge|leq|geq|ne|neq)(?![A-Za-z])|[<>]")
+
+
+def _last_side(text: str) -> str:
+    return _SIDES.split(text)[-1]
+
+
+#: A clock time, h:mm with two-digit minutes (a ratio of such parts is read as a time when both sides are one).
+_CLOCK = re.compile(r"\s*(\d{1,2}):([0-5]\d)\s*")
 _PLAIN_NUMBER = re.compile(r"-?\d{1,300}(?:\.\d{1,300})?")
 _clean_gold = functools.lru_cache(maxsize=8192)(clean)
 
@@ -236,6 +266,10 @@ def _fast_verdict(gold: str, answer: str) -> tuple[bool, str] | None:
         return None
     if gc and gc == ac:
         return True, "identical after normalization"
+    gt, at = _CLOCK.fullmatch(gc), _CLOCK.fullmatch(ac)
+    if gt and at:  # 2:30 and 1:15 are two times, not the ratios 1/15
+        same = (int(gt.group(1)), gt.group(2)) == (int(at.group(1)), at.group(2))
+        return same, "clock times compared" if same else "different clock times"
     if _PLAIN_NUMBER.fullmatch(gc) and _PLAIN_NUMBER.fullmatch(ac):
         if Fraction(gc) == Fraction(ac):
             return True, "equal numbers"
@@ -313,12 +347,21 @@ def _parse_for(gold: Value, answer: str) -> Value:
         if letter is not None:
             return Text(letter.lower(), choice=True)
     if isinstance(gold, Expr) and not isinstance(gold.e, sp.MatrixBase):
-        answer = _DECIMAL_COMMA.sub(r"\1.\2", answer)  # one value expected: 2,74 is 2.74 (not a list)
+        answer = _decimal_comma(answer)  # one value expected: 2,74 is 2.74 (not a list)
     return parse_answer(answer)
 
 
-#: A decimal comma: one comma, no space, and not three digits after it (12,345 is a thousands separator).
-_DECIMAL_COMMA = re.compile(r"^\s*(-?\d+),(\d{1,2}|\d{4,})\s*$")
+#: A decimal comma: one comma, no space, and not three digits after it (12,345 is a thousands separator) unless
+#: the whole part is 0 (0,111 groups no thousands).
+_DECIMAL_COMMA = re.compile(r"^\s*(-?\d+),(\d{1,2}|\d{4,})\s*$|^\s*(-?0),(\d+)\s*$")
+
+
+def _decimal_comma(text: str) -> str:
+    m = _DECIMAL_COMMA.match(text)
+    if m is None:
+        return text
+    whole, frac = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
+    return f"{whole}.{frac}"
 
 
 @reward("math", reads=("answer",))
@@ -350,6 +393,7 @@ def math_reward(
             percent_optional=percent_optional,
             tolerance=tolerance,
             time_limit=time_limit,
+            prompt=sample.prompt,
         )
 
     return score

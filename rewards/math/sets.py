@@ -14,6 +14,7 @@ from collections.abc import Callable
 import sympy as sp
 import sympy.physics.units  # noqa: F401  # solveset imports it on its first call (0.3 s): paid at start-up, not by a pair
 
+from rewards.math.labels import is_label
 from rewards.math.values import Expr, Ivl, IvlUnion, Rel, Seq, Value
 
 __all__ = ["as_intervals", "intervals_equal"]
@@ -21,24 +22,28 @@ __all__ = ["as_intervals", "intervals_equal"]
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
-def as_intervals(v: Value, other: Value) -> list[Ivl] | None:
-    """``v`` as a list of intervals when it describes a set of reals (given what it is compared with), else None."""
+def as_intervals(v: Value, other: Value, *, solve: bool = True) -> list[Ivl] | None:
+    """``v`` as a list of intervals when it describes a set of reals (given what it is compared with), else None.
+
+    With ``solve=False`` an inequality counts only in solved form (``x > 3``, ``1 < x \\le 5``, ``x \\ne 1``,
+    ``x \\in I``): an answer that copies ``2x + 1 > 7`` has not solved it.
+    """
     if isinstance(v, Ivl):
         return [v]
     if isinstance(v, IvlUnion):
         return list(v.parts)
     if isinstance(v, Seq) and v.kind == "tuple" and len(v.items) == 2 and isinstance(other, (Ivl, IvlUnion, Rel)):
-        if isinstance(other, Rel) and not set(other.ops) & {*_FLIP, "in"}:
+        if isinstance(other, Rel) and not set(other.ops) & {*_FLIP, "in", "and"}:
             return None
         lo, hi = v.items
         if isinstance(lo, Expr) and isinstance(hi, Expr):
             return [Ivl(lo.e, hi.e, False, False)]
     if isinstance(v, Rel):
-        return _rel_intervals(v)
+        return _rel_intervals(v, solve)
     if isinstance(v, Seq) and v.kind == "list" and any(isinstance(i, (Ivl, IvlUnion, Rel)) for i in v.items):
         parts: list[Ivl] = []
         for it in v.items:
-            sub = as_intervals(it, other)
+            sub = as_intervals(it, other, solve=solve)
             if sub is None:
                 return None
             parts.extend(sub)
@@ -46,7 +51,9 @@ def as_intervals(v: Value, other: Value) -> list[Ivl] | None:
     return None
 
 
-def _rel_intervals(r: Rel) -> list[Ivl] | None:
+def _rel_intervals(r: Rel, solve: bool = True) -> list[Ivl] | None:
+    if r.ops and set(r.ops) == {"and"}:
+        return _intersection([_rel_intervals(t, solve) if isinstance(t, Rel) else None for t in r.terms])
     if r.ops == ("in",) and isinstance(r.terms[1], (Ivl, IvlUnion, Seq)):
         return as_intervals(r.terms[1], Ivl(sp.S.Zero, sp.S.One, False, False))
     if r.ops == ("!=",) and isinstance(r.terms[0], sp.Symbol) and isinstance(r.terms[1], sp.Basic):
@@ -56,8 +63,10 @@ def _rel_intervals(r: Rel) -> list[Ivl] | None:
         return None
     if any(not isinstance(t, sp.Basic) for t in r.terms):
         return None
-    syms = [i for i, t in enumerate(r.terms) if isinstance(t, sp.Symbol)]
+    syms = [i for i, t in enumerate(r.terms) if _named(t)]
     if len(syms) != 1:
+        if not solve:
+            return None
         return _solved(r) if len(r.ops) == 1 else _solved_chain(r)
     k = syms[0]
     lo, hi, lc, hc = -sp.oo, sp.oo, False, False
@@ -74,6 +83,11 @@ def _rel_intervals(r: Rel) -> list[Ivl] | None:
         else:
             lo, lc = bound, op == ">="
     return [Ivl(lo, hi, lc, hc)]
+
+
+def _named(t: object) -> bool:
+    """A variable or a named quantity (``x``, ``f(x)`` read as a product of letters): the side a set describes."""
+    return isinstance(t, sp.Basic) and is_label(t) and not isinstance(t, sp.Abs)
 
 
 _RELATIONS = {"<": sp.StrictLessThan, "<=": sp.LessThan, ">": sp.StrictGreaterThan, ">=": sp.GreaterThan}
@@ -127,6 +141,13 @@ def _solved_chain(r: Rel) -> list[Ivl] | None:
         return None
     sets = [sp.Union(*(_as_set(i) for i in h)) for h in (lower, upper)]
     return _to_intervals(sp.Intersection(*sets))
+
+
+def _intersection(sets: list[list[Ivl] | None]) -> list[Ivl] | None:
+    """Where every one of several conditions holds (``x > 1 \\wedge x < 3``); None when one is not a set."""
+    if any(s is None for s in sets):
+        return None
+    return _to_intervals(sp.Intersection(*(sp.Union(*(_as_set(i) for i in s)) for s in sets if s is not None)))
 
 
 def _as_set(i: Ivl) -> sp.Set:

@@ -52,26 +52,53 @@ class StructureMixin:
                 raise ParseError("\\cup joins something that is not an interval")
         return IvlUnion(tuple(parts))
 
+    def _minus(self, left: object, right: object) -> IvlUnion:
+        """``I \\setminus \\{a, b\\}``: the interval (or union) ``I`` with the points removed."""
+        parts = [left] if isinstance(left, Ivl) else list(left.parts) if isinstance(left, IvlUnion) else None
+        points = right.items if isinstance(right, Seq) and right.kind == "set" else None
+        if parts is None or points is None or not all(isinstance(p, Expr) and p.e.is_real for p in points):
+            raise ParseError("\\setminus takes points out of an interval")
+        for p in sorted({p.e for p in points if isinstance(p, Expr)}, key=lambda e: float(e)):
+            out: list[Ivl] = []
+            for iv in parts:
+                above = bool(iv.lo < p) or (iv.lo == p and iv.lo_closed)
+                if not (above and (bool(p < iv.hi) or (p == iv.hi and iv.hi_closed))):
+                    out.append(iv)
+                    continue
+                if iv.lo != p:
+                    out.append(Ivl(iv.lo, p, iv.lo_closed, False))
+                if iv.hi != p:
+                    out.append(Ivl(p, iv.hi, False, iv.hi_closed))
+            parts = out
+        return IvlUnion(tuple(parts))
+
     def _bracket(self: _Parser, opener: str) -> object:
+        """``(...)``, ``[...]`` and the intervals they make; the French notation reverses a bracket to open that
+        end (``]a, b[`` is ``(a, b)``, ``[a, b[`` is ``[a, b)``, ``]-\\infty, 2]`` is ``(-\\infty, 2]``)."""
         self._enter()
-        v = self.parse_list(closers=(")", "]"))
+        v = self.parse_list(closers=(")", "]", "["))
         self.depth -= 1
         closer = self.next()
-        if not closer.is_op(")", "]"):
+        if not closer.is_op(")", "]", "["):
             raise ParseError(f"unclosed {opener!r}")
         items = v.items if isinstance(v, Seq) and v.kind == "list" else None
-        if items is None:
+        french = opener == "]" or closer.text == "["
+        if items is None and not french:
             if opener == "(" and closer.text == ")":
                 return v.e if isinstance(v, Expr) else v
             if opener == "[" and closer.text == "]" and isinstance(v, Expr):
                 return v.e
             raise ParseError(f"{opener}...{closer.text} around a single value")
-        ends = [i.e if isinstance(i, Expr) else None for i in items]
+        ends = [i.e if isinstance(i, Expr) else None for i in items or ()]
+        if french:
+            if len(ends) != 2 or None in ends or opener == "(" or closer.text == ")":
+                raise ParseError(f"{opener}...{closer.text} is not an interval")
+            return Ivl(ends[0], ends[1], opener == "[", closer.text == "]")
         mixed = opener + closer.text in ("(]", "[)")
         inf = any(e is not None and e.has(sp.oo) for e in ends)
-        if len(items) == 2 and None not in ends and (mixed or inf or opener + closer.text == "[]"):
+        if len(ends) == 2 and None not in ends and (mixed or inf or opener + closer.text == "[]"):
             return Ivl(ends[0], ends[1], opener == "[", closer.text == "]")
-        return Seq("tuple", items)
+        return Seq("tuple", items or ())
 
     def _matrix(self: _Parser) -> sp.Basic:
         env = self._raw_arg()
@@ -92,6 +119,8 @@ class StructureMixin:
             if t.is_op("&"):
                 continue
             if t.is_cmd("\\"):
+                if self.peek().is_op("["):
+                    raise ParseError("row spacing after \\\\ that is not a length")  # [2pt] is stripped before
                 rows.append([])
                 continue
             if t.is_cmd("end"):

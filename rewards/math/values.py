@@ -144,7 +144,9 @@ def safe_pow(base: sp.Basic, exp: sp.Basic) -> sp.Basic:
     """``base ** exp`` unless the result would be huge (then :class:`HugeValue`)."""
     if isinstance(base, sp.MatrixBase):
         numeric = not base.free_symbols and max(base.shape) <= 6
-        if isinstance(exp, sp.Integer) and (0 <= int(exp) <= (16 if numeric else 3) or (numeric and int(exp) == -1)):
+        rational = numeric and all(isinstance(x, sp.Rational) and (_int_bits(x) or 0) <= 64 for x in base)
+        top = 16 if rational else 4 if numeric else 3  # radical entries swell: a 6x6 to the 16th took minutes
+        if isinstance(exp, sp.Integer) and (0 <= int(exp) <= top or (numeric and int(exp) == -1)):
             return base**exp
         raise HugeValue("matrix power too large to evaluate (large, symbolic or negative exponent)")
     if isinstance(exp, sp.MatrixBase):
@@ -261,11 +263,24 @@ def _show(v: Value | None) -> str | None:
     return _short(f"huge:{v.src}")
 
 
+#: Largest expression (in tree nodes) printed for ``Score.info``: sympy's printer sorts the terms of every sum by
+#: evaluating them, which took 16 s for a 4x4 matrix of radicals to the 10th power.
+MAX_SHOWN_NODES = 400
+
+
 def _sstr(e: object) -> str:
+    if isinstance(e, sp.Basic) and _nodes_over(e, MAX_SHOWN_NODES):
+        shape = "x".join(map(str, e.shape)) + " matrix" if isinstance(e, sp.MatrixBase) else "expression"
+        return f"<{shape} of more than {MAX_SHOWN_NODES} nodes>"
     try:
-        return _short(sp.sstr(e))
+        return _short(sp.sstr(e, order="none"))
     except ValueError:  # an integer too long to print
         return "<very long number>"
+
+
+def _nodes_over(e: sp.Basic, cap: int) -> bool:
+    """More than ``cap`` nodes in the tree (counted lazily: a huge tree costs only the cap)."""
+    return any(n > cap for n, _ in enumerate(sp.preorder_traversal(e)))
 
 
 def _short(s: str, n: int = 300) -> str:

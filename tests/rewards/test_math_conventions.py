@@ -92,14 +92,18 @@ EQUATIONS_INTERVALS = [
     ("x = 3", "\\boxed{3}", 1.0),
     ("y = 2x + 1", "\\boxed{2x - y + 1 = 0}", 1.0),
     ("y = 2x + 1", "\\boxed{2x - y - 1 = 0}", 0.0),
-    ("2, 3", "\\boxed{x^2 - 5x + 6 = 0}", 1.0),
+    ("2, 3", "\\boxed{x^2 - 5x + 6 = 0}", 0.0),  # an unsolved equation states no value: the grader never solves it
+    ("x = 2, x = 3", "\\boxed{x = 3 \\text{ or } x = 2}", 1.0),
     ("[2,5)", "\\boxed{2 \\le x < 5}", 1.0),
     ("[2,5)", "\\boxed{2 \\le x \\le 5}", 0.0),
     ("(-\\infty, 2) \\cup (5, \\infty)", "\\boxed{x < 2 \\text{ or } x > 5}", 1.0),
     ("(-\\infty, 1) \\cup (1, \\infty)", "\\boxed{x \\neq 1}", 1.0),
     ("(0, 1)", "\\boxed{x \\in (0, 1)}", 1.0),
-    ("[-3, 3]", "\\boxed{|x| \\le 3}", 1.0),
-    ("(-\\infty, -2) \\cup (2, \\infty)", "\\boxed{x^2 > 4}", 1.0),
+    ("[-3, 3]", "\\boxed{|x| \\le 3}", 0.0),  # an unsolved inequality is not its solution set
+    ("(-\\infty, -2) \\cup (2, \\infty)", "\\boxed{x^2 > 4}", 0.0),
+    ("|x| \\le 3", "\\boxed{-3 \\le x \\le 3}", 1.0),  # ... a gold may be one: the answer states its solution
+    ("x^2 > 4", "\\boxed{(-\\infty, -2) \\cup (2, \\infty)}", 1.0),
+    ("x^2 > 4", "\\boxed{4 < x^2}", 1.0),  # an unsolved gold against the same unsolved relation
     ("(-\\infty, -2) \\cup (2, \\infty)", "\\boxed{x^2 \\ge 4}", 0.0),
 ]
 

@@ -124,7 +124,8 @@ RELATIONS = [  # 6
     ("-2 \\le x \\le 7", "\\boxed{x \\in [-2,7)}", 0.0),
     ("[-2,7]", "\\boxed{-2 \\le x \\le 7}", 1.0),
     ("(-\\infty, 2) \\cup (5, \\infty)", "\\boxed{x < 2 \\text{ or } x > 5}", 1.0),
-    ("[-\\frac32,-1]\\cup[1,\\frac32]", "\\boxed{1 \\le |z| \\le \\frac32}", 1.0),
+    ("[-\\frac32,-1]\\cup[1,\\frac32]", "\\boxed{1 \\le |z| \\le \\frac32}", 0.0),  # unsolved: no credit
+    ("1 \\le |z| \\le \\frac32", "\\boxed{[-\\frac32,-1]\\cup[1,\\frac32]}", 1.0),  # a gold may be unsolved
     ("[-\\frac32,-1]\\cup[1,\\frac32]", "\\boxed{1 \\le |z| < \\frac32}", 0.0),
     ("[-\\frac32,-1]\\cup[1,\\frac32]", "\\boxed{1 \\le z \\le \\frac32}", 0.0),
 ]

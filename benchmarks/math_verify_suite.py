@@ -1,0 +1,110 @@
+"""The ``math`` reward on Math-Verify's own regression tuples: how often do we agree with its expected verdicts?
+
+Math-Verify (HuggingFace) ships its regression tests as ``(gold, pred, expected)`` tuples in
+``pytest.mark.parametrize`` lists. This script reads those tuples from the test files of a Math-Verify source
+distribution (``pip download --no-deps --no-binary :all: math-verify``, then pass the ``.tar.gz`` or its unpacked
+folder) with :mod:`ast`, so no file of theirs is copied here and nothing is fetched. Each tuple is scored with
+``rewards.math.verify(gold, pred)`` (gold first, default settings) and compared with the expected verdict:
+agreement, false positives (we credit what they expect to fail), false negatives, per test file.
+
+Tuples whose test passes extra settings (a float precision, ``strict=False``, set-relation comparison) are
+counted like the others: the expected verdict is what a careful grader should say; a setting we do not have is
+reported in the per-row listing.
+
+    python benchmarks/math_verify_suite.py PATH [--show-errors] [--lenient]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+
+def _test_sources(path: Path) -> dict[str, str]:
+    """Test file name -> source text, from a ``.tar.gz`` sdist or an unpacked folder."""
+    out: dict[str, str] = {}
+    if path.is_dir():
+        for f in sorted(path.rglob("tests/test_*.py")):
+            out[f.name] = f.read_text(encoding="utf-8")
+        return out
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = m.name.split("/")
+            if m.isfile() and len(parts) >= 2 and parts[-2] == "tests" and parts[-1].startswith("test_"):
+                f = tar.extractfile(m)
+                if f is not None:
+                    out[parts[-1]] = io.TextIOWrapper(f, encoding="utf-8").read()
+    return out
+
+
+def _literal(node: ast.AST) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError):
+        return None
+
+
+def tuples(path: Path) -> list[dict]:
+    """Every ``(gold, pred, expected, ...)`` parametrize row of the suite, with its file and extra settings."""
+    rows: list[dict] = []
+    for name, src in _test_sources(path).items():
+        for fn in ast.walk(ast.parse(src)):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            for dec in fn.decorator_list:
+                if not (isinstance(dec, ast.Call) and getattr(dec.func, "attr", "") == "parametrize"):
+                    continue
+                names = _literal(dec.args[0])
+                if not isinstance(names, str):
+                    continue
+                keys = [k.strip() for k in names.split(",")]
+                if keys[:2] != ["gold", "pred"] or len(dec.args) < 2 or not isinstance(dec.args[1], ast.List):
+                    continue
+                for elt in dec.args[1].elts:
+                    values = _literal(elt)
+                    if not isinstance(values, tuple) or len(values) != len(keys):
+                        continue
+                    row = dict(zip(keys, values, strict=True))
+                    expected = row.pop("expected", row.pop("result", None))
+                    if not isinstance(expected, (bool, int)):
+                        continue
+                    gold, pred = row.pop("gold"), row.pop("pred")
+                    rows.append(
+                        {"file": name, "test": fn.name, "gold": gold, "pred": pred, "expected": bool(expected), **row}
+                    )
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("path", type=Path, help="Math-Verify sdist (.tar.gz) or its unpacked folder")
+    ap.add_argument("--show-errors", action="store_true", help="print every disagreement")
+    ap.add_argument("--lenient", action="store_true", help="strict=False: also take an unanchored last value")
+    args = ap.parse_args()
+    from rewards.math import verify
+
+    rows = tuples(args.path)
+    if not rows:
+        raise SystemExit(f"{args.path}: no (gold, pred, expected) tuples found in tests/test_*.py")
+    per: Counter[tuple[str, str]] = Counter()
+    for r in rows:
+        s = verify(r["gold"], r["pred"], strict=not args.lenient)
+        got = s.value == 1.0
+        kind = "agree" if got == r["expected"] else ("FP" if got else "FN")
+        per[(r["file"], kind)] += 1
+        per[("all", kind)] += 1
+        if kind != "agree" and args.show_errors:
+            extra = {k: v for k, v in r.items() if k not in ("file", "test", "gold", "pred", "expected")}
+            print(f"{kind} {r['test']} gold={r['gold']!r} pred={r['pred']!r} {s.status} {extra or ''}")
+            print(f"    {s.info.get('extracted')!r} -> {s.info.get('reason')}")
+    for f in sorted({k[0] for k in per}):
+        n = sum(per[(f, k)] for k in ("agree", "FP", "FN"))
+        print(f"{f:28s} n={n:4d} agree={per[(f, 'agree')] / n:.3f} FP={per[(f, 'FP')]} FN={per[(f, 'FN')]}")
+
+
+if __name__ == "__main__":
+    main()

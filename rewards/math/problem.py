@@ -1,0 +1,147 @@
+r"""What the problem statement tells the grader: whether it asks for an approximation, and its expressions.
+
+* **Approximation.** Rounding is credited only where the problem asks for it: its words ("round", "nearest",
+  "approximately", "estimate", "to two decimal places", "significant figures") or ``\approx`` in the gold. The
+  number of decimal places it names ("two decimal places", "nearest hundredth") is read when it says.
+* **Expressions of the prompt.** An answer that restates an expression of the problem (``17 \cdot 23`` for
+  "Compute $17 \cdot 23$", ``3x + 4 = 19`` for "Solve $3x + 4 = 19$", ``\sqrt{12}`` for "Simplify
+  $\sqrt{12}$") has not answered it, even though its value is the gold's. The expressions are the inline and
+  display math of the prompt, the plain-text formulas in it (runs of digits, letters and operators between words),
+  and the sides of their relations. Two writings are the same expression when they have the same tokens in any
+  order, with a product written or not (``\cdot``, ``\times``, ``*``, side by side) and quotients (``\frac``,
+  ``/``, ``\div``) read as one operator: ``23 \times 17`` and ``(17)(23)`` restate ``17 \cdot 23``. A single
+  number or letter, signed or not, is never a restatement. Answer options (``(A) $\sqrt{12}$``) are not
+  expressions to compute.
+
+This module does not compare values; :mod:`rewards.math.reward` applies both rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from rewards.math.lexer import ParseError, tokenize
+from rewards.math.normalize import NormalizeError, clean
+from rewards.math.tables import MUL_CMDS, RELOPS
+
+__all__ = ["Problem", "read_problem", "expression_key", "prompt_text"]
+
+#: Only the first part of a long prompt is read (problems state their expressions early).
+MAX_PROMPT_CHARS = 20_000
+_MAX_SEGMENTS = 200
+
+_APPROX = re.compile(
+    r"\b(?:round(?:ed|ing)?|nearest|approximat\w*|estimat\w*|decimal\s+places?|significant\s+(?:figures?|digits?)|"
+    r"to\s+the\s+(?:tenths?|hundredths?|thousandths?))\b|\\approx|≈",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_PLACES = re.compile(r"\b(\d|one|two|three|four|five|six)[ -]+decimal[ -]+places?\b", re.IGNORECASE)
+_NAMED_PLACE = re.compile(
+    r"\bnearest\s+(?:(whole\s+number|integer|unit|one)|(tenth)|(hundredth)|(thousandth)|(ten[ -]thousandth))s?\b",
+    re.IGNORECASE,
+)
+_MATH = re.compile(
+    r"\$\$(.{1,2000}?)\$\$|(?<!\\)\$(.{1,1000}?)(?<!\\)\$|\\\((.{1,1000}?)\\\)|\\\[(.{1,2000}?)\\\]", re.DOTALL
+)
+#: Plain-text formula material: digits, letters, operators, brackets, with single spaces between.
+_PLAIN = re.compile(r"[0-9A-Za-z.+\-*/^=<>()|!]+(?: [0-9A-Za-z.+\-*/^=<>()|!]+)*")
+_WORDISH = re.compile(r"[A-Za-z]{2,}")
+_OPTION = re.compile(r"(?:\(\s*[A-J]\s*\)|\b[A-J][.)])\s*(?:\\text(?:bf)?\{[^{}]{0,8}\}\s*)?$")
+_RELATION_SPLIT = re.compile(r"\\(?:le|ge|leq|geq|ne|neq|lt|gt|leqslant|geqslant)(?![A-Za-z])|[=<>]|,")
+_PRODUCT = frozenset(MUL_CMDS) | {"*"}
+_QUOTIENT = frozenset({"frac", "/", "div"})
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a prompt says: whether it asks for an approximation, the places it names, its expression keys."""
+
+    approximate: bool = False
+    places: int | None = None
+    expressions: frozenset[tuple[tuple[str, int], ...]] = frozenset()
+
+
+def prompt_text(prompt: Any) -> str:
+    """The text of a prompt given as a string or as chat messages (``[{"role": ..., "content": ...}]``)."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, (list, tuple)):
+        parts = []
+        for m in prompt:
+            content = m.get("content") if isinstance(m, dict) else m
+            if isinstance(content, str):
+                parts.append(content)
+        return "\n".join(parts)
+    return ""
+
+
+@functools.lru_cache(maxsize=4096)
+def read_problem(prompt: str) -> Problem:
+    """Read one prompt (cached: a prompt is graded once per completion)."""
+    text = prompt[:MAX_PROMPT_CHARS]
+    if not text.strip():
+        return Problem()
+    approximate = bool(_APPROX.search(text))
+    return Problem(approximate, _places(text) if approximate else None, frozenset(_expressions(text)))
+
+
+def _places(text: str) -> int | None:
+    m = _PLACES.search(text)
+    if m:
+        word = m.group(1).lower()
+        return int(word) if word.isdigit() else _NUMBER_WORDS[word]
+    named = _NAMED_PLACE.search(text)
+    if named:
+        return next(i for i in range(1, 6) if named.group(i)) - 1  # whole number 0, tenth 1, ... ten-thousandth 4
+    return None
+
+
+def _expressions(text: str) -> set[tuple[tuple[str, int], ...]]:
+    segments: list[str] = []
+    for m in _MATH.finditer(text):
+        if _OPTION.search(text[max(0, m.start() - 24) : m.start()]):
+            continue  # "(A) $\sqrt{12}$": an option to choose, not an expression to compute
+        segments.append(next(g for g in m.groups() if g is not None))
+    prose = _MATH.sub(" ; ", text)
+    for m in _PLAIN.finditer(prose):
+        for piece in re.split(r"(?:^| )[A-Za-z]{2,}(?= |$)", m.group(0)):  # words split formulas apart
+            if re.search(r"\d", piece) and re.search(r"[-+*/^=<>|!]", piece):
+                segments.append(piece)
+    keys: set[tuple[tuple[str, int], ...]] = set()
+    for seg in segments[:_MAX_SEGMENTS]:
+        for part in {seg, *_RELATION_SPLIT.split(seg)}:
+            key = expression_key(part)
+            if key is not None:
+                keys.add(key)
+    return keys
+
+
+def expression_key(text: str) -> tuple[tuple[str, int], ...] | None:
+    """The token multiset of an expression (see the module doc); None for an atom or an unreadable text."""
+    try:
+        toks = tokenize(clean(text))
+    except (NormalizeError, ParseError, RecursionError):
+        return None
+    words: list[str] = []
+    for t in toks:
+        if t.kind == "end" or t.text in ("{", "}", "(", ")", "left", "right", "mathrm", "displaystyle"):
+            continue  # grouping is not content: \sqrt{12} and \sqrt 12, (17)(23) and 17 \cdot 23
+        word = t.text
+        if word in _PRODUCT:
+            continue  # an explicit product is the implicit one: (17)(23) restates 17 \cdot 23
+        if word in _QUOTIENT:
+            word = "/"
+        elif t.kind == "cmd" and word in RELOPS:
+            word = RELOPS[word]
+        elif word in ("dbinom", "tbinom"):
+            word = "binom"
+        words.append(word)
+    core = words[1:] if words[:1] in (["-"], ["+"]) else words
+    if len(core) <= 1 or _WORDISH.fullmatch("".join(core)):
+        return None  # an atom (a number, a letter, a name) restates nothing
+    return tuple(sorted(Counter(words).items()))
