@@ -260,7 +260,7 @@ def main() -> int:
           f" {'export proc ms':>15}")
     for mode, ts in times.items():
         med = statistics.median(ts)
-        paired = statistics.median(t / b for t, b in zip(ts, times["off"]))
+        paired = statistics.median(t / b for t, b in zip(ts, times["off"], strict=True))
         more = amortized.get(mode, 0.0)
         print(f"{mode:<6} {med * 1000:>15.2f} {med / base:>7.3f} {paired:>13.3f} {more * 1000:>15.3f} "
               f"{(paired - 1 + more / base) * 100:>7.2f}% {export_proc.get(mode, 0.0) * 1000:>15.3f}")

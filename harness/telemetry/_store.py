@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,7 +80,6 @@ class FileSpanExporter(SpanExporter):
 
     Attributes:
         lines_written: batches written.
-        busy_s: wall seconds spent encoding and writing (in the thread that exports).
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -91,10 +89,8 @@ class FileSpanExporter(SpanExporter):
         self._lock = threading.Lock()
         self._failed = False
         self.lines_written = 0
-        self.busy_s = 0.0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        t0 = time.perf_counter()
         try:
             data = (spans_to_json(spans) + "\n").encode("utf-8")
             with self._lock:
@@ -109,8 +105,6 @@ class FileSpanExporter(SpanExporter):
                 logger.warning("writing traces to %s failed (%s: %s); later traces may be missing", self.path,
                                type(e).__name__, e)  # fmt: skip
             return SpanExportResult.FAILURE
-        finally:
-            self.busy_s += time.perf_counter() - t0
 
     def shutdown(self) -> None:
         with self._lock:

@@ -119,7 +119,7 @@ def test_a_stalled_backend_fills_the_queue_and_training_goes_on(tmp_path: Path) 
         srv.hold.set()
         srv.shutdown()
     ex = tel.exporter
-    assert ex.queue_full > 0 and ex.sent + ex.queue_full + ex.dropped == 400
+    assert ex.ended == 400 and ex.queue_full > 0 and ex.sent + ex.dropped < 400
     assert len(srv.names()) == ex.sent
     assert sum(1 for _ in iter_spans(tmp_path / "traces.jsonl")) == 400  # the file store has every span
 
