@@ -1,8 +1,11 @@
 """Multi-process data parallelism on torch.distributed, launched by ``torchrun`` or ``accelerate launch``.
 
 Each rank samples and scores its own whole prompt groups (a group is never split across ranks), computes the
-loss with normalizers summed over all ranks, and gradients are then *summed* with one all-reduce per step, so
-the update equals the single-process update on the union of the ranks' batches. Parameters are broadcast from
+loss with normalizers summed over all ranks, and gradients are *summed* over ranks by :class:`GradientSync`:
+bucketed all-reduces launched during the last backward of an update, as torch's DDP does, so the communication
+overlaps the backward of the earlier layers. The update equals the single-process update on the union of the
+ranks' batches. The model is not wrapped (no ``DistributedDataParallel``): rollouts, packing, LoRA and
+checkpoints see the plain module, and ranks may run different numbers of micro-batches. Parameters are broadcast from
 rank 0 at start so every rank begins from identical weights.
 
 Batch-scaled advantages (``scale_rewards: batch``) use the std of the *global* batch: each rank's reward
@@ -15,6 +18,7 @@ parallelism.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 from collections.abc import Iterable
@@ -30,6 +34,7 @@ __all__ = [
     "DistInfo",
     "init_distributed",
     "all_reduce_sum",
+    "GradientSync",
     "sync_gradients",
     "broadcast_parameters",
     "barrier",
@@ -111,24 +116,119 @@ def group_advantages_over_ranks(
     return group_advantages(rewards, group_size, scale=scale, global_moments=moments)
 
 
+class GradientSync:
+    """Sums the gradients of ``params`` over ranks in buckets, launched while the last backward of an update runs.
+
+    Buckets hold about ``bucket_bytes`` of gradients of one dtype and device each, in reverse parameter order
+    (backward produces the last layers' gradients first). After :meth:`arm`, a hook on each parameter counts its
+    gradient as final; once every gradient of a bucket is, the bucket is flattened and all-reduced asynchronously
+    while backward goes on with the layers before it, at most ``max_inflight`` buckets at a time (so the extra
+    memory is a few buckets, not a second copy of every gradient). Buckets launch strictly in order, on every rank
+    alike, whatever order one rank's backward produced its gradients in. :meth:`finish` launches what is left (a
+    parameter that got no gradient in the last backward contributes zeros), waits, and writes the sums back.
+
+    Gradient accumulation: arm only before the last micro-batch's backward; the earlier ones only accumulate.
+    With one process, or FSDP (which reduces its own gradients), every method does nothing.
+    """
+
+    def __init__(
+        self,
+        params: Iterable[torch.nn.Parameter],
+        info: DistInfo,
+        *,
+        bucket_bytes: int = 25 << 20,
+        max_inflight: int = 2,
+    ) -> None:
+        self.params = [p for p in params if p.requires_grad]
+        self.active = info.enabled and info.parallel != "fsdp"
+        self.buckets: list[list[int]] = []
+        key, size = None, 0
+        for i in reversed(range(len(self.params))):
+            p = self.params[i]
+            nbytes = p.numel() * p.element_size()
+            if not self.buckets or (p.dtype, p.device) != key or (size + nbytes > bucket_bytes and size):
+                self.buckets.append([])
+                key, size = (p.dtype, p.device), 0
+            self.buckets[-1].append(i)
+            size += nbytes
+        self._bucket_of = {id(self.params[i]): b for b, idx in enumerate(self.buckets) for i in idx}
+        self._max_inflight = max(1, max_inflight)
+        self._left: list[int] = []
+        self._next = 0
+        self._inflight: collections.deque[tuple[int, torch.Tensor, Any]] = collections.deque()
+        self._armed = False
+        self.launched_in_backward = 0  # buckets whose all-reduce started before finish() (the overlap)
+        self._hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in self.params] if self.active else []
+
+    def arm(self) -> None:
+        """Reduce during the next backward (call it before the last micro-batch's ``backward``)."""
+        if not self.active:
+            return
+        self._left = [len(b) for b in self.buckets]
+        self._next = 0
+        self._armed = True
+
+    def _on_grad(self, p: torch.Tensor) -> None:
+        if not self._armed:
+            return
+        b = self._bucket_of[id(p)]
+        self._left[b] -= 1
+        while self._next < len(self.buckets) and self._left[self._next] <= 0:
+            self._launch()
+            self.launched_in_backward += 1
+
+    def _launch(self) -> None:
+        if len(self._inflight) >= self._max_inflight:
+            self._land()
+        b = self._next
+        self._next += 1
+        grads = []
+        for i in self.buckets[b]:
+            p = self.params[i]
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            grads.append(p.grad)
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        self._inflight.append((b, flat, dist.all_reduce(flat, op=dist.ReduceOp.SUM, async_op=True)))
+
+    def _land(self) -> None:
+        b, flat, work = self._inflight.popleft()
+        work.wait()
+        offset = 0
+        for i in self.buckets[b]:
+            g = self.params[i].grad
+            assert g is not None  # set before its bucket was launched
+            g.copy_(flat[offset : offset + g.numel()].view_as(g))
+            offset += g.numel()
+
+    def finish(self) -> None:
+        """Every gradient summed over ranks (what an armed backward has not launched is reduced now)."""
+        if not self.active:
+            return
+        if not self._armed:
+            self.arm()
+        while self._next < len(self.buckets):
+            self._launch()
+        while self._inflight:
+            self._land()
+        self._armed = False
+
+    def close(self) -> None:
+        """Remove the hooks (the sums of a finished update stay in ``.grad``)."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        self._armed = False
+
+
 def sync_gradients(params: Iterable[torch.nn.Parameter], info: DistInfo) -> None:
-    """Sum every trainable parameter's gradient over ranks, in one flat all-reduce (FSDP: already reduced)."""
-    if not info.enabled or info.parallel == "fsdp":
-        return
-    grads: list[torch.Tensor] = []
-    for p in params:
-        if not p.requires_grad:
-            continue
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        grads.append(p.grad)
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-    offset = 0
-    for g in grads:
-        n = g.numel()
-        g.copy_(flat[offset : offset + n].view_as(g))
-        offset += n
+    """Sum every trainable parameter's gradient over ranks after backward, bucket by bucket (no overlap; the
+    update overlaps them with backward through :class:`GradientSync`). FSDP: already reduced, nothing done."""
+    sync = GradientSync(params, info)
+    try:
+        sync.finish()
+    finally:
+        sync.close()
 
 
 def broadcast_parameters(model: torch.nn.Module, info: DistInfo) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from trainer import packing
-from trainer.dist import DistInfo, all_reduce_sum, sync_gradients
+from trainer.dist import DistInfo, GradientSync, all_reduce_sum
 from trainer.head import PolicyForward
 from trainer.logprobs import sequence_logprobs
 from trainer.losses import LossConfig, LossOutput, TISStats, policy_loss, tis_weights
@@ -324,6 +324,7 @@ def apply_update(
     weights: list[torch.Tensor | None] = [None] * len(slices)
     is_stats: list[tuple[TISStats, float]] = []
     entropy_tokens = 0.0
+    sync = GradientSync(model.parameters(), dist)  # sums gradients over ranks while the last backward runs
     for it in range(passes.mu):
         optimizer.zero_grad(set_to_none=True)
         for k, rows in enumerate(slices):
@@ -347,10 +348,13 @@ def apply_update(
                 num_tokens=int(n_tok),
                 is_weight=weights[k],
             )
+            if k == len(slices) - 1:
+                sync.arm()
             out.loss.backward()
             if it == 0:
                 entropy_tokens += _accumulate(stats, out, ent, batch.completion_mask[rows, :t_len].to(device), n_tok)
-        stats["grad_norm"] = _optimizer_step(model, optimizer, scheduler, dist, max_grad_norm)
+        stats["grad_norm"] = _optimizer_step(model, optimizer, scheduler, sync, max_grad_norm)
+    sync.close()
     stats["entropy"] /= max(entropy_tokens, 1.0)
     if is_stats:
         stats.update(_is_metrics(is_stats))
@@ -426,11 +430,12 @@ def _accumulate(
 
 
 def _optimizer_step(
-    model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, dist: DistInfo, max_grad_norm: float | None
+    model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sync: GradientSync, max_grad_norm: float | None
 ) -> float:
-    """Sum gradients over ranks, clip, step; returns the gradient norm before clipping (0 when not clipped)."""
+    """Finish summing gradients over ranks, clip, step; returns the gradient norm before clipping (0 when not
+    clipped)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    sync_gradients(params, dist)
+    sync.finish()
     norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm)) if max_grad_norm is not None else 0.0
     optimizer.step()
     scheduler.step()

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import random
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +28,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
 from harness.cfg.telemetry import TelemetrySection
@@ -43,11 +43,9 @@ from harness.telemetry._attrs import (
     sample_event,
     span_ids,
 )
-from harness.telemetry._export import resolve_otlp
-from harness.telemetry._sender import OtlpSender
-from harness.telemetry._shipper import OtlpShipper
+from harness.telemetry._export import ExportProcessor, OtlpDelivery, resolve_otlp
 from harness.telemetry._stats import RewardStats
-from harness.telemetry._writer import TraceWriter
+from harness.telemetry._store import FileSpanExporter
 
 __all__ = ["RunTelemetry", "StepSpan", "EvalSpan", "TRACES_FILE", "CONTEXT_VERSION"]
 
@@ -56,6 +54,7 @@ logger = logging.getLogger(__name__)
 TRACES_FILE = "traces.jsonl"
 CONTEXT_VERSION = 1
 _SCOPE = "harness.telemetry"
+_STORE_QUEUE = 1 << 16  # spans waiting for the file store's thread: complete unless that many pile up in a second
 
 
 class StepSpan:
@@ -157,8 +156,8 @@ class RunTelemetry:
         run_id: str,
         section: TelemetrySection,
         provider: TracerProvider | None,
-        file_store: TraceWriter | None,
-        exporter: OtlpShipper | OtlpSender | None,
+        file_store: BatchSpanProcessor | None,
+        exporter: OtlpDelivery | None,
     ) -> None:
         self.run_dir = run_dir
         self.run_id = run_id
@@ -213,35 +212,22 @@ class RunTelemetry:
             }
         )
         provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
-        sender: OtlpShipper | OtlpSender | None = None
+        store = None
+        if section.file_store:  # the SDK's batch processor: encoding and writing run in its thread
+            exporter = FileSpanExporter(run_dir / TRACES_FILE)
+            store = BatchSpanProcessor(exporter, max_queue_size=_STORE_QUEUE, schedule_delay_millis=1000)
+            provider.add_span_processor(store)
+        delivery = None
         if otlp is not None:
-            settings = otlp
-
-            def make(kind: type[OtlpShipper] | type[OtlpSender]) -> OtlpShipper | OtlpSender:
-                return kind(
-                    settings,
-                    max_queue_spans=section.max_queue_size,
-                    max_batch_spans=section.max_export_batch_size,
-                    schedule_delay_s=section.schedule_delay_s,
-                    retry_after_s=section.retry_after_s,
-                )
-
             try:
-                try:
-                    sender = make(OtlpShipper)
-                except OSError as e:  # no second process to be had: export from a thread of this one
-                    logger.info("OTLP export process not started (%s); exporting in-process", e)
-                    sender = make(OtlpSender)
+                delivery = OtlpDelivery(otlp, section.retry_after_s)
             except ValueError as e:
                 raise ConfigError(f"telemetry.otlp_endpoint: {e}") from None
+            provider.add_span_processor(ExportProcessor(delivery, section))
             logger.info("tracing run %s to %s and %s", run_id, otlp.endpoint, run_dir / TRACES_FILE)
-        writer = None
-        if section.file_store or sender is not None:
-            writer = TraceWriter(run_dir / TRACES_FILE if section.file_store else None, sender)
-            provider.add_span_processor(writer)
         for p in extra_processors:
             provider.add_span_processor(p)
-        return cls(run_dir, run_id, section, provider, writer, sender)
+        return cls(run_dir, run_id, section, provider, store, delivery)
 
     @property
     def traces_path(self) -> Path:
@@ -371,11 +357,7 @@ class RunTelemetry:
         """Write pending spans to the file store and send what waits for the OTLP backend (up to ``timeout_s``)."""
         if self._provider is None:
             return True
-        deadline = time.monotonic() + timeout_s
-        ok = self._provider.force_flush(int(timeout_s * 1000))
-        if self.exporter is not None:
-            ok = self.exporter.flush(max(0.0, deadline - time.monotonic())) and ok
-        return ok
+        return self._provider.force_flush(int(timeout_s * 1000))
 
     def shutdown(self) -> None:
         """Flush and close every destination; safe to call twice."""

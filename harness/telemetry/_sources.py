@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.telemetry._otlp_json import iter_spans
+from harness.telemetry._store import iter_spans
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
 

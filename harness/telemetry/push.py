@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.telemetry._otlp_json import otlp_json_to_request, read_requests
+from harness.telemetry._store import json_to_request, read_requests
 
 __all__ = ["PushError", "PushResult", "push_file_store"]
 
@@ -92,7 +92,7 @@ def push_file_store(
         raise PushError(f"--protocol: expected http/protobuf or grpc, got {protocol!r}")
     for line_no, doc in read_requests(p):  # validate every line before sending any, so nothing is half pushed
         try:
-            otlp_json_to_request(doc)
+            json_to_request(doc)
         except ValueError as e:
             raise PushError(f"{p}:{line_no}: {e}") from None
     headers = dict(headers or {})
@@ -102,7 +102,7 @@ def push_file_store(
     n_req = n_spans = 0
     try:
         for line_no, doc in read_requests(p):
-            req = otlp_json_to_request(doc)
+            req = json_to_request(doc)
             try:
                 if channel is not None:
                     send_grpc(req)

@@ -1,19 +1,11 @@
 """Pure parts of harness.telemetry: reward statistics on spans (the statistics themselves are tested in
-tests/test_stats.py), OTEL_* resolution, the OTLP JSON round trip."""
+tests/test_stats.py), OTEL_* resolution, config errors (the OTLP JSON round trip is in test_export.py)."""
 
 from __future__ import annotations
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Link
-
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
 from harness.cfg.telemetry import TelemetrySection
 from harness.telemetry import RewardStats, parse_headers, resolve_otlp
-from harness.telemetry._otlp_json import otlp_json_to_request, spans_to_otlp_json
 from harness.types import Score
 
 
@@ -53,35 +45,6 @@ def test_resolve_otlp_precedence():
     with pytest.raises(ValueError, match="OTEL_EXPORTER_OTLP_HEADERS"):
         resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_HEADERS": "novalue"})
     assert parse_headers("x-mlflow-experiment-id=3, k = v") == {"x-mlflow-experiment-id": "3", "k": "v"}
-
-
-def test_otlp_json_round_trip_keeps_ids_links_and_values():
-    mem = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(mem))
-    tracer = provider.get_tracer("t")
-    with tracer.start_as_current_span("a", attributes={"f": 0.5, "i": 3, "s": "x", "b": True, "l": [1.0, 2.0]}) as a:
-        a.add_event("ev", {"k": 1})
-        with tracer.start_as_current_span("child"):
-            pass
-    with tracer.start_as_current_span("b", links=[Link(a.get_span_context(), {"why": "test"})]):
-        pass
-    spans = mem.get_finished_spans()
-    a_sdk = next(x for x in spans if x.name == "a")
-    doc = spans_to_otlp_json(spans)
-    sp = {x["name"]: x for x in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]}
-    assert sp["a"]["traceId"] == format(a_sdk.context.trace_id, "032x")
-    assert sp["child"]["parentSpanId"] == format(a_sdk.context.span_id, "016x")
-    assert sp["b"]["links"][0]["spanId"] == format(a_sdk.context.span_id, "016x")
-    assert sp["a"]["kind"] == 1 and sp["a"]["startTimeUnixNano"] == str(a_sdk.start_time)
-    req = otlp_json_to_request(doc)
-    # the same request the SDK's own protobuf encoder builds, field for field
-    assert req == encode_spans(spans)
-    pb = {x.name: x for x in req.resource_spans[0].scope_spans[0].spans}
-    assert pb["b"].links[0].trace_id == a_sdk.context.trace_id.to_bytes(16, "big")
-    assert {kv.key: kv.value.double_value for kv in pb["a"].attributes}["f"] == 0.5
-    with pytest.raises(ValueError, match="OTLP/JSON"):
-        otlp_json_to_request({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
 
 
 def test_telemetry_config_errors_name_the_field(tmp_path):

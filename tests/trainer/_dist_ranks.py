@@ -140,3 +140,64 @@ def chain(rank: int, *calls) -> None:
     """Run several rank bodies in one set of processes: ``calls`` are (function, args) pairs."""
     for fn, args in calls:
         fn(rank, *args)
+
+
+# --- bucketed gradient all-reduce (data parallelism without sharding) ----------------------------------------
+
+
+class _MixedNet(torch.nn.Module):
+    """Two float32 layers, a float64 scale (a bucket of its own dtype), a parameter no forward uses and a frozen
+    one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(8, 16)
+        self.b = torch.nn.Linear(16, 4)
+        self.scale = torch.nn.Parameter(torch.linspace(0.5, 2.0, 4, dtype=torch.float64))
+        self.unused = torch.nn.Parameter(torch.zeros(3))
+        self.frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.b(torch.tanh(self.a(x))).double() * self.scale).pow(2).sum()
+
+
+def grad_sync_rank(rank: int, out: str) -> None:
+    """Accumulate gradients over this rank's micro-batches (rank 1 runs one more than rank 0), reducing during
+    the last backward in 64-byte buckets; save the summed gradients, the local ones and the overlap count."""
+    from trainer.dist import GradientSync, init_distributed
+
+    info = init_distributed(prefer_cuda=False)
+    torch.manual_seed(0)
+    model = _MixedNet()
+    g = torch.Generator().manual_seed(100 + rank)
+    micro = [torch.randn(3, 8, generator=g) for _ in range(2 + rank)]
+    for x in micro:  # the local gradients, without any reduction
+        model(x).backward()
+    local = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    sync = GradientSync(model.parameters(), info, bucket_bytes=64, max_inflight=2)
+    for k, x in enumerate(micro):
+        if k == len(micro) - 1:
+            sync.arm()
+        model(x).backward()
+    sync.finish()
+    sync.close()
+    summed = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    torch.save({"local": local, "summed": summed, "buckets": len(sync.buckets),
+                "in_backward": sync.launched_in_backward}, f"{out}/sync{rank}.pt")
+
+
+def ddp_update_rank(rank: int, out: str) -> None:
+    """Two policy updates of the tiny model on this rank's half of the fixed batch; rank 0 saves weights and stats."""
+    from trainer.dist import init_distributed
+    from trainer.losses import LossConfig
+    from trainer.toy import char_tokenizer, tiny_model
+
+    info = init_distributed(prefer_cuda=False)
+    model = tiny_model(len(char_tokenizer()), seed=0).eval()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
+    stats = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", max_completion_length=6), info)
+    if rank == 0:
+        torch.save({"weights": {k: v.detach() for k, v in model.state_dict().items()}, "stats": stats},
+                   f"{out}/ddp.pt")
