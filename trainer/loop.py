@@ -32,6 +32,7 @@ from harness.plugins import add_plugins
 from harness.scoring import BatchResult, ScoringSession
 from harness.stats import mean_std, scored_values, zero_variance_group_frac
 from harness.telemetry import TRACES_FILE, RewardStats, RunTelemetry, drop_steps_after
+from harness.threads import apply_threads
 from harness.types import VERDICT_STATUSES
 from trainer import checkpoint as ckpt_io
 from trainer import dcp
@@ -307,6 +308,7 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
     _seed_everything(config.run.seed + info.rank)
     load_on = info.device if trainer.parallel == "ddp" else "cpu"  # a model that may be sharded is loaded on the host
     model, tokenizer = load_policy(config, trainer, load_on, source=ckpt)
+    apply_threads(trainer.threads, model, info.device, what="trainer.threads")
     broadcast_parameters(model, info)
     reference = load_reference(config, trainer, load_on)
     model, reference, info = sharding.prepare(model, reference, trainer, info)

@@ -9,7 +9,7 @@ before any model is loaded; checks that need a tokenizer run in the trainer.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -191,6 +191,11 @@ class TrainerSection(BaseModel):
         "sharded over ranks (FSDP2); auto: ddp on one node whose GPU holds the training state, fsdp otherwise",
     )
     fsdp_cpu_offload: bool = Field(False, description="fsdp: keep shards, gradients and optimizer state in host memory")
+    threads: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
+        "auto",
+        description="CPU threads for torch's matmuls; auto: OMP_NUM_THREADS when set, else one thread unless the "
+        "model is large enough to split and a microbenchmark on idle CPUs shows a speed-up (harness/threads.py)",
+    )
 
     @model_validator(mode="after")
     def _batch_shapes(self) -> TrainerSection:
