@@ -105,3 +105,13 @@ def test_config_field(section: type) -> None:
         section(threads=0)
     with pytest.raises(ValidationError):
         section(threads="many")
+
+
+def test_auto_bf16_needs_a_cpu_with_native_bf16_and_a_large_model() -> None:
+    from harness.threads import auto_bf16, cpu_has_bf16_matmul
+
+    assert auto_bf16("cpu", 64)[0] is False
+    assert auto_bf16("cpu", None)[0] is False
+    assert auto_bf16("cuda:0", 4096)[0] is False
+    on, why = auto_bf16("cpu", 4096)
+    assert on is cpu_has_bf16_matmul(), why

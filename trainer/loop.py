@@ -340,7 +340,9 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
         beta=trainer.beta,
         max_completion_length=trainer.max_completion_length,
     )
-    bf16 = use_bf16(config, trainer, info.device)
+    bf16 = use_bf16(config, trainer, info.device, model)
+    if info.is_main:
+        log.info("bf16 autocast (float32 weights): %s", "on" if bf16 else "off")
     rollout = _make_rollout(trainer, model, tokenizer, generator, bf16, config.run.seed, info.world_size)
     ctx = StepContext(
         config=config,

@@ -171,7 +171,9 @@ class TrainerSection(BaseModel):
     weight_decay: float = Field(0.0, ge=0.0)
     max_grad_norm: float | None = Field(1.0, gt=0.0)
     bf16: bool | None = Field(
-        None, description="bf16 autocast over float32 weights; default: on with a CUDA GPU or model.dtype bfloat16"
+        None,
+        description="bf16 autocast over float32 weights (update and sampling); default: on with a CUDA GPU, "
+        "model.dtype bfloat16, or a CPU with AVX512-BF16/AMX and hidden size >= 512 (harness/threads.py)",
     )
     gradient_checkpointing: bool | None = Field(
         None, description="recompute activations in backward; default: on with a CUDA GPU"

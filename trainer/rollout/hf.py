@@ -59,7 +59,8 @@ class HFRollout:
         max_prompt_length: prompts longer than this are cut from the left (their end is kept).
         generator: the torch RNG used for sampling (the trainer saves its state in checkpoints).
         lean: use :class:`LeanDecoder` when the architecture allows (False: always the transformers forward).
-        bf16: sample under bfloat16 autocast (CUDA only).
+        bf16: sample under bfloat16 autocast (weights stay float32; the lean decoder multiplies with bfloat16
+            copies made once per call).
     """
 
     def __init__(
@@ -120,7 +121,7 @@ class HFRollout:
         device = next(self.model.parameters()).device
         ids, attn = prompt_ids.to(device), prompt_mask.to(device)
         b = ids.shape[0]
-        amp = torch.autocast("cuda", dtype=torch.bfloat16) if self.bf16 and device.type == "cuda" else nullcontext()
+        amp = torch.autocast(device.type, dtype=torch.bfloat16) if self.bf16 else nullcontext()
         with amp:
             tokens = self._sample_loop(ids, attn, sampling)
         if was_training:
@@ -146,8 +147,8 @@ class HFRollout:
     def _start(self, ids: torch.Tensor, attn: torch.Tensor, max_new: int) -> tuple[Any, torch.Tensor]:
         """Prefill; returns (a function from the last tokens to the next logits, the first logits)."""
         if self.lean:
-            dtype = torch.bfloat16 if self.bf16 and ids.device.type == "cuda" else None
-            dec = LeanDecoder(self.model, ids.shape[0], ids.shape[1] + max_new, cache_dtype=dtype)
+            dtype = torch.bfloat16 if self.bf16 else None
+            dec = LeanDecoder(self.model, ids.shape[0], ids.shape[1] + max_new, cache_dtype=dtype, matmul_dtype=dtype)
             return dec.step, dec.prefill(ids, attn)
         pos = position_ids_from_mask(attn)
         out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
