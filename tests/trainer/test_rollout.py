@@ -112,3 +112,29 @@ def test_bf16_rollout_on_cpu_samples_under_autocast_with_float32_weights():
     r = HFRollout(model, tok, max_prompt_length=32, generator=torch.Generator().manual_seed(0), bf16=True)
     out = r.generate(["hello:", "abc"], 2, SamplingConfig(6, temperature=1.0))
     assert out.completion_ids.shape[0] == 4 and int(out.completion_ids.max()) < len(tok)
+
+
+def test_group_prompt_prefilled_once_gives_the_same_completions_as_a_prefill_per_row():
+    from trainer.rollout.fast_decode import LeanDecoder
+
+    tok = char_tokenizer()
+    model = _model(tok)
+    prompts = ["hello:", "a much longer prompt:"]
+    calls = []
+    prefill = LeanDecoder.prefill
+
+    def counted(dec, ids, mask):
+        calls.append(ids.shape[0])
+        return prefill(dec, ids, mask)
+
+    LeanDecoder.prefill = counted
+    try:
+        greedy = SamplingConfig(10, temperature=1e-5)
+        shared = HFRollout(model, tok, max_prompt_length=32, generator=torch.Generator().manual_seed(0))
+        grouped = shared.generate(prompts, 3, greedy)
+        per_row = shared.generate([p for p in prompts for _ in range(3)], 1, greedy)
+    finally:
+        LeanDecoder.prefill = prefill
+    assert calls == [2, 6]  # one prefill row per group, then one per row
+    assert grouped.completion_ids.tolist() == per_row.completion_ids.tolist()
+    assert grouped.completion_ids[0].tolist() != grouped.completion_ids[3].tolist()  # the groups differ

@@ -214,6 +214,22 @@ class LeanDecoder:
         return self._head(self._layers(x, None, causal))
 
     @torch.no_grad()
+    def repeat_rows(self, n: int) -> None:
+        """After a prefill: every row becomes ``n`` adjacent rows (row i -> rows i*n .. i*n+n-1), cache included.
+
+        A group's completions share their prompt, so the prompt is prefilled once per group and copied, instead of
+        once per completion (for SmolLM2's prompts and 24 tokens that prefill was most of the sampling FLOPs).
+        """
+        if n == 1:
+            return
+        self.k = self.k.repeat_interleave(n, dim=1)
+        self.v = self.v.repeat_interleave(n, dim=1)
+        self.key_ok = self.key_ok.repeat_interleave(n, dim=0)
+        self._next_pos = self._next_pos.repeat_interleave(n, dim=0)
+        for i, ly in enumerate(self.layers):
+            ly.k, ly.v = self.k[i], self.v[i]
+
+    @torch.no_grad()
     def step(self, tok: torch.Tensor) -> torch.Tensor:
         """(B,) the last sampled tokens -> (B, V) logits of the next token."""
         attn = pos = None  # no padding: every key counts and positions equal cache slots
