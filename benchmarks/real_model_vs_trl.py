@@ -184,7 +184,9 @@ def _floor_lines(s: dict[str, dict], peak: dict[str, float], threads: int) -> li
         fp32, bf16 = f / peak["fp32"], f / peak["bf16"]
         lines.append(f"{name:<6}step {f / 1e12:.3f} TFLOP (model config x tokens processed); floor float32 "
                      f"{fp32:.2f} s, bfloat16 {bf16:.2f} s; step time = {s[name]['step_s'] / fp32:.2f}x the float32 "
-                     f"floor (goal <= 2), {s[name]['step_s'] / bf16:.2f}x the bfloat16 floor")
+                     f"floor (goal <= 2), {s[name]['step_s'] / bf16:.2f}x the bfloat16 floor; CPU time = "
+                     f"{s[name]['cpu_s'] / fp32:.2f}x and {s[name]['cpu_s'] / bf16:.2f}x (the wall-clock multiple on a "
+                     f"loaded machine)")
     return lines
 
 
