@@ -54,7 +54,7 @@ setup-gpu:  # reinstalls into an existing venv too (pip replaces a CPU torch wit
 	$(MAKE) setup GPU=1 TORCH_SPEC=$(GPU_TORCH_SPEC) EXTRAS=$(GPU_EXTRAS)
 
 demo: setup
-	OMP_NUM_THREADS=1 $(BIN)/harness demo
+	$(BIN)/harness demo
 
 backends: setup
 	@if [ -x tests/backends/setup_backends.sh ]; then tests/backends/setup_backends.sh; fi

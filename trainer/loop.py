@@ -32,6 +32,7 @@ from harness.plugins import add_plugins
 from harness.scoring import BatchResult, ScoringSession
 from harness.stats import mean_std, scored_values, zero_variance_group_frac
 from harness.telemetry import TRACES_FILE, RewardStats, RunTelemetry, drop_steps_after
+from harness.threads import apply_threads
 from harness.types import VERDICT_STATUSES
 from trainer import checkpoint as ckpt_io
 from trainer import dcp
@@ -310,6 +311,7 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
     _seed_everything(config.run.seed + info.rank)
     load_on = info.device if trainer.parallel == "ddp" else "cpu"  # a model that may be sharded is loaded on the host
     model, tokenizer = load_policy(config, trainer, load_on, source=ckpt)
+    apply_threads(trainer.threads, model, info.device, what="trainer.threads")
     broadcast_parameters(model, info)
     reference = load_reference(config, trainer, load_on)
     logit_map = probe_logit_map(model)  # before sharding: refuses a model whose logits we cannot match
@@ -342,7 +344,9 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
         beta=trainer.beta,
         max_completion_length=trainer.max_completion_length,
     )
-    bf16 = use_bf16(config, trainer, info.device)
+    bf16 = use_bf16(config, trainer, info.device, model)
+    if info.is_main:
+        log.info("bf16 autocast (float32 weights): %s", "on" if bf16 else "off")
     rollout = _make_rollout(trainer, model, tokenizer, generator, bf16, config.run.seed, info.world_size)
     ctx = StepContext(
         config=config,

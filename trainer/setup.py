@@ -22,6 +22,7 @@ import torch
 from harness.cfg.trainer import TrainerSection
 from harness.config import RunConfig
 from harness.errors import ConfigError, DataError
+from harness.threads import auto_bf16, model_hidden_size
 from harness.types import Sample
 
 __all__ = [
@@ -141,12 +142,15 @@ def weight_dtype(name: str) -> torch.dtype:
     return torch.float32
 
 
-def use_bf16(config: RunConfig, t: TrainerSection, device: str) -> bool:
-    """Whether the forward runs under bfloat16 autocast: ``trainer.bf16`` when set, else on for a CUDA device or
-    ``model.dtype: bfloat16``."""
+def use_bf16(config: RunConfig, t: TrainerSection, device: str, model: Any = None) -> bool:
+    """Whether the forward runs under bfloat16 autocast: ``trainer.bf16`` when set, else on for a CUDA device,
+    ``model.dtype: bfloat16``, or a CPU with native bfloat16 matmuls and a ``model`` large enough to gain
+    (:func:`harness.threads.auto_bf16`)."""
     if t.bf16 is not None:
         return bool(t.bf16)
-    return device.startswith("cuda") or config.model.dtype == "bfloat16"
+    if device.startswith("cuda") or config.model.dtype == "bfloat16":
+        return True
+    return model is not None and auto_bf16(device, model_hidden_size(model))[0]
 
 
 def disable_dropout(model: Any) -> None:

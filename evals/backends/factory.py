@@ -39,6 +39,7 @@ def make_backend(
             chat_template=chat_template,
             system_prompt=system_prompt,
             gguf_file=gguf_file,
+            threads=settings.threads,
         )
     if name == "vllm":
         from evals.backends.vllm import VLLMBackend

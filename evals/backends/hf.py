@@ -20,6 +20,7 @@ from typing import Any
 from evals.backends.base import FinishReason, Generation, PromptRequest, SamplingParams
 from evals.errors import BackendError
 from harness.data import render_prompt
+from harness.threads import ThreadSetting, apply_threads
 
 __all__ = ["HFBackend"]
 
@@ -38,6 +39,7 @@ class HFBackend:
         chat_template: apply the tokenizer's chat template (when it has one).
         system_prompt: a system message put before each prompt.
         gguf_file: a GGUF file inside ``model_path`` (dequantized on load; needs the gguf package).
+        threads: CPU threads for torch, or ``auto`` (see :mod:`harness.threads`).
     """
 
     name = "hf"
@@ -53,6 +55,7 @@ class HFBackend:
         chat_template: bool = True,
         system_prompt: str | None = None,
         gguf_file: str | None = None,
+        threads: ThreadSetting = "auto",
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -72,6 +75,7 @@ class HFBackend:
         except (OSError, ValueError) as e:
             raise BackendError(f"hf backend: cannot load model/tokenizer from {self.model_path}: {e}") from None
         self.model.to(device).eval()  # type: ignore[arg-type]  # transformers' typed .to() wrapper drops `self`
+        apply_threads(threads, self.model, device, what="eval.threads")
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -8,7 +8,7 @@ because a limit that is too low silently zeroes scores.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +45,9 @@ class EvalSection(BaseModel):
     score_timeout: float | None = Field(None, gt=0, description="seconds per reward call (default: the scoring path's)")
     workers: int | None = Field(None, ge=1, description="scoring worker processes")
     device: str = Field("auto", description="hf: cpu, cuda, cuda:1 ... or auto")
+    threads: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
+        "auto", description="hf: CPU threads for torch's matmuls; auto: as trainer.threads (harness/threads.py)"
+    )
     base_url: str | None = Field(None, description="openai: server base URL, e.g. http://127.0.0.1:8000/v1")
     model: str | None = Field(None, description="openai: model name sent to the server; vllm: model path override")
     vllm_gpu_memory_utilization: float | None = Field(

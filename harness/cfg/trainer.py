@@ -9,7 +9,7 @@ before any model is loaded; checks that need a tokenizer run in the trainer.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -183,7 +183,9 @@ class TrainerSection(BaseModel):
     weight_decay: float = Field(0.0, ge=0.0)
     max_grad_norm: float | None = Field(1.0, gt=0.0)
     bf16: bool | None = Field(
-        None, description="bf16 autocast over float32 weights; default: on with a CUDA GPU or model.dtype bfloat16"
+        None,
+        description="bf16 autocast over float32 weights (update and sampling); default: on with a CUDA GPU, "
+        "model.dtype bfloat16, or a CPU with AVX512-BF16/AMX and hidden size >= 512 (harness/threads.py)",
     )
     gradient_checkpointing: bool | None = Field(
         None, description="recompute activations in backward; default: on with a CUDA GPU"
@@ -203,6 +205,11 @@ class TrainerSection(BaseModel):
         "sharded over ranks (FSDP2); auto: ddp on one node whose GPU holds the training state, fsdp otherwise",
     )
     fsdp_cpu_offload: bool = Field(False, description="fsdp: keep shards, gradients and optimizer state in host memory")
+    threads: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
+        "auto",
+        description="CPU threads for torch's matmuls; auto: OMP_NUM_THREADS when set, else one thread unless the "
+        "model is large enough to split and a microbenchmark on idle CPUs shows a speed-up (harness/threads.py)",
+    )
 
     @model_validator(mode="after")
     def _batch_shapes(self) -> TrainerSection:

@@ -95,6 +95,8 @@ def warmup_model(
     from tqdm.auto import tqdm
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
+    from harness.threads import apply_threads
+
     tok = demo_tokenizer()
     cfg = Qwen2Config(
         vocab_size=len(tok),
@@ -111,6 +113,7 @@ def warmup_model(
     )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(cfg)
+    apply_threads("auto", model, "cpu", what="demo warm-up threads")
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     rng = random.Random(seed)
     bar = tqdm(range(steps), desc="warm-up (supervised)", unit="step", disable=not progress)

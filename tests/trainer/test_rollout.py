@@ -91,3 +91,50 @@ def test_lean_decoder_logits_match_the_transformers_forward_with_gqa_and_padding
         ref = model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits
     for j, logits in enumerate(got):
         assert torch.allclose(logits, ref[:, 4 + j], atol=1e-4), j
+
+
+def test_bf16_rollout_on_cpu_samples_under_autocast_with_float32_weights():
+    # random-init tiny model: checks the mechanics (bfloat16 matmul copies, float32 weights untouched, logits near
+    # the float32 ones, tokens from the vocabulary), not a speed-up, which needs a model of real size
+    from trainer.rollout.fast_decode import LeanDecoder
+
+    tok = char_tokenizer()
+    model = _model(tok, std=0.05)
+    ids, mask = left_pad([[5, 6, 7, 8, 9], [10, 11]], 0)
+    ref = LeanDecoder(model, 2, 12).prefill(ids, mask)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        dec = LeanDecoder(model, 2, 12, cache_dtype=torch.bfloat16, matmul_dtype=torch.bfloat16)
+        got = dec.prefill(ids, mask)
+    assert dec.layers[0].qkv_w.dtype == torch.bfloat16 and dec.k.dtype == torch.bfloat16
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    err = (got.float() - ref).abs().max().item()
+    assert 0 < err < 0.05 * ref.abs().max().item()  # bfloat16 rounding, not another function
+    r = HFRollout(model, tok, max_prompt_length=32, generator=torch.Generator().manual_seed(0), bf16=True)
+    out = r.generate(["hello:", "abc"], 2, SamplingConfig(6, temperature=1.0))
+    assert out.completion_ids.shape[0] == 4 and int(out.completion_ids.max()) < len(tok)
+
+
+def test_group_prompt_prefilled_once_gives_the_same_completions_as_a_prefill_per_row():
+    from trainer.rollout.fast_decode import LeanDecoder
+
+    tok = char_tokenizer()
+    model = _model(tok)
+    prompts = ["hello:", "a much longer prompt:"]
+    calls = []
+    prefill = LeanDecoder.prefill
+
+    def counted(dec, ids, mask):
+        calls.append(ids.shape[0])
+        return prefill(dec, ids, mask)
+
+    LeanDecoder.prefill = counted
+    try:
+        greedy = SamplingConfig(10, temperature=1e-5)
+        shared = HFRollout(model, tok, max_prompt_length=32, generator=torch.Generator().manual_seed(0))
+        grouped = shared.generate(prompts, 3, greedy)
+        per_row = shared.generate([p for p in prompts for _ in range(3)], 1, greedy)
+    finally:
+        LeanDecoder.prefill = prefill
+    assert calls == [2, 6]  # one prefill row per group, then one per row
+    assert grouped.completion_ids.tolist() == per_row.completion_ids.tolist()
+    assert grouped.completion_ids[0].tolist() != grouped.completion_ids[3].tolist()  # the groups differ

@@ -194,3 +194,19 @@ def test_a_run_with_checkpointing_and_token_micro_batches_equals_the_plain_run(t
         assert b["loss"] == pytest.approx(a["loss"], abs=1e-5)
         assert b["reward/total/mean"] == pytest.approx(a["reward/total/mean"], abs=1e-9)
     assert split.model.training and not plain.model.training
+
+
+def test_bf16_default_on_cpu_follows_the_cpu_and_the_model_size(tmp_path):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from harness.threads import cpu_has_bf16_matmul
+
+    cfg = _saved_model_config(tmp_path, "float32")
+    t = cfg.trainer.resolved()
+    small, _ = load_policy(cfg, t, "cpu")  # hidden 64: casts would cost more than they save
+    assert use_bf16(cfg, t, "cpu", small) is False
+    wide = Qwen2ForCausalLM(Qwen2Config(vocab_size=64, hidden_size=512, intermediate_size=64, num_hidden_layers=1,
+                                        num_attention_heads=4, num_key_value_heads=4))  # random-init, hidden 512
+    assert use_bf16(cfg, t, "cpu", wide) is cpu_has_bf16_matmul()
+    off = t.model_copy(update={"bf16": False})
+    assert use_bf16(cfg, off, "cpu", wide) is False

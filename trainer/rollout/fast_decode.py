@@ -107,14 +107,21 @@ def _fuse_qkv(attn: Any, nh: int, kvh: int, hd: int) -> tuple[torch.Tensor, torc
 class _Layer:
     """One decoder layer's tensors, looked up once per decoder (module attribute access is slow per token)."""
 
-    def __init__(self, layer: Any, k: torch.Tensor, v: torch.Tensor, nh: int, kvh: int, hd: int) -> None:
+    def __init__(
+        self, layer: Any, k: torch.Tensor, v: torch.Tensor, nh: int, kvh: int, hd: int, dtype: torch.dtype | None
+    ) -> None:
         a, mlp = layer.self_attn, layer.mlp
         self.ln1, self.ln2 = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
-        self.qkv_w, self.qkv_b = _fuse_qkv(a, nh, kvh, hd)
-        self.o_w, self.o_b = a.o_proj.weight, a.o_proj.bias
-        self.gate_up_w = _fuse([mlp.gate_proj, mlp.up_proj])[0]
-        self.down_w = mlp.down_proj.weight
+        qkv_w, self.qkv_b = _fuse_qkv(a, nh, kvh, hd)
+        # matmul weights cast once per decoder (under autocast a cast per token would cost more than the matmul)
+        self.qkv_w, self.o_w, self.o_b = _cast(qkv_w, dtype), _cast(a.o_proj.weight, dtype), a.o_proj.bias
+        self.gate_up_w = _cast(_fuse([mlp.gate_proj, mlp.up_proj])[0], dtype)
+        self.down_w = _cast(mlp.down_proj.weight, dtype)
         self.k, self.v = k, v  # (B, kv heads, max_len, hd) views of the decoder's cache
+
+
+def _cast(w: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    return w if dtype is None or w.dtype == dtype else w.to(dtype)
 
 
 class LeanDecoder:
@@ -125,9 +132,18 @@ class LeanDecoder:
         batch: rows to decode.
         max_len: prompt width + max new tokens.
         cache_dtype: dtype of the KV cache (default: the weights'); bfloat16 under bf16 autocast.
+        matmul_dtype: dtype of the copies of the matmul weights the decoder multiplies with (default: the weights
+            themselves); bfloat16 under bf16 autocast, where it saves a cast of every weight at every token.
     """
 
-    def __init__(self, model: Any, batch: int, max_len: int, cache_dtype: torch.dtype | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        batch: int,
+        max_len: int,
+        cache_dtype: torch.dtype | None = None,
+        matmul_dtype: torch.dtype | None = None,
+    ) -> None:
         self.m, cfg = model, model.config
         self.eps = cfg.rms_norm_eps
         self.nh, self.kvh = cfg.num_attention_heads, cfg.num_key_value_heads
@@ -148,11 +164,12 @@ class LeanDecoder:
         # concatenated copies always hold the current weights
         with torch.no_grad():
             self.layers = [
-                _Layer(lyr, self.k[i], self.v[i], self.nh, self.kvh, self.hd)
+                _Layer(lyr, self.k[i], self.v[i], self.nh, self.kvh, self.hd, matmul_dtype)
                 for i, lyr in enumerate(model.model.layers)
             ]
+            self.head_w = _cast(model.lm_head.weight, matmul_dtype)
         self.embed, self.norm_w = model.model.embed_tokens.weight, model.model.norm.weight
-        self.head_w, self.head_b = model.lm_head.weight, getattr(model.lm_head, "bias", None)
+        self.head_b = getattr(model.lm_head, "bias", None)
 
     def _layers(self, x: torch.Tensor, pos: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
         b, t, _ = x.shape
@@ -195,6 +212,22 @@ class LeanDecoder:
         if self.padded:
             return self._head(self._layers(x, pos, attn[:, None]))
         return self._head(self._layers(x, None, causal))
+
+    @torch.no_grad()
+    def repeat_rows(self, n: int) -> None:
+        """After a prefill: every row becomes ``n`` adjacent rows (row i -> rows i*n .. i*n+n-1), cache included.
+
+        A group's completions share their prompt, so the prompt is prefilled once per group and copied, instead of
+        once per completion (for SmolLM2's prompts and 24 tokens that prefill was most of the sampling FLOPs).
+        """
+        if n == 1:
+            return
+        self.k = self.k.repeat_interleave(n, dim=1)
+        self.v = self.v.repeat_interleave(n, dim=1)
+        self.key_ok = self.key_ok.repeat_interleave(n, dim=0)
+        self._next_pos = self._next_pos.repeat_interleave(n, dim=0)
+        for i, ly in enumerate(self.layers):
+            ly.k, ly.v = self.k[i], self.v[i]
 
     @torch.no_grad()
     def step(self, tok: torch.Tensor) -> torch.Tensor:

@@ -59,7 +59,8 @@ class HFRollout:
         max_prompt_length: prompts longer than this are cut from the left (their end is kept).
         generator: the torch RNG used for sampling (the trainer saves its state in checkpoints).
         lean: use :class:`LeanDecoder` when the architecture allows (False: always the transformers forward).
-        bf16: sample under bfloat16 autocast (CUDA only).
+        bf16: sample under bfloat16 autocast (weights stay float32; the lean decoder multiplies with bfloat16
+            copies made once per call).
     """
 
     def __init__(
@@ -105,7 +106,7 @@ class HFRollout:
         """Sample ``n`` completions per prompt; rows are group-major."""
         encoded = [ids for ids in self.encode_prompts(prompts) for _ in range(n)]
         prompt_ids, prompt_mask = left_pad(encoded, self.pad_id)
-        rows = self._decode(prompt_ids, prompt_mask, sampling)
+        rows = self._decode(prompt_ids, prompt_mask, sampling, n)
         truncated = torch.tensor([len(r) >= sampling.max_new_tokens and r[-1] != self.eos_id for r in rows])
         completion_ids, completion_mask = right_pad(rows, self.pad_id)
         texts = self.tokenizer.batch_decode(
@@ -113,24 +114,29 @@ class HFRollout:
         )
         return RolloutBatch(prompt_ids, prompt_mask, completion_ids, completion_mask, truncated, texts)
 
-    def _decode(self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, sampling: SamplingConfig) -> list[list[int]]:
+    def _decode(
+        self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, sampling: SamplingConfig, n: int = 1
+    ) -> list[list[int]]:
+        """Sample the rows; ``n`` > 1 says rows come in adjacent groups of ``n`` with the same prompt."""
         was_training = self.model.training and not self.lean  # the lean path has no dropout to switch off
         if was_training:
             self.model.eval()
         device = next(self.model.parameters()).device
         ids, attn = prompt_ids.to(device), prompt_mask.to(device)
         b = ids.shape[0]
-        amp = torch.autocast("cuda", dtype=torch.bfloat16) if self.bf16 and device.type == "cuda" else nullcontext()
+        amp = torch.autocast(device.type, dtype=torch.bfloat16) if self.bf16 else nullcontext()
         with amp:
-            tokens = self._sample_loop(ids, attn, sampling)
+            tokens = self._sample_loop(ids, attn, sampling, n)
         if was_training:
             self.model.train()
         steps = torch.stack(tokens, dim=1).cpu() if tokens else torch.zeros((b, 0), dtype=torch.long)
         return [_cut_at_eos(steps[i].tolist(), self.eos_id) for i in range(b)]
 
-    def _sample_loop(self, ids: torch.Tensor, attn: torch.Tensor, sampling: SamplingConfig) -> list[torch.Tensor]:
+    def _sample_loop(
+        self, ids: torch.Tensor, attn: torch.Tensor, sampling: SamplingConfig, n: int = 1
+    ) -> list[torch.Tensor]:
         b, device = ids.shape[0], ids.device
-        step_fn, logits = self._start(ids, attn, sampling.max_new_tokens)
+        step_fn, logits = self._start(ids, attn, sampling.max_new_tokens, n)
         done = torch.zeros(b, dtype=torch.bool, device=device)
         tokens: list[torch.Tensor] = []
         gen = self.generator if device.type == "cpu" else None
@@ -143,12 +149,23 @@ class HFRollout:
             logits = step_fn(tok)
         return tokens
 
-    def _start(self, ids: torch.Tensor, attn: torch.Tensor, max_new: int) -> tuple[Any, torch.Tensor]:
-        """Prefill; returns (a function from the last tokens to the next logits, the first logits)."""
+    def _start(self, ids: torch.Tensor, attn: torch.Tensor, max_new: int, n: int = 1) -> tuple[Any, torch.Tensor]:
+        """Prefill (the lean decoder: once per group of ``n`` rows with one prompt); returns (a function from the
+        last tokens to the next logits, the first logits)."""
         if self.lean:
-            dtype = torch.bfloat16 if self.bf16 and ids.device.type == "cuda" else None
-            dec = LeanDecoder(self.model, ids.shape[0], ids.shape[1] + max_new, cache_dtype=dtype)
-            return dec.step, dec.prefill(ids, attn)
+            dtype = torch.bfloat16 if self.bf16 else None
+            shared = n > 1 and ids.shape[0] % n == 0
+            if shared:  # rows i*n .. i*n+n-1 share a prompt (group-major); check rather than trust
+                u_ids, u_attn = ids[::n], attn[::n]
+                shared = bool(
+                    (ids == u_ids.repeat_interleave(n, 0)).all() and (attn == u_attn.repeat_interleave(n, 0)).all()
+                )
+            if not shared:
+                u_ids, u_attn, n = ids, attn, 1
+            dec = LeanDecoder(self.model, u_ids.shape[0], ids.shape[1] + max_new, cache_dtype=dtype, matmul_dtype=dtype)
+            first = dec.prefill(u_ids, u_attn)
+            dec.repeat_rows(n)
+            return dec.step, first.repeat_interleave(n, dim=0)
         pos = position_ids_from_mask(attn)
         out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
         state = {"cache": self._cache_of(out), "attn": attn, "pos": pos[:, -1:] + 1}
