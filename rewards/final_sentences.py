@@ -75,7 +75,8 @@ _SCALES = re.compile(
     r"\b(?:thousands?|millions?|billions?|trillions?|hundreds?|dozens?|squared|cubed|square|cube|roots?|powers?|"
     r"times|half|halves|twice|thrice|double|triple|quarters?|thirds?|fifths?|plus|minus|negative|below|under|over|"
     r"above|more|fewer|greater|smaller|larger|higher|lower|divided|multiplied|ratio|reciprocal|inverse|opposite|"
-    r"factorial|digits?|decimal|fraction|percent|until|before|after)\b",
+    r"factorial|digits?|decimal|fraction|percent|until|before|after|about|around|approx\w*|roughly|nearly|almost|"
+    r"within|up)\b",
     re.IGNORECASE,
 )
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
@@ -105,7 +106,8 @@ _LABEL = re.compile(r"^(?:(?P<label>[A-Za-z][A-Za-z ,'-]{0,80}?)[ \t]*:[ \t]*)?(
 _NOT_ANSWER_LABEL = re.compile(
     r"\b(?:step|hint|given|problem|question|example|case|note|try|attempt|draft|first|then|wait|hmm|partial|part|"
     r"sub-?total|intermediate|recall|compute|calculate|solve|find|simplify|evaluate|prove|show|expression|equation|"
-    r"formula|rule|lemma|claim|known|data|so[ \t]+far)\b",
+    r"formula|rule|lemma|claim|known|data|error|mistake|typo|old|previous|original|initial|estimate|rough|"
+    r"placeholder|unknown|todo|tbd|so[ \t]+far)\b",
     re.IGNORECASE,
 )
 _CLOSE = {"$$": "$$", "$": "$", "\\[": "\\]", "\\(": "\\)"}

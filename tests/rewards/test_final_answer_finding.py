@@ -37,6 +37,7 @@ ROWS = [
     ("5", "Maybe: $5$", False),
     ("5", "Step 1: $5$", False),
     ("5", "Given: $5$", False),
+    ("5", "Previous answer (an error): $5$", False),
     ("5", "Not the answer: $5$", False),
     ("5", "Candidates: $5$ and $6$", False),
     ("5", "$\\text{maybe } 5$", False),
@@ -55,6 +56,7 @@ ROWS = [
     ("3", "Final Answer: Jane did not start 3 hours ago.", False),
     ("3", "Final Answer: Jane started 3 hours before Rod's 8 hours.", False),
     ("3", "Final Answer: at least 3 hours have passed.", False),
+    ("3", "Final Answer: Jane started about 3 hours ago.", False),
     # Quotation marks around a stated answer are not part of it.
     ("12 \\text{ and } 13", 'Final Answer: The final answer is "$12$ and $13$".', True),
     ("5", 'Final Answer: The final answer is "5 or 6".', False),
