@@ -80,7 +80,17 @@ _ANSWER_MATH = re.compile(  # "Answer $9$", "Answer \[ 9 \]": the word alone ope
     r"(?:^|\n)[ \t]{0,3}(?:\*\*)?(?:final[ \t]{1,3})?answer(?:\*\*)?[ \t]{0,3}\n?[ \t]{0,3}(?=\$|\\[\[(])",
     re.IGNORECASE,
 )
-_NEGATED = re.compile(r"\b(?:not|no|never|wrong|incorrect)\b|n't\b", re.IGNORECASE)  # "Not the answer: 5"
+_NEGATED = re.compile(  # "Not the answer: 5", "Possible answer: 5": a negation or a hedge before the anchor
+    r"\b(?:not|no|never|wrong|incorrect|possible|possibly|maybe|perhaps|candidate|tentative|preliminary|partial|"
+    r"previous|earlier|old|initial|guess(?:ed)?)\b|n't\b",
+    re.IGNORECASE,
+)
+_RETRACT = re.compile(  # right after the answer, a sentence that takes it back
+    r"^[\s.,;:!*)\]}$]{0,12}(?:wait|hmm+|actually|no(?:[,.!]|[ \t]+wait)|nope|oops|hold[ \t]+on|"
+    r"(?:that|this)(?:'s|[ \t]+is)[ \t]+(?:wrong|incorrect|not[ \t]+right)|i[ \t]+made[ \t]+an?[ \t]+(?:error|mistake)|"
+    r"let[ \t]+me[ \t]+re-?(?:check|consider|think|do|calculate|compute|evaluate))(?![A-Za-z])",
+    re.IGNORECASE,
+)
 _REVISION = re.compile(
     r"\b(?:wait|actually|mistake|error|wrong|incorrect|correction|correct(?:ed|ing)|re-?check\w*|re-?evaluat\w*|instead|"
     r"revis\w*|final\s+answer|answer\s+is|fix\w*|therefore|thus|hence|in\s+conclusion|finally)\b",
@@ -543,8 +553,11 @@ def _anchored_after(text: str, end: int, box: re.Pattern[str] = _BOX) -> bool:
 
 
 def _hedged_after(text: str, end: int) -> bool:
-    """The final answer is followed at once by an alternative ("... 7. Or maybe 8.")."""
+    """The final answer is followed at once by an alternative ("... 7. Or maybe 8.") or a retraction ("... 7.
+    Wait, that is wrong.")."""
     after = text[end : end + 160]
+    if _RETRACT.match(after):
+        return True
     m = _HEDGE_AFTER.match(after)
     if m and re.search(r"\d|\\boxed|\$", after[m.end() :]):
         return True

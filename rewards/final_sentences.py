@@ -107,7 +107,7 @@ _NOT_ANSWER_LABEL = re.compile(
     r"\b(?:step|hint|given|problem|question|example|case|note|try|attempt|draft|first|then|wait|hmm|partial|part|"
     r"sub-?total|intermediate|recall|compute|calculate|solve|find|simplify|evaluate|prove|show|expression|equation|"
     r"formula|rule|lemma|claim|known|data|error|mistake|typo|old|previous|original|initial|estimate|rough|"
-    r"placeholder|unknown|todo|tbd|so[ \t]+far)\b",
+    r"placeholder|unknown|todo|tbd|possible|candidates?|tentative|preliminary|so[ \t]+far)\b",
     re.IGNORECASE,
 )
 _CLOSE = {"$$": "$$", "$": "$", "\\[": "\\]", "\\(": "\\)"}

@@ -63,6 +63,14 @@ ROWS = [
     # A negated anchor anchors nothing; a negation in an earlier sentence does not touch it.
     ("7", "Note that 5 is not prime. Final answer: 7", True),
     ("7", "This is not the final answer: 7", False),
+    ("5", "Possible answer: $5$", False),
+    ("5", "One candidate answer: 5", False),
+    # A retraction right after the answer takes it back.
+    ("9", "The answer is 9.\nWait, that is wrong.", False),
+    ("9", "Answer: 9\nNo wait, it is 10.", False),
+    ("9", "Answer $9$\nHmm, let me recheck.", False),
+    ("9", "\\boxed{9}. Wait, I made a mistake.", False),
+    ("9", "The answer is 9. No further work is needed.", True),
     # "not A, it's B": the value put in place of the denied one.
     ("1000.99", "the number is not 10 which is 1,000.99€", True),
     ("12", "It's not 10, it's 12 hours.", True),
