@@ -19,10 +19,14 @@ Where the answer is looked for (the same for every reward):
 What the answer is, in order: the last box outside reasoning, ``\boxed{...}``, ``\fbox{...}`` or TeX's
 one-token form ``\boxed 5`` (a last box that is opened and never closed means the text was cut off: no answer);
 else the last explicitly anchored statement ("The answer is", "Final Answer:", "Answer:", "The correct option
-is", GSM8K ``####``, "X is the answer", "Option (C) is correct"; the sentence is cut at "because", "since",
-", which" and every inline-math part of it counts, so "$x=2$ or $x=3$" is seen as two answers); else a final
-sentence that states a conclusion ("Therefore, the area of the triangle is 7/2."); else a bold final line; else
-the whole text when it is a single short line that is only an answer.
+is", GSM8K ``####``, "X is the answer", "Option (C) is correct", "Answer" alone opening a line when one math block
+is all the rest of that line says; the sentence is cut at "because", "since", ", which" and every inline-math part
+of it counts, so "$x=2$ or $x=3$" is seen as two answers; a prose statement with one number states that number;
+an anchor with a negation before it in its sentence, "Not the answer: 5", anchors nothing); else a final sentence
+that states a conclusion ("Therefore, the area of the triangle is 7/2."; a capitalized concluding word starts a
+sentence even without a period before it) or corrects a denied value ("it's not 10, it's 12"); else a bold final
+line; else the whole text when it is one math block after at most a short label, or a single short line that is
+only an answer (never a question).
 
 Several *different* boxed answers are reported as hedged (the caller compares them as a list: wrong for a
 single-valued gold, right for the matching multi-valued one) unless the text before the last box revises the
@@ -45,7 +49,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rewards.final_sentences import one_value
+from rewards.final_sentences import corrected_value, labelled_math, one_value, prose_value
 from rewards.visible import is_placeholder, strip_hidden
 
 __all__ = ["Extraction", "extract_answer", "reasoning_open", "box_spans", "MAX_COMPLETION_CHARS", "BOX_COMMANDS"]
@@ -70,6 +74,21 @@ _ANCHOR = re.compile(  # the lookahead lets the scan skip positions that cannot 
     r"(?=[afoc#])(?:final[ \t]{1,3}answer[ \t]{0,3}(?:is|:|=)?|"
     r"(?:answer|option|choice)[ \t]{1,3}(?:is|(?:would|will|must|should)[ \t]{1,3}be)[ \t]{0,3}:?|"
     r"\banswer[ \t]{0,3}(?:\*\*|\*|\})?[ \t]{0,3}[:：]|####|\#{1,4}[ \t]{0,3}answer[ \t]*(?=\n))",
+    re.IGNORECASE,
+)
+_ANSWER_MATH = re.compile(  # "Answer $9$", "Answer \[ 9 \]": the word alone opening a line, then math
+    r"(?:^|\n)[ \t]{0,3}(?:\*\*)?(?:final[ \t]{1,3})?answer(?:\*\*)?[ \t]{0,3}\n?[ \t]{0,3}(?=\$|\\[\[(])",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(  # "Not the answer: 5", "Possible answer: 5": a negation or a hedge before the anchor
+    r"\b(?:not|no|never|wrong|incorrect|possible|possibly|maybe|perhaps|candidate|tentative|preliminary|partial|"
+    r"previous|earlier|old|initial|guess(?:ed)?)\b|n't\b",
+    re.IGNORECASE,
+)
+_RETRACT = re.compile(  # right after the answer, a sentence that takes it back
+    r"^[\s.,;:!*)\]}$]{0,12}(?:wait|hmm+|actually|no(?:[,.!]|[ \t]+wait)|nope|oops|hold[ \t]+on|"
+    r"(?:that|this)(?:'s|[ \t]+is)[ \t]+(?:wrong|incorrect|not[ \t]+right)|i[ \t]+made[ \t]+an?[ \t]+(?:error|mistake)|"
+    r"let[ \t]+me[ \t]+re-?(?:check|consider|think|do|calculate|compute|evaluate))(?![A-Za-z])",
     re.IGNORECASE,
 )
 _REVISION = re.compile(
@@ -360,7 +379,8 @@ def _statement(rest: str) -> tuple[str, int]:
     named = _NAMED_VALUE.match(line.strip())
     if named:
         line = named.group(1)  # "Final Answer: The volume of $ABCD$ is 120."
-    return line.strip(), span
+    quoted = re.fullmatch(r'\\?["\u201c]([^"\u201c\u201d]{1,400}?)\\?["\u201d]', line.strip())
+    return (quoted.group(1) if quoted else line).strip(), span  # quotation marks are not part of the answer
 
 
 def _answer_before(text: str, at: int) -> str:
@@ -370,6 +390,31 @@ def _answer_before(text: str, at: int) -> str:
     stmt = _LEAD_CLAUSES.sub("", head.strip())  # "Hmm, so 5" -> "so 5"
     stmt = _LEAD_WORDS.sub("", stmt).replace("**", "")
     return re.sub(r"(?<!\\)\$", "", stmt).strip()
+
+
+def _math_line(text: str, at: int) -> tuple[str, int] | None:
+    """The math block that starts at ``at`` and where it ends, when it is all its line says (a period may close
+    it); None when anything else follows on that line ("Answer $9$ is wrong", "Answer $9$ or $10$", "$9$?")."""
+    for open_, close in (("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")):
+        if text.startswith(open_, at):
+            end = text.find(close, at + len(open_), at + 4000)
+            while end > 0 and open_ == "$" and text[end - 1] == "\\":
+                end = text.find(close, end + 1, at + 4000)  # an escaped \$ is currency, not a delimiter
+            inner = text[at + len(open_) : end] if end > 0 else ""
+            if open_ in ("$", "\\(") and "\n" in inner:
+                return None  # inline math stays on its line; display math ($$, \[) may span lines
+            after = end + len(close)
+            if inner.strip() and re.match(r"[ \t]{0,3}\.?[ \t]*(?:\n|$)", text[after : after + 40]):
+                return inner.strip(), after
+            return None
+    return None
+
+
+def _negated(text: str, at: int) -> bool:
+    """A negation earlier in the sentence of the anchor at ``at``: "Not the answer: 5", "This isn't the final answer:
+    7" anchor nothing."""
+    head = re.split(r"[\n.!?](?=\s|$)", text[max(0, at - 80) : at])[-1]
+    return bool(_NEGATED.search(head))
 
 
 def _last_match(rx: re.Pattern[str], text: str, tail: int = 4000) -> re.Match[str] | None:
@@ -388,9 +433,14 @@ def _anchored(text: str) -> tuple[str, int] | None:
     """The latest anchored statement and where it ends: "The answer is X", "X is the answer", "(C) is correct"."""
     found: list[tuple[int, str, int]] = []
     anchor = _last_match(_ANCHOR, text)
-    if anchor is not None:
+    if anchor is not None and not _negated(text, anchor.start()):
         stmt, span = _statement(text[anchor.end() :])
-        found.append((anchor.start(), stmt, anchor.end() + span))
+        found.append((anchor.start(), prose_value(stmt) or stmt, anchor.end() + span))
+    bare_anchor = _last_match(_ANSWER_MATH, text)
+    if bare_anchor is not None:
+        stated = _math_line(text, bare_anchor.end())
+        if stated is not None:
+            found.append((bare_anchor.start(), *stated))
     choice = _last_match(_CHOICE, text)
     if choice is not None and choice.group(1).isupper():
         found.append((choice.start(), choice.group(1), choice.end()))
@@ -410,7 +460,9 @@ def _anchored(text: str) -> tuple[str, int] | None:
 def _last_sentence(text: str) -> str:
     line = text.strip()[-_MAX_LINE:].rsplit("\n", 1)[-1].strip()
     line = _TAIL_NOISE.sub("", line).strip()
-    parts = re.split(r"(?<=[.!?])[ \t]+(?=[A-Z])", line)
+    parts = re.split(
+        r"(?<=[.!?])[ \t]+(?=[A-Z])|(?<=[\w$)\]])[ \t]+(?=(?:Therefore|Thus|Hence|So|Finally),?[ \t])", line
+    )
     return parts[-1].rstrip(" .!").strip()
 
 
@@ -420,7 +472,7 @@ def _conclusion(text: str) -> str | None:
     sentence = _last_sentence(text)
     if sentence.endswith("?"):
         return None  # "So is it 7?": a question states nothing
-    one = one_value(sentence)
+    one = one_value(sentence) or corrected_value(sentence)
     if one:
         return one  # "So she makes $18 per day.", "Thus, there are 10 ways to do it."
     m = _CONCLUSION.match(sentence)
@@ -466,11 +518,11 @@ def _bold_final_line(text: str) -> str | None:
 
 def _is_bare(text: str) -> bool:
     t = text.strip()
-    if not t or "\n" in t or len(t) > 120:
+    if not t or "\n" in t or len(t) > 120 or t.endswith("?"):  # "$5$?" asks, it does not answer
         return False
     if len(t.split()) <= 3:
         return True  # "42", "x = 3", "no solution", "(C) 12"
-    return not [w for w in re.findall(r"[A-Za-z]{3,}", t) if w.lower() not in _MATH_WORDS]
+    return not [w for w in re.findall(r"(?<![\\A-Za-z])[A-Za-z]{3,}", t) if w.lower() not in _MATH_WORDS]
 
 
 def _fallback(text: str) -> str | None:
@@ -501,8 +553,11 @@ def _anchored_after(text: str, end: int, box: re.Pattern[str] = _BOX) -> bool:
 
 
 def _hedged_after(text: str, end: int) -> bool:
-    """The final answer is followed at once by an alternative ("... 7. Or maybe 8.")."""
+    """The final answer is followed at once by an alternative ("... 7. Or maybe 8.") or a retraction ("... 7.
+    Wait, that is wrong.")."""
     after = text[end : end + 160]
+    if _RETRACT.match(after):
+        return True
     m = _HEDGE_AFTER.match(after)
     if m and re.search(r"\d|\\boxed|\$", after[m.end() :]):
         return True
@@ -587,6 +642,9 @@ def _find_in(text: str, strict: bool, hedges: bool, box: re.Pattern[str]) -> Ext
     bold = _bold_final_line(text)
     if bold:
         return Extraction(bold, "bold")
+    labelled = labelled_math(text)
+    if labelled:
+        return Extraction(labelled, "bare")
     if _is_bare(text):
         return Extraction(_delimited(text.strip()).strip().rstrip(".").strip("$").strip(), "bare")
     if not strict:

@@ -122,6 +122,9 @@ class _Parser(StructureMixin):
         if len(items) == 1:
             return items[0]
         if union:
+            head = items[0]
+            if isinstance(head, Rel) and head.ops == ("in",):  # z \in [a, b] \cup [c, d]: \cup binds tighter
+                return Rel((head.terms[0], self._union([head.terms[1], *items[1:]])), ("in",))
             return self._union(items)
         if joins and set(joins) == {"and"} and all(_inequality(i) for i in items):
             return Rel(tuple(items), ("and",) * (len(items) - 1))  # x > 1 and x < 3: both hold (an intersection)
