@@ -1,9 +1,10 @@
 """The GRPO training loop, top to bottom: prompts -> rollout -> scoring -> advantages -> update -> checkpoint.
 
-One step (:func:`_step`) samples ``prompts_per_step`` groups of G completions (split over ranks), submits them to
-the one scoring path (:class:`harness.scoring.ScoringSession`), starts the update's first forward pass while the
-rewards run, turns the weighted total rewards into group-relative advantages (unscored samples excluded), and
-takes ``mu`` optimizer steps. Then it records metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with
+One step (:func:`grpo_step`; :func:`train_step` wraps it in a ``train.step`` span) samples ``prompts_per_step``
+groups of G completions (split over ranks), submits them to the one scoring path
+(:class:`harness.scoring.ScoringSession`), starts the update's first forward pass while the rewards run, turns
+the weighted total rewards into group-relative advantages (unscored samples excluded), and takes ``mu`` optimizer
+steps. Then it records metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with
 a ``reward/<name>`` child per reward), checks the monitors, and saves a checkpoint every ``save_steps`` (and after
 the step in flight when Ctrl-C stops the run: :mod:`trainer.interrupt`).
 
