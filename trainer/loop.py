@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.cfg.trainer import TrainerSection
 from harness.config import RunConfig, dump_config
 from harness.data import render_prompt
 from harness.plugins import add_plugins
@@ -39,6 +38,7 @@ from trainer import dcp
 from trainer import fsdp as sharding
 from trainer.advantages import GroupAdvantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
+from trainer.config import TrainerSection
 from trainer.dist import (
     DistInfo,
     all_gather_object,
@@ -434,7 +434,7 @@ def train(
     """Train the configured policy with GRPO; see the module docstring for one step.
 
     Args:
-        config: the whole run (``trainer`` section: :class:`harness.cfg.trainer.TrainerSection`).
+        config: the whole run (``trainer`` section: :class:`trainer.config.TrainerSection`).
         resume: continue from the newest complete checkpoint of ``runs/<run.id>`` (needs ``run.id``).
         progress: show a console progress bar (rank 0).
         on_step: called with ``(step, metrics)`` after each step (and its checkpoint).

@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from harness.cfg.trainer import TrainerSection
 from harness.config import RunConfig
 from harness.errors import ConfigError, DataError
 from harness.types import Sample
+from trainer.config import TrainerSection
 
 __all__ = [
     "validate",
