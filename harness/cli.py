@@ -10,7 +10,6 @@ command line is parsed and import torch only inside the command, so ``harness sc
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import logging
 import sys
@@ -26,14 +25,6 @@ from harness.types import RewardSpec
 __all__ = ["main", "build_parser", "parse_reward_args", "run_standalone", "add_plugin_argument"]
 
 log = logging.getLogger("harness")
-
-# Subcommands of harness/ itself, added after score and rewards; other packages add theirs through the
-# ``grpo_harness.commands`` entry-point group (harness.hooks).
-_OWN_PARSERS: tuple[tuple[str, str], ...] = (
-    ("harness.telemetry.cli", "add_report_parser"),
-    ("harness.telemetry.cli", "add_traces_parser"),
-    ("harness.demo", "add_parser"),
-)
 
 
 def parse_reward_args(rewards: list[str], params: list[str]) -> list[RewardSpec]:
@@ -139,9 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     rl = rsub.add_parser("list", help="every reward with its origin and parameters")
     add_plugin_argument(rl)
     rl.set_defaults(func=_cmd_rewards_list)
-    for module, fn in _OWN_PARSERS:
-        getattr(importlib.import_module(module), fn)(sub)
-    _add_plugged_commands(sub)
+    from harness.telemetry.cli import add_report_parser, add_traces_parser
+
+    add_report_parser(sub)
+    add_traces_parser(sub)
+    _add_plugged_commands(sub)  # train, eval, judge-agreement, sandbox, demo and other packages' commands
     return parser
 
 
