@@ -310,7 +310,7 @@ def _results(eval_dir: Path) -> dict[str, Any]:
     return results
 
 
-def _reward_means(eval_dir: Path) -> dict[str, float]:
+def _reward_means(eval_dir: Path) -> dict[str, float | None]:
     return {name: r["mean"] for name, r in _results(eval_dir)["rewards"].items()}
 
 
