@@ -52,7 +52,7 @@ def main() -> None:
     from evals import evaluate
     from evals.backends import PromptRequest, SamplingParams, prompt_seed
     from evals.backends.hf import HFBackend
-    from harness.cfg.eval import EvalSection
+    from evals.config import EvalSection
     from harness.data import load_samples
     from harness.scoring import default_pool
 

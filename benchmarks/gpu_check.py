@@ -110,7 +110,7 @@ def _gib(x: float) -> float:
 def phase_engine(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from harness.cfg.trainer import VLLMSection
+    from trainer.config import VLLMSection
     from trainer.losses import LossConfig
     from trainer.rollout.base import RolloutBatch
     from trainer.rollout.vllm import VLLMRollout
@@ -153,7 +153,7 @@ def phase_engine(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any
 def phase_sync(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from harness.cfg.trainer import VLLMSection
+    from trainer.config import VLLMSection
     from trainer.rollout.base import SamplingConfig
     from trainer.rollout.vllm import VLLMRollout
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -239,7 +239,7 @@ def phase_train(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]
 
 def phase_eval(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any]:
     from evals.runner import evaluate
-    from harness.cfg.eval import EvalSection
+    from evals.config import EvalSection
 
     t0 = time.perf_counter()
     res = evaluate(models["smollm2"]["path"], ROOT / "examples" / "data" / "addition_heldout.jsonl", ["math"],

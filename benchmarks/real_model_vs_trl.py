@@ -150,7 +150,7 @@ def evaluate_on_heldout(model: str, data: Path, out: Path, k: int, threads: int)
 
     torch.set_num_threads(threads)
     import evals
-    from harness.cfg.eval import EvalSection
+    from evals.config import EvalSection
 
     settings = EvalSection(k=k, temperature=0.6, top_p=0.95, seed=SEED, batch_size=32, max_new_tokens=LENGTH)
     res = evals.evaluate(model, data / "heldout.jsonl", REWARDS, settings=settings, output_dir=out,

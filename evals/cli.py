@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint
+from evals.config import EvalSection
 from evals.runner import EvalResult, evaluate, resolve_settings
 from harness.cfg.common import FieldMap
-from harness.cfg.eval import EvalSection
 from harness.errors import HarnessError
 from harness.types import RewardSpec
 

@@ -25,13 +25,12 @@ This module does no I/O and runs no rewards; :mod:`evals.runner` feeds it the sc
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.stats import mean_std, score_summary, scored_values
+from harness.stats import mean_and_stderr, score_summary, scored_values
 from harness.types import Score
 
 __all__ = [
@@ -69,17 +68,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def pass_at_k_all(n: int, c: int) -> dict[int, float]:
     """pass@k for every ``k`` in ``1..n``."""
     return {k: pass_at_k(n, c, k) for k in range(1, n + 1)}
-
-
-def mean_and_stderr(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
-    """``(mean, standard error, count)`` over the non-None values; stderr is None with fewer than 2 values.
-
-    >>> mean_and_stderr([1.0, 0.0, None, 1.0, 0.0])
-    (0.5, 0.28867513459481287, 4)
-    """
-    xs = scored_values(values)
-    mean, std = mean_std(xs)
-    return mean, (std / math.sqrt(len(xs)) if std is not None else None), len(xs)
 
 
 _BOXED = re.compile(r"\\boxed\s*\{(.*)\}", re.DOTALL)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import ResumeError
+from harness.jsonl import read_records
 
 __all__ = ["EvalOutput", "atomic_write_text", "atomic_write_json", "read_records"]
 
@@ -63,34 +64,6 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_write_json(path: str | Path, obj: Any) -> None:
     """:func:`atomic_write_text` of ``obj`` as indented JSON."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def read_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:
-    """The complete JSON lines of ``path`` and the byte length they span (a torn last line is excluded)."""
-    path = Path(path)
-    if not path.exists():
-        return [], 0
-    data = path.read_bytes()
-    records: list[dict[str, Any]] = []
-    good = 0
-    pos = 0
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        if end < 0:
-            break  # no newline: the write was cut short
-        line = data[pos:end]
-        pos = end + 1
-        if not line.strip():
-            good = pos
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            log.warning("%s: dropping a corrupt line at byte %d and everything after it", path, good)
-            break
-        records.append(rec)
-        good = pos
-    return records, good
 
 
 class EvalOutput:

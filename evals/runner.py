@@ -24,12 +24,12 @@ from typing import Any
 
 from evals.backends import Backend, PromptRequest, SamplingParams, make_backend, prompt_seed
 from evals.checkpoint import CheckpointInfo, resolve_checkpoint
+from evals.config import BackendName, EvalSection
 from evals.errors import ContaminationError, EvalError
 from evals.identity import describe_evaluation, evaluation_key
 from evals.outputs import EvalOutput, read_records
 from evals.results import TRUNCATION_WARN_FRAC, build_results, flat_metrics, format_table, package_versions
 from harness.cfg.common import FieldMap
-from harness.cfg.eval import BackendName, EvalSection
 from harness.contamination import check_contamination
 from harness.data import LoadResult, load_samples
 from harness.errors import DataError

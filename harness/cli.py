@@ -2,18 +2,18 @@
 
 ``score``, ``train``, ``eval`` and ``rewards list`` take ``--plugin MODULE_OR_FILE.py`` to import user rewards.
 
-Only this module configures logging. Subcommands owned by other packages (trainer, evals, telemetry, demo)
-register their own argparse parsers; they are imported when the command line is parsed, so ``harness score``
-never imports torch.
+Only this module configures logging. Subcommands owned by other packages register their own argparse parsers
+through the ``grpo_harness.commands`` entry-point group (:mod:`harness.hooks`); their modules are imported when the
+command line is parsed and import torch only inside the command, so ``harness score`` never imports torch.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import logging
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,17 +25,6 @@ from harness.types import RewardSpec
 __all__ = ["main", "build_parser", "parse_reward_args", "run_standalone", "add_plugin_argument"]
 
 log = logging.getLogger("harness")
-
-# (module, function) pairs that add subcommands owned by other packages; a missing module is skipped.
-_PLUGGED_PARSERS: tuple[tuple[str, str], ...] = (
-    ("trainer.cli", "add_parser"),
-    ("evals.cli", "add_parser"),
-    ("evals.agreement_cli", "add_parser"),
-    ("harness.telemetry.cli", "add_report_parser"),
-    ("harness.telemetry.cli", "add_traces_parser"),
-    ("sandbox.cli", "add_parser"),
-    ("harness.demo", "add_parser"),
-)
 
 
 def parse_reward_args(rewards: list[str], params: list[str]) -> list[RewardSpec]:
@@ -141,15 +130,39 @@ def build_parser() -> argparse.ArgumentParser:
     rl = rsub.add_parser("list", help="every reward with its origin and parameters")
     add_plugin_argument(rl)
     rl.set_defaults(func=_cmd_rewards_list)
-    for module, fn in _PLUGGED_PARSERS:
+    from harness.telemetry.cli import add_report_parser, add_traces_parser
+
+    add_report_parser(sub)
+    add_traces_parser(sub)
+    _add_plugged_commands(sub)  # train, eval, judge-agreement, sandbox, demo and other packages' commands
+    return parser
+
+
+def _add_plugged_commands(sub: Any) -> None:
+    """Subcommands from the ``grpo_harness.commands`` entry points; one whose module is absent is skipped."""
+    from harness.hooks import COMMANDS, other_entry_points, own_entry_points
+
+    taken = set(sub.choices)
+    own = own_entry_points(COMMANDS)
+    for ep in [*own, *other_entry_points(COMMANDS)]:
+        if ep.name in taken:
+            continue  # a name harness or an earlier package already added
         try:
-            add: Callable[[Any], None] = getattr(importlib.import_module(module), fn)
-        except (ModuleNotFoundError, AttributeError) as e:
-            if isinstance(e, ModuleNotFoundError) and e.name and not module.startswith(e.name):
+            add: Callable[[Any], None] = ep.load()
+        except ModuleNotFoundError as e:
+            module = ep.value.partition(":")[0]
+            if e.name and not module.startswith(e.name):
                 raise
             continue
+        except Exception as e:  # noqa: BLE001 - another package's broken command must not take `harness` down
+            if ep in own:
+                raise
+            warnings.warn(
+                f"command plugin {ep.name} = {ep.value} failed to load: {type(e).__name__}: {e}", stacklevel=2
+            )
+            continue
         add(sub)
-    return parser
+        taken = set(sub.choices)
 
 
 def run_standalone(

@@ -1,9 +1,11 @@
 """One pydantic model for a whole run, loaded from YAML or TOML, with errors that name the file and the field.
 
 A run config has the sections ``run``, ``model``, ``data``, ``rewards``, ``trainer``, ``eval`` and ``telemetry``,
-and a list of reward ``plugins`` (modules or ``.py`` files, see :mod:`harness.plugins`). The section models live in
-:mod:`harness.cfg` (one module per owner); this module assembles them, loads files and turns pydantic's errors into
-a :class:`ConfigError` such as::
+and a list of reward ``plugins`` (modules or ``.py`` files, see :mod:`harness.plugins`). Each package owns its
+section: ``model``, ``data`` and ``telemetry`` live in :mod:`harness.cfg`; ``trainer`` (``trainer.config``) and
+``eval`` (``evals.config``) are plugged in through the ``grpo_harness.config_sections`` entry-point group
+(:mod:`harness.cfg._sections`), so this module names neither package. It assembles them, loads files and turns
+pydantic's errors into a :class:`ConfigError` such as::
 
     run.yaml: trainer.num_generations: Input should be greater than or equal to 2 (got 1)
 
@@ -15,12 +17,22 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails
 
-from harness.cfg import DataSection, EvalSection, ModelSection, TelemetrySection, TrainerSection
+from harness.cfg import DataSection, ModelSection, TelemetrySection
+from harness.cfg._sections import section_models
 from harness.errors import ConfigError
 from harness.types import RewardSpec
 
@@ -43,16 +55,19 @@ class RunSection(BaseModel):
 
 
 class RunConfig(BaseModel):
-    """A whole run: what to train, on what, scored by which rewards, evaluated and traced how."""
+    """A whole run: what to train, on what, scored by which rewards, evaluated and traced how.
 
-    model_config = ConfigDict(extra="forbid")
+    The sections that other packages own (``trainer``, ``eval``) are validated by their plugged models and read as
+    attributes like the others (``cfg.trainer.num_generations``); a missing one gets its defaults, an unknown
+    top-level key is an error.
+    """
+
+    model_config = ConfigDict(extra="allow")  # only the plugged sections: _plugged_sections rejects anything else
 
     run: RunSection = Field(default_factory=RunSection)
     model: ModelSection = Field(default_factory=ModelSection)
     data: DataSection = Field(default_factory=DataSection)
     rewards: list[RewardSpec] = Field(default_factory=list)
-    trainer: TrainerSection = Field(default_factory=TrainerSection)
-    eval: EvalSection = Field(default_factory=EvalSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
     plugins: list[str] = Field(
         default_factory=list,
@@ -60,6 +75,31 @@ class RunConfig(BaseModel):
         "@reward, imported before the rewards load (in scoring workers too); a relative "
         "file path is relative to the config file and saved absolute",
     )
+
+    if TYPE_CHECKING:  # a plugged section; its owner's code annotates the type it knows
+
+        def __getattr__(self, name: str) -> Any: ...
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plugged_sections(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)
+        core = dict(data)
+        sections, errors = _validate_sections(core)
+        errors += [
+            InitErrorDetails(type="extra_forbidden", loc=(key,), input=core.pop(key))
+            for key in [k for k in core if k not in cls.model_fields]
+        ]
+        try:
+            inst = handler(core)
+        except ValidationError as e:
+            errors = _details(e, ()) + errors
+        if errors:
+            raise ValidationError.from_exception_data(cls.__name__, errors)
+        assert inst.__pydantic_extra__ is not None, "extra='allow' keeps a dict of extras"
+        inst.__pydantic_extra__.update(sections)
+        return inst
 
     @field_validator("rewards", mode="before")
     @classmethod
@@ -87,6 +127,27 @@ class RunConfig(BaseModel):
         if dup:
             raise ValueError(f"reward names must be unique, repeated: {', '.join(dup)}")
         return v
+
+
+def _details(err: ValidationError, prefix: tuple[str, ...]) -> list[InitErrorDetails]:
+    """``err``'s errors with ``prefix`` put before each location (to raise them again from the whole config)."""
+    return [
+        InitErrorDetails(type=e["type"], loc=(*prefix, *e["loc"]), input=e["input"], ctx=e.get("ctx", {}))
+        for e in err.errors()
+    ]
+
+
+def _validate_sections(data: dict[str, Any]) -> tuple[dict[str, BaseModel], list[InitErrorDetails]]:
+    """Pop every plugged section out of ``data`` and validate it with its model (defaults when absent)."""
+    out: dict[str, BaseModel] = {}
+    errors: list[InitErrorDetails] = []
+    for name, model in section_models().items():
+        raw = data.pop(name, None)
+        try:
+            out[name] = raw if isinstance(raw, model) else model.model_validate({} if raw is None else raw)
+        except ValidationError as e:
+            errors += _details(e, (name,))
+    return out, errors
 
 
 def format_validation_error(err: ValidationError, source: str) -> str:

@@ -37,7 +37,6 @@ import importlib
 import importlib.metadata as md
 import inspect
 import logging
-import os
 import threading
 import typing
 import warnings
@@ -45,7 +44,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from harness._plugin_import import check_builtin_package, import_plugin
 from harness.errors import DuplicateRewardError, RewardParameterError, UnknownRewardError
+from harness.hooks import AUTOLOAD_ENV, REWARDS, other_entry_points, own_entry_points
 from harness.types import RewardSpec, Sample, Score
 
 __all__ = [
@@ -66,17 +67,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ENTRY_POINT_GROUP = "grpo_harness.rewards"
-AUTOLOAD_ENV = "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD"
-#: Modules holding the built-in rewards, imported on first lookup.
-BUILTIN_MODULES: tuple[str, ...] = (
-    "rewards.format",
-    "rewards.length",
-    "rewards.math",
-    "rewards.code",
-    "rewards.toy",
-    "rewards.llm_judge",
-)
+ENTRY_POINT_GROUP = REWARDS
+#: Modules holding the built-in rewards, imported on first lookup: the values of grpo-harness's own
+#: ``grpo_harness.rewards`` entry points (pyproject.toml), so this module names no rewards package.
+BUILTIN_MODULES: tuple[str, ...] = tuple(ep.value.partition(":")[0] for ep in own_entry_points(REWARDS))
 
 Isolation = Literal["process", "inline"]
 
@@ -264,7 +258,7 @@ class Registry:
         module = getattr(factory, "__module__", "?") or "?"
         if self.origin_override:
             return self.origin_override
-        if module.split(".")[0] == "rewards":
+        if any(module == m or module.startswith(m + ".") for m in self.builtin_modules):
             return f"built-in ({module})"
         return f"module {module}"
 
@@ -303,8 +297,6 @@ class Registry:
             self.loaded = True
 
     def _load_all(self) -> None:
-        from harness.plugins import check_builtin_package, import_plugin
-
         check_builtin_package()
         for plugin in self.plugins:
             import_plugin(plugin)
@@ -316,9 +308,7 @@ class Registry:
                     raise
                 continue
             self._adopt(mod)
-        if os.environ.get(AUTOLOAD_ENV, "").strip() not in ("", "0", "false", "False"):
-            return
-        for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+        for ep in other_entry_points(ENTRY_POINT_GROUP):  # none under the AUTOLOAD_ENV kill switch
             self._load_entry_point(ep)
 
     def _adopt(self, module: str) -> None:

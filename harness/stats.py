@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
+    "mean_and_stderr",
     "ZERO_VARIANCE_TOL",
     "scored_values",
     "mean_std",
@@ -121,3 +122,14 @@ def score_summary(
         "p50_s": percentile(latencies, 50),
         "p99_s": percentile(latencies, 99),
     }
+
+
+def mean_and_stderr(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
+    """``(mean, standard error, count)`` over the non-None values; stderr is None with fewer than 2 values.
+
+    >>> mean_and_stderr([1.0, 0.0, None, 1.0, 0.0])
+    (0.5, 0.28867513459481287, 4)
+    """
+    xs = scored_values(values)
+    mean, std = mean_std(xs)
+    return mean, (std / math.sqrt(len(xs)) if std is not None else None), len(xs)

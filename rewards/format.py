@@ -23,8 +23,9 @@ placeholders (``\\ldots``), ``\\phantom{...}`` (nested too) or white text earns 
 (``<think></think><answer>\\boxed{.}</answer>`` scores 0 on every format reward), and tags must be properly
 ordered (no interleaved or reversed pairs).
 
-**Time.** All but ``format_regex`` are written without backtracking regexes, so their cost is linear in the
-completion length, and they may run inline. Each also takes ``time_limit`` (seconds, default 2): a call that
+**Time.** All but ``format_regex`` use only two fixed tag patterns (``<name>`` and ``</name>``, a name of at most
+31 characters, which cannot backtrack) and linear scans, so their cost is linear in the completion length, and they
+may run inline. Each also takes ``time_limit`` (seconds, default 2): a call that
 runs past it stops at its next check and returns ``Score(None, "timeout")`` (unscored, like the scoring path's
 kill), so no inline call keeps burning CPU after its limit.
 

@@ -19,7 +19,7 @@ not read from config attributes; the chunked head applies it.
 
 Not covered: heads other than a module that maps ``(n, H)`` to ``(n, vocab)``, logit post-processing beyond a
 :class:`LogitMap` (:mod:`trainer.head` refuses such models at load), and top-p renormalization: the trainer refuses
-``top_p < 1`` (see :mod:`harness.cfg.trainer`), so these are log-probs of the full tempered softmax.
+``top_p < 1`` (see :mod:`trainer.config`), so these are log-probs of the full tempered softmax.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The GRPO training loop, top to bottom: prompts -> rollout -> scoring -> advantages -> update -> checkpoint.
 
-One step (:func:`_step`) samples ``prompts_per_step`` groups of G completions (split over ranks), submits them to
-the one scoring path (:class:`harness.scoring.ScoringSession`), starts the update's first forward pass while the
-rewards run, turns the weighted total rewards into group-relative advantages (unscored samples excluded), and
-takes ``mu`` optimizer steps. Then it records metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with
+One step (:func:`grpo_step`; :func:`train_step` wraps it in a ``train.step`` span) samples ``prompts_per_step``
+groups of G completions (split over ranks), submits them to the one scoring path
+(:class:`harness.scoring.ScoringSession`), starts the update's first forward pass while the rewards run, turns
+the weighted total rewards into group-relative advantages (unscored samples excluded), and takes ``mu`` optimizer
+steps. Then it records metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with
 a ``reward/<name>`` child per reward), checks the monitors, and saves a checkpoint every ``save_steps`` (and after
 the step in flight when Ctrl-C stops the run: :mod:`trainer.interrupt`).
 
@@ -25,7 +26,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.cfg.trainer import TrainerSection
 from harness.config import RunConfig, dump_config
 from harness.data import render_prompt
 from harness.plugins import add_plugins
@@ -39,6 +39,7 @@ from trainer import dcp
 from trainer import fsdp as sharding
 from trainer.advantages import GroupAdvantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
+from trainer.config import TrainerSection
 from trainer.dist import (
     DistInfo,
     all_gather_object,
@@ -437,7 +438,7 @@ def train(
     """Train the configured policy with GRPO; see the module docstring for one step.
 
     Args:
-        config: the whole run (``trainer`` section: :class:`harness.cfg.trainer.TrainerSection`).
+        config: the whole run (``trainer`` section: :class:`trainer.config.TrainerSection`).
         resume: continue from the newest complete checkpoint of ``runs/<run.id>`` (needs ``run.id``).
         progress: show a console progress bar (rank 0).
         on_step: called with ``(step, metrics)`` after each step (and its checkpoint).

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.cfg.trainer import MonitorSection
+from trainer.config import MonitorSection
 
 __all__ = ["Monitors", "MetricsWriter"]
 

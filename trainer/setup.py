@@ -19,11 +19,12 @@ from typing import Any
 
 import torch
 
-from harness.cfg.trainer import TrainerSection
 from harness.config import RunConfig
 from harness.errors import ConfigError, DataError
+from harness.gguf import detach_gguf_quantizer as _detach_gguf_quantizer
 from harness.threads import auto_bf16, model_hidden_size
 from harness.types import Sample
+from trainer.config import TrainerSection
 
 __all__ = [
     "validate",
@@ -217,26 +218,6 @@ def load_policy(config: RunConfig, t: TrainerSection, device: str, *, source: Pa
     gc = t.gradient_checkpointing if t.gradient_checkpointing is not None else device.startswith("cuda")
     _train_mode(model, bool(gc))  # dropout off for sampling and training alike (see trainer.update)
     return model, tok
-
-
-def _detach_gguf_quantizer(model: Any, gguf_file: str) -> None:
-    """Make a GGUF model loaded as plain dequantized tensors trainable and savable like any other.
-
-    transformers keeps its GGUF quantizer on the model even when it dequantized every weight, and then refuses
-    ``save_pretrained``; the weights are ordinary tensors, so the quantizer is dropped. Weights left in GGUF blocks
-    cannot be trained at all, which is an error here rather than at the first checkpoint.
-    """
-    if getattr(model, "hf_quantizer", None) is None:
-        return
-    if any(not p.is_floating_point() for p in model.parameters()):
-        raise ConfigError(
-            f"model.gguf_file {gguf_file!r}: the weights were loaded in GGUF blocks, which cannot be trained; "
-            "uninstall the 'kernels' package so transformers dequantizes them, or convert the model first"
-        )
-    model.hf_quantizer = None
-    model.is_quantized = False
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
 
 
 def _apply_lora(model: Any, t: TrainerSection) -> Any:

@@ -1,7 +1,7 @@
 """A built-in toy verifiable task that trains in seconds on a CPU: write as many of one character as you can.
 
 Parts:
-    :func:`char_tokenizer`  a character-level ``PreTrainedTokenizerFast`` (saves and loads like any tokenizer).
+    :func:`char_tokenizer`  a character-level ``PreTrainedTokenizerFast`` (:mod:`harness.char_tokenizer`).
     :func:`tiny_model`      a random-init Qwen2-style causal LM (2 layers, hidden 64, 2 heads of 32 by default, ~77k
                             parameters).
     :func:`toy_samples`     prompts of a few random letters; the task is the same for every prompt.
@@ -17,13 +17,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from harness.char_tokenizer import CHARS, char_tokenizer
 from harness.types import Sample
 
 __all__ = ["CHARS", "char_tokenizer", "tiny_model", "toy_samples", "is_toy_model", "is_toy_data"]
-
-#: The vocabulary: special tokens first, then these characters.
-CHARS = "abcdefghijklmnopqrstuvwxyz0123456789 .,:?!+-*=()\n"
-_SPECIAL = ["<pad>", "<eos>", "<unk>"]
 
 
 def is_toy_model(name: str) -> bool:
@@ -34,32 +31,6 @@ def is_toy_model(name: str) -> bool:
 def is_toy_data(source: str | None) -> bool:
     """True for ``toy:N`` data sources."""
     return bool(source) and str(source).startswith("toy:")
-
-
-def char_tokenizer(vocab_size: int | None = None, chars: str = CHARS) -> Any:
-    """A character-level tokenizer with ``<pad>``, ``<eos>`` and ``<unk>``; decode joins characters back.
-
-    Args:
-        vocab_size: pad the vocabulary with filler tokens (``<f0>``, ``<f1>``...) up to this size, for models
-            with a realistic embedding size; encoding never produces them, sampling may.
-        chars: the characters after the three special tokens, in id order.
-    """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    tokens = _SPECIAL + list(chars)
-    tokens += [f"<f{i}>" for i in range(max(0, (vocab_size or 0) - len(tokens)))]
-    vocab = {t: i for i, t in enumerate(tokens)}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        eos_token="<eos>",
-        unk_token="<unk>",
-        clean_up_tokenization_spaces=False,
-    )
 
 
 def tiny_model(vocab_size: int, *, hidden: int = 64, layers: int = 2, heads: int = 2, seed: int = 0) -> Any:

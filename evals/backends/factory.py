@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evals.backends.base import Backend
+from evals.config import EvalSection
 from evals.errors import BackendError
-from harness.cfg.eval import EvalSection
 
 __all__ = ["make_backend"]
 

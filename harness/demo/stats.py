@@ -2,7 +2,7 @@
 
 A rise is ``end - start`` of a reward's held-out mean. Its standard error is taken over prompts, which are the
 independent units (the ``k`` samples of one prompt are not): each prompt's mean over its samples in the later
-evaluation minus the same prompt's mean in the earlier one, then :func:`evals.metrics.mean_and_stderr` over those
+evaluation minus the same prompt's mean in the earlier one, then :func:`harness.stats.mean_and_stderr` over those
 per-prompt differences (sample standard deviation, ``ddof=1``, over ``sqrt(prompts)``). Pairing by prompt removes
 the spread between easy and hard prompts that an unpaired difference of two means would count twice.
 
@@ -16,8 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.metrics import mean_and_stderr
-from evals.outputs import read_records
+from harness.jsonl import read_records
+from harness.stats import mean_and_stderr
 
 __all__ = ["Rise", "paired_rise", "prompt_means", "rise_between"]
 

@@ -62,7 +62,7 @@ def write_split(split: Split, directory: Path) -> tuple[Path, Path]:
 
 def demo_tokenizer() -> Any:
     """A character-level ``PreTrainedTokenizerFast`` over :data:`DEMO_CHARS` (saves and loads like any other)."""
-    from trainer.toy import char_tokenizer
+    from harness.char_tokenizer import char_tokenizer
 
     return char_tokenizer(chars=DEMO_CHARS)
 

@@ -43,7 +43,7 @@ def _params_key(params: Mapping[str, Any]) -> str:
 
 
 class _Cache:
-    """A bounded LRU of score dicts, thread-safe."""
+    """A bounded LRU of :class:`Score` objects keyed by reward, parameters and sample, thread-safe."""
 
     def __init__(self, size: int) -> None:
         self.size = size

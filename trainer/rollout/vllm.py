@@ -40,10 +40,10 @@ from typing import Any
 
 import torch
 
-from harness.cfg.trainer import VLLMSection
 from harness.errors import ConfigError
 from harness.vllm_engine import WORKER_EXTENSION, EnginePlatform, SyncReport, engine_platform, sync_weights
 from harness.vllm_engine.platform import import_vllm, kv_cache_bytes
+from trainer.config import VLLMSection
 from trainer.dist import launcher_env
 from trainer.rollout.base import RolloutBatch, SamplingConfig, left_pad, right_pad
 
