@@ -103,6 +103,26 @@ def test_an_entry_point_named_like_a_builtin_is_the_candidate_and_nothing_else(c
     assert right.status == "pass", right.info.get("reason")
 
 
+def _wait_blocked_reading(proc, fd: int, timeout: float = 60.0) -> None:
+    """Wait until ``proc`` sleeps in a system call on ``fd`` (Linux ``/proc/PID/syscall``: number, then arguments).
+
+    A process asleep reading its channel is waiting for the peer: whatever it was going to do first is done."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the process exited with {proc.returncode} before it waited on fd {fd}"
+        try:
+            fields = open(f"/proc/{proc.pid}/syscall").read().split()
+            state = open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError as e:
+            pytest.skip(f"/proc/PID/syscall is not readable here ({e}): cannot see the process wait")
+        if state == "S" and len(fields) > 1 and fields[0] != "running" and int(fields[1], 16) == fd:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the process did not wait on fd {fd} within {timeout:g} s")
+
+
 def test_the_solution_runs_only_once_its_judge_is_set_up(tmp_path):
     """Fails on the code before this change: the solution's code ran as soon as its own setup was done, while its
     judge could still be setting up, so code that hogs the machine (a fork or memory bomb) competed with its own
@@ -112,7 +132,6 @@ def test_the_solution_runs_only_once_its_judge_is_set_up(tmp_path):
     import socket
     import subprocess
     import sys
-    import time
     from pathlib import Path
 
     from sandbox import _wire
@@ -123,10 +142,11 @@ def test_the_solution_runs_only_once_its_judge_is_set_up(tmp_path):
     code = f"open({str(marker)!r}, 'w').write('ran')\ndef f():\n    return 1\n"
     prog = (f"import sys\nsys.path.insert(0, {str(root)!r})\nfrom sandbox import _solution\n"
             f"_solution.serve_functions({code!r}, {theirs.fileno()})")
-    p = subprocess.Popen([sys.executable, "-c", prog], pass_fds=(theirs.fileno(),), cwd=tmp_path)
+    theirs_fd = theirs.fileno()  # the same number in the child (pass_fds keeps it)
+    p = subprocess.Popen([sys.executable, "-c", prog], pass_fds=(theirs_fd,), cwd=tmp_path)
     theirs.close()
     try:
-        time.sleep(1.0)
+        _wait_blocked_reading(p, theirs_fd)  # the solution process waits for its go (the event, not a sleep)
         assert not marker.exists()  # no go yet: nothing of the solution has run
         _wire.send(ours.fileno(), {"go": True})
         hello = _wire.recv(ours.fileno())
