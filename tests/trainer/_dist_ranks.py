@@ -25,7 +25,7 @@ GLOBAL_ROWS = 16
 
 def fixed_batch(rows: slice | None = None):
     """A seeded global batch of 16 completions (random ids, some padding), the same in every process."""
-    from trainer.rollout.base import RolloutBatch
+    from _batches import batch_of
 
     g = torch.Generator().manual_seed(1234)
     p_ids = torch.randint(3, 40, (GLOBAL_ROWS, 5), generator=g)
@@ -36,8 +36,7 @@ def fixed_batch(rows: slice | None = None):
     c_mask[1::4, 4:] = 0  # some shorter completions
     adv = torch.randn(GLOBAL_ROWS, generator=g)
     rows = rows or slice(0, GLOBAL_ROWS)
-    batch = RolloutBatch(p_ids[rows], p_mask[rows], c_ids[rows], c_mask[rows], torch.zeros(GLOBAL_ROWS, dtype=torch.bool)[rows],
-                         [""] * len(range(GLOBAL_ROWS)[rows]))
+    batch = batch_of(p_ids[rows], p_mask[rows], c_ids[rows], c_mask[rows])
     return batch, adv[rows]
 
 

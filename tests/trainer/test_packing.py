@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from _batches import batch_of, rollout_batch
 
 from trainer import packing
 from trainer.head import PolicyForward
 from trainer.losses import LossConfig
-from trainer.rollout.base import RolloutBatch, left_pad, right_pad
 from trainer.setup import disable_dropout, enable_checkpointing
 from trainer.toy import tiny_model
 from trainer.update import UpdateInputs, completion_logprobs, policy_update
@@ -22,9 +22,8 @@ VOCAB = 301
 
 
 def _rows(prompts: list[list[int]], completions: list[list[int]]) -> tuple[torch.Tensor, ...]:
-    p_ids, p_mask = left_pad([torch.tensor(p) for p in prompts], 0)
-    c_ids, c_mask = right_pad([torch.tensor(c) for c in completions], 0)
-    return p_ids, p_mask, c_ids, c_mask
+    b = rollout_batch(prompts, completions)
+    return b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask
 
 
 def test_segments_are_runs_of_consecutive_rows_with_equal_prompt_tokens():
@@ -138,7 +137,7 @@ def test_auto_packing_follows_the_cost_model(monkeypatch):
 def test_a_packed_update_takes_the_plain_update_s_step():
     base = tiny_model(VOCAB, seed=2)
     p_ids, p_mask, c_ids, c_mask = _grouped(seed=9)
-    batch = RolloutBatch(p_ids, p_mask, c_ids, c_mask, torch.zeros(6, dtype=torch.bool), [""] * 6)
+    batch = batch_of(p_ids, p_mask, c_ids, c_mask)
     inputs = UpdateInputs(torch.tensor([1.0, -0.5, -0.5, 0.7, 0.1, -0.8]), c_mask.float())
     stats, models = [], []
     for pack in (True, False):

@@ -1,6 +1,7 @@
 """The transformers rollout backend on a random-init tiny Qwen2 model (no download)."""
 
 import torch
+from _batches import rollout_batch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from trainer.rollout.base import RolloutBatch, SamplingConfig, left_pad
@@ -67,8 +68,8 @@ def test_top_p_keeps_only_the_nucleus():
 
 
 def test_concat_repads_batches():
-    a = RolloutBatch(*left_pad([[5, 6]], 0), torch.tensor([[7, 1]]), torch.tensor([[1, 1]]), torch.tensor([False]), ["x"])
-    b = RolloutBatch(*left_pad([[5, 6, 8]], 0), torch.tensor([[9]]), torch.tensor([[1]]), torch.tensor([True]), ["y"])
+    a = rollout_batch([[5, 6]], [[7, 1]], texts=["x"])
+    b = rollout_batch([[5, 6, 8]], [[9]], truncated=[True], texts=["y"])
     c = RolloutBatch.concat([a, b], pad_id=0)
     assert c.prompt_ids.tolist() == [[0, 5, 6], [5, 6, 8]]
     assert c.completion_ids.tolist() == [[7, 1], [9, 0]] and c.texts == ["x", "y"]

@@ -9,23 +9,16 @@ import math
 
 import pytest
 import torch
+from _batches import random_rollout_batch
 
 from harness.cfg.trainer import TrainerSection
 from harness.config import load_config
 from harness.errors import ConfigError
 from trainer.losses import LossConfig, policy_loss, tis_weights
-from trainer.rollout.base import RolloutBatch, left_pad, right_pad
+from trainer.rollout.base import right_pad
 from trainer.setup import disable_dropout, enable_checkpointing, load_policy, use_bf16, validate
 from trainer.toy import char_tokenizer, tiny_model
 from trainer.update import UpdateInputs, completion_logprobs, micro_batches, policy_update
-
-
-def _batch(vocab: int, lengths: list[int], prompt_lengths: list[int] | None = None, seed: int = 0) -> RolloutBatch:
-    g = torch.Generator().manual_seed(seed)
-    prompt_lengths = prompt_lengths or [3 + i % 3 for i in range(len(lengths))]
-    p_ids, p_mask = left_pad([torch.randint(2, vocab, (n,), generator=g) for n in prompt_lengths], 0)
-    c_ids, c_mask = right_pad([torch.randint(2, vocab, (n,), generator=g) for n in lengths], 0)
-    return RolloutBatch(p_ids, p_mask, c_ids, c_mask, torch.zeros(len(lengths), dtype=torch.bool), [""] * len(lengths))
 
 
 def _update(model, batch, **kw):
@@ -52,7 +45,7 @@ def test_micro_batches_respect_the_row_and_token_bounds():
 def test_token_budget_micro_batches_give_the_one_batch_loss_and_step(loss):
     tok = char_tokenizer()
     base = tiny_model(len(tok), seed=2)
-    batch = _batch(len(tok), [3, 9, 2, 7, 5, 1])
+    batch = random_rollout_batch(len(tok), [3, 9, 2, 7, 5, 1])
     cfg = LossConfig(loss, max_completion_length=9)
     one, split = copy.deepcopy(base), copy.deepcopy(base)
     a = _update(one, batch, loss=cfg)
@@ -72,7 +65,7 @@ def test_gradient_checkpointing_gives_the_same_gradients():
     enable_checkpointing(ckpt)
     ckpt.train()
     assert any(getattr(m, "gradient_checkpointing", False) for m in ckpt.modules())
-    batch = _batch(len(tok), [4, 8, 6])
+    batch = random_rollout_batch(len(tok), [4, 8, 6])
     w = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
     for m in (plain, ckpt):
         logp, _ = completion_logprobs(m, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, 1.0)
@@ -114,7 +107,7 @@ def test_bfloat16_config_trains_float32_master_weights_under_autocast(tmp_path):
     model, tok = load_policy(cfg, t, "cpu")
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     assert use_bf16(cfg, t, "cpu") is True
-    batch = _batch(len(tok), [6, 6, 6, 6])
+    batch = random_rollout_batch(len(tok), [6, 6, 6, 6])
 
     def changed_fraction(m: torch.nn.Module) -> float:
         before = [p.detach().clone() for p in m.parameters()]
@@ -164,7 +157,7 @@ def test_is_weight_scales_each_token_loss():
 def test_update_applies_the_correction_with_the_sampler_logprobs():
     tok = char_tokenizer()
     model = tiny_model(len(tok), seed=6)
-    batch = _batch(len(tok), [4, 2, 3])
+    batch = random_rollout_batch(len(tok), [4, 2, 3])
     with torch.no_grad():
         trainer_logp, _ = completion_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, 0.8)
     shift = torch.tensor([[0.5, -0.5, 0.0, 0.2], [0.0, 1.5, 0.0, 0.0], [-0.3, 0.0, 0.1, 0.0]])
