@@ -44,7 +44,7 @@ def test_output_rows_in_order_with_bad_rows_reported(infile: Path, tmp_path: Pat
     assert rows[1]["rewards"] == {"boxed_present": 0.0, "think_answer_format": 1.0}
     assert rows[1]["total"] == 0.5
     assert set(rows[0]["scores"]["boxed_present"]) == {"value", "status", "answer", "info"}
-    for r, why in zip(rows[2:5], ["invalid JSON", "missing field 'completion'", "field 'completion' must be"]):
+    for r, why in zip(rows[2:5], ["invalid JSON", "missing field 'completion'", "field 'completion' must be"], strict=True):
         assert r["total"] is None and r["rewards"]["boxed_present"] is None
         assert r["scores"]["boxed_present"]["status"] == "bad_input"
         assert why in r["scores"]["boxed_present"]["info"]["reason"]

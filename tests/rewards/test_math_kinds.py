@@ -104,11 +104,11 @@ MATRICES = [  # 5
     (M22, "\\boxed{\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}}", 1.0),
     (M22, "\\boxed{%s}" % (ARRAY % 4), 1.0),
     (M22, "\\boxed{%s}" % (ARRAY % 5), 0.0),
-    (M22, "So the matrix is $%s$." % M22, 1.0),
+    (M22, f"So the matrix is ${M22}$.", 1.0),
     (M22, "\\boxed{\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}}", 0.0),  # transposed
     (COL % (2, 3), "\\boxed{\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}%s}" % (COL % (2, 3)), 1.0),
-    (COL % (4, 6), "\\boxed{%s+%s}" % (COL % (1, 2), COL % (3, 4)), 1.0),
-    (COL % (4, 6), "\\boxed{%s+%s}" % (COL % (1, 2), COL % (3, 5)), 0.0),
+    (COL % (4, 6), "\\boxed{" + COL % (1, 2) + "+" + COL % (3, 4) + "}", 1.0),
+    (COL % (4, 6), "\\boxed{" + COL % (1, 2) + "+" + COL % (3, 5) + "}", 0.0),
     (COL % (1, 2), "\\boxed{%s}" % (COL % (1, "\\pm 2")), 0.0),  # a hedge
 ]
 

@@ -198,7 +198,7 @@ def _last_token_scores(reward_tensor: Any, data: Any) -> list[float]:
     r_len = data.batch["responses"].shape[1]
     lengths = data.batch["attention_mask"][:, -r_len:].sum(dim=1).tolist()
     out = []
-    for row, n in zip(reward_tensor.tolist(), lengths):
+    for row, n in zip(reward_tensor.tolist(), lengths, strict=True):
         assert row[: n - 1] == [0.0] * (n - 1) and row[n:] == [0.0] * (r_len - n), row
         out.append(row[n - 1])
     return out

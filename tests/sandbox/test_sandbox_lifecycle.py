@@ -39,7 +39,7 @@ def _uid_procs(uids: range) -> list[int]:
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                line = next(l for l in (d / "status").read_text().splitlines() if l.startswith("Uid:"))
+                line = next(s for s in (d / "status").read_text().splitlines() if s.startswith("Uid:"))
             except (OSError, StopIteration):
                 continue
             if int(line.split()[1]) in uids and _alive(int(d.name)):

@@ -47,7 +47,7 @@ def test_fsdp_updates_equal_the_single_process_update_with_half_the_state_per_ra
     want = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", max_completion_length=6), DistInfo(), updates=3)
     # 3 AdamW steps at lr 3e-3 move weights by ~1e-2; summation order differs between 2 ranks and 1 process
     _close(got["weights"], {k: v.detach() for k, v in model.state_dict().items()}, tol=1e-5)
-    for g, w in zip(got["stats"], want):
+    for g, w in zip(got["stats"], want, strict=True):
         assert g["grad_norm"] == pytest.approx(w["grad_norm"], rel=1e-4)
         assert g["loss"] == pytest.approx(w["loss"], rel=1e-4, abs=1e-6)
     assert got["gathered_shapes"] == {n: tuple(p.shape) for n, p in model.named_parameters()}  # whole, not shards
@@ -76,7 +76,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _print_losses(name: str, a: list[dict], b: list[dict]) -> None:
     print(f"{name}: " + "; ".join(f"loss {x['loss']:.7f} vs {y['loss']:.7f}, grad_norm {x['grad_norm']:.6f} vs "
-                                  f"{y['grad_norm']:.6f}" for x, y in zip(a, b)))
+                                  f"{y['grad_norm']:.6f}" for x, y in zip(a, b, strict=True)))
 
 
 @pytest.mark.timeout(1200)
@@ -84,7 +84,7 @@ def test_two_rank_sharded_run_resumed_on_two_ranks_repeats_the_uninterrupted_los
     full, cut, resumed = torch.load(runs / "loop2.pt")
     assert [m["step"] for m in resumed] == [3, 4] and len(cut) == 2
     _print_losses("2 -> 2 (loop)", full[2:], resumed)
-    for a, b in zip(full[2:], resumed):
+    for a, b in zip(full[2:], resumed, strict=True):
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-5, abs=1e-7)
         assert b["kl"] == pytest.approx(a["kl"], rel=1e-5, abs=1e-9)
         assert b["reward/total/mean"] == a["reward/total/mean"]
@@ -98,7 +98,7 @@ def test_sharded_checkpoint_continues_identically_on_another_world_size(runs, sa
     assert a["start"] == b["start"] > 0 and a["world"] != b["world"]
     _close(a["weights_at_resume"], b["weights_at_resume"], tol=0.0)  # the same restored weights, bit for bit
     _print_losses(f"{saved} vs {other}", a["stats"], b["stats"])
-    for x, y in zip(a["stats"], b["stats"]):
+    for x, y in zip(a["stats"], b["stats"], strict=True):
         assert y["loss"] == pytest.approx(x["loss"], rel=1e-5, abs=1e-7)
         assert y["grad_norm"] == pytest.approx(x["grad_norm"], rel=1e-4)
     assert a["stats"][1]["kl"] > 0  # restored optimizer moments and weights, not a fresh start

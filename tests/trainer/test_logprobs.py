@@ -56,7 +56,7 @@ def test_chunked_logprobs_entropy_and_gradients_equal_the_naive_computation(temp
     w = torch.linspace(-1.0, 1.0, logp.numel()).reshape(logp.shape)
     (logp * w).sum().backward()
     (ref_logp * w).sum().backward()
-    for (name, a), (_, b) in zip(model.named_parameters(), twin.named_parameters()):
+    for (name, a), (_, b) in zip(model.named_parameters(), twin.named_parameters(), strict=True):
         assert torch.allclose(a.grad, b.grad, atol=1e-5, rtol=1e-4), name
 
 

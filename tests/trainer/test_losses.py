@@ -86,6 +86,7 @@ def test_gspo_uses_the_sequence_level_ratio():
     out = policy_loss(logp, old, adv, mask, cfg)
     s0 = math.exp(((-1.0 + 1.1) + (-0.5 + 0.2)) / 2)  # exp(-0.1) = 0.905: below 1 - 3e-4, A > 0: unclipped
     s1 = math.exp(((-2.0 + 1.5) + 0.0 + (-0.3 + 0.6)) / 3)  # exp(-0.0667), A < 0: clipped at 1 - 3e-4
+    assert s1 < 1 - 3e-4  # the premise of ``want``: sequence 1's ratio is below the clip range
     want = (-(s0 * 1.0) + -((1 - 3e-4) * -2.0)) / 2
     assert out.loss.item() == pytest.approx(want, rel=1e-6)
     assert out.clip_low_frac == pytest.approx(0.5)

@@ -39,7 +39,7 @@ def test_groups_are_adjacent_and_truncation_is_flagged():
     assert len(b) == 8
     assert (b.prompt_ids[:4] == b.prompt_ids[0]).all() and (b.prompt_ids[4:] == b.prompt_ids[4]).all()
     assert b.prompt_mask[4].sum() == 8  # cut to max_prompt_length from the left
-    ends_eos = torch.tensor([bool((row[m.bool()] == 1).any()) for row, m in zip(b.completion_ids, b.completion_mask)])
+    ends_eos = torch.tensor([bool((row[m.bool()] == 1).any()) for row, m in zip(b.completion_ids, b.completion_mask, strict=True)])
     assert (b.truncated == (~ends_eos & (b.completion_lengths == 6))).all()
     assert all("<eos>" not in t for t in b.texts)
 

@@ -52,7 +52,7 @@ def test_token_budget_micro_batches_give_the_one_batch_loss_and_step(loss):
     b = _update(split, batch, loss=cfg, micro_batch_tokens=30)
     assert a["micro_batches"] == 1 and b["micro_batches"] >= 3
     assert b["loss"] == pytest.approx(a["loss"], abs=1e-6)
-    for (name, p), (_, q) in zip(one.named_parameters(), split.named_parameters()):
+    for (name, p), (_, q) in zip(one.named_parameters(), split.named_parameters(), strict=True):
         assert torch.allclose(p, q, atol=1e-6), name
 
 
@@ -70,7 +70,7 @@ def test_gradient_checkpointing_gives_the_same_gradients():
     for m in (plain, ckpt):
         logp, _ = completion_logprobs(m, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, 1.0)
         (logp * w * batch.completion_mask).sum().backward()
-    for (name, p), (_, q) in zip(plain.named_parameters(), ckpt.named_parameters()):
+    for (name, p), (_, q) in zip(plain.named_parameters(), ckpt.named_parameters(), strict=True):
         assert torch.allclose(p.grad, q.grad, atol=1e-6, rtol=1e-5), name
 
 
@@ -115,7 +115,7 @@ def test_bfloat16_config_trains_float32_master_weights_under_autocast(tmp_path):
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
         inputs = UpdateInputs(torch.tensor([1.0, -1.0, 0.5, -0.5]), batch.completion_mask.float())
         policy_update(m, opt, sched, batch, inputs, LossConfig("grpo"), temperature=1.0, bf16=True)
-        moved = sum(int((p.detach() != b).sum()) for p, b in zip(m.parameters(), before))
+        moved = sum(int((p.detach() != b).sum()) for p, b in zip(m.parameters(), before, strict=True))
         return moved / sum(b.numel() for b in before)
 
     bf16_weights = copy.deepcopy(model).to(torch.bfloat16)
@@ -183,7 +183,7 @@ def test_a_run_with_checkpointing_and_token_micro_batches_equals_the_plain_run(t
                   progress=False)
     assert [m["micro_batches"] for m in plain.metrics] == [1.0] * 3
     assert all(m["micro_batches"] >= 3 for m in split.metrics)
-    for a, b in zip(plain.metrics, split.metrics):
+    for a, b in zip(plain.metrics, split.metrics, strict=True):
         assert b["loss"] == pytest.approx(a["loss"], abs=1e-5)
         assert b["reward/total/mean"] == pytest.approx(a["reward/total/mean"], abs=1e-9)
     assert split.model.training and not plain.model.training
