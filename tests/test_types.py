@@ -20,8 +20,17 @@ import harness.types
 from harness.types import STATUSES, UNSCORED_STATUSES, VERDICT_STATUSES, FrozenDict, RewardSpec, Sample, Score
 
 
-@pytest.mark.parametrize("module", [harness.types, harness.registry, harness.scoring._result, harness.scoring._session,
-                                    harness.data, harness.telemetry.report])
+@pytest.mark.parametrize(
+    "module",
+    [
+        harness.types,
+        harness.registry,
+        harness.scoring._result,
+        harness.scoring._session,
+        harness.data,
+        harness.telemetry.report,
+    ],
+)
 def test_docstring_examples(module) -> None:
     res = doctest.testmod(module)
     assert res.failed == 0 and res.attempted > 0
@@ -60,7 +69,16 @@ def test_every_status_is_either_a_verdict_or_unscored() -> None:
 def test_status_set_is_closed() -> None:
     with pytest.raises(ValidationError):
         Score(value=1.0, status="great")
-    assert {"ok", "no_answer", "parse_error", "gold_unparseable", "timeout", "error", "bad_input", "sandbox_error"} <= set(STATUSES)
+    assert {
+        "ok",
+        "no_answer",
+        "parse_error",
+        "gold_unparseable",
+        "timeout",
+        "error",
+        "bad_input",
+        "sandbox_error",
+    } <= set(STATUSES)
 
 
 def test_status_sets_are_statuses_and_each_means_one_thing() -> None:

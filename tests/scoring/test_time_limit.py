@@ -46,8 +46,9 @@ def test_a_slow_build_is_not_charged_to_any_call_and_later_builds_are_bounded_by
     (here 11 s per call), because a plugin whose call hangs was never marked built."""
     pool = WorkerPool(1, build_grace_s=10.0)
     try:
-        with ScoringSession([{"name": "test_slow_build", "params": {"build_s": 1.5}}], pool=pool, cache=False,
-                            timeout=1.0) as s:
+        with ScoringSession(
+            [{"name": "test_slow_build", "params": {"build_s": 1.5}}], pool=pool, cache=False, timeout=1.0
+        ) as s:
             res = s.submit([{"id": str(i)} for i in range(3)], ["a", "b", "c"]).result(timeout=60)
         col = res.scores["test_slow_build"]
         assert [c.status for c in col] == ["timeout"] * 3 and all("wall-clock limit" in c.info["reason"] for c in col)

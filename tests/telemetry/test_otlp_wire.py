@@ -26,15 +26,29 @@ def _spans():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(mem))
     tracer = provider.get_tracer("t", "1.2")
-    attrs = {"f": 0.5, "inf": float("inf"), "ninf": float("-inf"), "tiny": 1.5e-7, "neg": -7, "big": 2**62, "s": "x\u00e9\u4e2d", "b": False, "t": True, "fl": [1.0, 2.5],
-             "il": [1, -2], "sl": ["a", ""], "empty": ""}
+    attrs = {
+        "f": 0.5,
+        "inf": float("inf"),
+        "ninf": float("-inf"),
+        "tiny": 1.5e-7,
+        "neg": -7,
+        "big": 2**62,
+        "s": "x\u00e9\u4e2d",
+        "b": False,
+        "t": True,
+        "fl": [1.0, 2.5],
+        "il": [1, -2],
+        "sl": ["a", ""],
+        "empty": "",
+    }
     with tracer.start_as_current_span("a", attributes=attrs) as a:
         a.add_event("ev", {"k": 1, "name": "v"})
         a.add_event("bare")
         with tracer.start_as_current_span("child") as c:
             c.set_status(Status(StatusCode.ERROR, "went wrong"))
-    with tracer.start_as_current_span("b", links=[Link(a.get_span_context(), {"why": "test"}),
-                                                  Link(a.get_span_context())]) as b:
+    with tracer.start_as_current_span(
+        "b", links=[Link(a.get_span_context(), {"why": "test"}), Link(a.get_span_context())]
+    ) as b:
         b.set_status(Status(StatusCode.OK))
     return mem.get_finished_spans()
 

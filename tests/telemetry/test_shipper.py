@@ -35,8 +35,9 @@ def _received(srv: _Collector) -> list[str]:
 def test_flush_means_the_backend_has_every_span(tmp_path: Path) -> None:
     srv = _Collector()
     try:
-        tel = RunTelemetry.start(tmp_path, "ship", TelemetrySection(otlp_endpoint=srv.url, schedule_delay_s=30),
-                                 environ={})
+        tel = RunTelemetry.start(
+            tmp_path, "ship", TelemetrySection(otlp_endpoint=srv.url, schedule_delay_s=30), environ={}
+        )
         assert isinstance(tel.exporter, OtlpShipper)
         _steps(tel, 1, 40)
         assert tel.flush(60)
@@ -122,8 +123,9 @@ def test_a_forked_child_does_not_keep_the_shipper_alive(tmp_path: Path) -> None:
 
     srv = _Collector()
     try:
-        tel = RunTelemetry.start(tmp_path, "fork", TelemetrySection(otlp_endpoint=srv.url, export_timeout_s=5),
-                                 environ={})
+        tel = RunTelemetry.start(
+            tmp_path, "fork", TelemetrySection(otlp_endpoint=srv.url, export_timeout_s=5), environ={}
+        )
         _steps(tel, 1, 5)
         pid = os.fork()
         if pid == 0:  # a child that outlives the shipper's shutdown limit and never touches telemetry

@@ -15,8 +15,9 @@ from harness.types import Score
 
 def _start(tmp_path, **cfg):
     mem = InMemorySpanExporter()
-    tel = RunTelemetry.start(tmp_path, "run-a", TelemetrySection(**cfg), environ={},
-                             extra_processors=[SimpleSpanProcessor(mem)])
+    tel = RunTelemetry.start(
+        tmp_path, "run-a", TelemetrySection(**cfg), environ={}, extra_processors=[SimpleSpanProcessor(mem)]
+    )
     return tel, mem
 
 
@@ -152,7 +153,9 @@ def test_sampled_per_sample_records(tmp_path):
 def test_per_sample_records_off_by_default(tmp_path):
     tel, mem = _start(tmp_path)
     with tel.train_step(1) as st:
-        st.record_reward("math", RewardStats.from_values([1.0, 0.0]), samples=[("a", Score(value=1.0)), ("b", Score(value=0.0))])
+        st.record_reward(
+            "math", RewardStats.from_values([1.0, 0.0]), samples=[("a", Score(value=1.0)), ("b", Score(value=0.0))]
+        )
     tel.shutdown()
     (math,) = [s for s in mem.get_finished_spans() if s.name == "reward/math"]
     assert not math.events

@@ -59,8 +59,9 @@ def test_an_empty_prompt_cannot_be_packed():
 
 
 def test_cost_model_packs_long_shared_prompts_and_keeps_long_completions_plain():
-    w = packing.cost_weights(SimpleNamespace(hidden_size=576, num_attention_heads=9, num_key_value_heads=3,
-                                             intermediate_size=1536))
+    w = packing.cost_weights(
+        SimpleNamespace(hidden_size=576, num_attention_heads=9, num_key_value_heads=3, intermediate_size=1536)
+    )
     group = [(0, 8), (8, 16)]
     assert packing.pays([80] * 16, [24] * 16, group, w)  # the word-problem demo's shape
     assert not packing.pays([20] * 16, [1024] * 16, group, w)  # long completions: quadratic attention wins
@@ -104,8 +105,9 @@ def test_packed_logprobs_entropies_and_gradients_equal_the_plain_pass(impl, chec
         plain.train()
     packed = copy.deepcopy(plain)
     p_ids, p_mask, c_ids, c_mask = _grouped()
-    a, ea = completion_logprobs(packed, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4,
-                                lengths=c_mask.sum(1), pack=True)
+    a, ea = completion_logprobs(
+        packed, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4, lengths=c_mask.sum(1), pack=True
+    )
     b, eb = completion_logprobs(plain, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4, pack=False)
     real = c_mask.bool()
     assert a.shape == b.shape == c_ids.shape
@@ -144,8 +146,19 @@ def test_a_packed_update_takes_the_plain_update_s_step():
         m = copy.deepcopy(base)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
-        stats.append(policy_update(m, opt, sched, batch, inputs, LossConfig("grpo", max_completion_length=6),
-                                   temperature=0.8, micro_batch_size=3, pack=pack))
+        stats.append(
+            policy_update(
+                m,
+                opt,
+                sched,
+                batch,
+                inputs,
+                LossConfig("grpo", max_completion_length=6),
+                temperature=0.8,
+                micro_batch_size=3,
+                pack=pack,
+            )
+        )
         models.append(m)
     assert stats[0]["loss"] == pytest.approx(stats[1]["loss"], abs=1e-6)
     assert stats[0]["entropy"] == pytest.approx(stats[1]["entropy"], abs=1e-5)
@@ -209,8 +222,11 @@ def test_packed_lora_gradients_equal_the_plain_pass():
     assert (a - b)[real].abs().max() <= 1e-5
     (a * c_mask).sum().backward()
     (b * c_mask).sum().backward()
-    trained = [(n, p, q) for (n, p), (_, q) in zip(packed.named_parameters(), plain.named_parameters(), strict=True)
-               if p.requires_grad]
+    trained = [
+        (n, p, q)
+        for (n, p), (_, q) in zip(packed.named_parameters(), plain.named_parameters(), strict=True)
+        if p.requires_grad
+    ]
     assert trained and all("lora_" in n for n, _, _ in trained)
     for name, p, q in trained:
         assert torch.allclose(p.grad, q.grad, atol=1e-5, rtol=1e-4), name
@@ -229,8 +245,9 @@ def test_a_training_step_with_packing_takes_the_plain_step(tmp_path, monkeypatch
     for pack in (None, False):
         calls: list = []
         monkeypatch.setattr(packing, "layout", lambda *a, c=calls: c.append(1) or real_layout(*a))
-        res[pack] = train(toy_config(tmp_path / str(pack), max_steps=1, save_steps=1, pack_prompts=pack),
-                          progress=False)
+        res[pack] = train(
+            toy_config(tmp_path / str(pack), max_steps=1, save_steps=1, pack_prompts=pack), progress=False
+        )
         packed_passes[pack] = len(calls)
     assert packed_passes[None] >= 1 and packed_passes[False] == 0  # the default packs the toy task's groups
     a, b = res[None].metrics[0], res[False].metrics[0]

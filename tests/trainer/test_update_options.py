@@ -26,8 +26,7 @@ def _update(model, batch, **kw):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
     adv = torch.linspace(-1.0, 1.0, len(batch))
     inputs = UpdateInputs(adv, batch.completion_mask.float())
-    return policy_update(model, opt, sched, batch, inputs, kw.pop("loss", LossConfig("grpo")),
-                         temperature=0.8, **kw)
+    return policy_update(model, opt, sched, batch, inputs, kw.pop("loss", LossConfig("grpo")), temperature=0.8, **kw)
 
 
 def test_micro_batches_respect_the_row_and_token_bounds():
@@ -92,13 +91,15 @@ def _saved_model_config(tmp_path, dtype, **trainer):
     tok = char_tokenizer()
     tiny_model(len(tok), seed=5).save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
-    return load_config({
-        "run": {"id": "p", "output_dir": str(tmp_path / "runs")},
-        "model": {"name_or_path": str(tmp_path / "m"), "dtype": dtype},
-        "data": {"train": "toy:8", "chat_template": False},
-        "rewards": {"char_count": 1.0},
-        "trainer": {"num_generations": 2, "max_prompt_length": 8, "max_completion_length": 8, **trainer},
-    })
+    return load_config(
+        {
+            "run": {"id": "p", "output_dir": str(tmp_path / "runs")},
+            "model": {"name_or_path": str(tmp_path / "m"), "dtype": dtype},
+            "data": {"train": "toy:8", "chat_template": False},
+            "rewards": {"char_count": 1.0},
+            "trainer": {"num_generations": 2, "max_prompt_length": 8, "max_completion_length": 8, **trainer},
+        }
+    )
 
 
 def test_bfloat16_config_trains_float32_master_weights_under_autocast(tmp_path):
@@ -179,8 +180,9 @@ def test_a_run_with_checkpointing_and_token_micro_batches_equals_the_plain_run(t
     from trainer import train
 
     plain = train(toy_config(tmp_path, "plain", max_steps=3), progress=False)
-    split = train(toy_config(tmp_path, "split", max_steps=3, gradient_checkpointing=True, micro_batch_tokens=48),
-                  progress=False)
+    split = train(
+        toy_config(tmp_path, "split", max_steps=3, gradient_checkpointing=True, micro_batch_tokens=48), progress=False
+    )
     assert [m["micro_batches"] for m in plain.metrics] == [1.0] * 3
     assert all(m["micro_batches"] >= 3 for m in split.metrics)
     for a, b in zip(plain.metrics, split.metrics, strict=True):
