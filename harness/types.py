@@ -10,9 +10,10 @@ This module holds plain data only; it does not run rewards (see :mod:`harness.sc
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, get_args
+from collections.abc import Hashable, Mapping
+from typing import Any, Literal, NoReturn, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 __all__ = [
     "Sample",
@@ -25,6 +26,8 @@ __all__ = [
     "DATA_FAULT_STATUSES",
     "PROGRAM_FAILED_STATUSES",
     "UNCACHED_STATUSES",
+    "FrozenDict",
+    "frozen_form",
 ]
 
 Status = Literal[
@@ -60,6 +63,61 @@ PROGRAM_FAILED_STATUSES: frozenset[str] = frozenset({"fail", "program_error", "t
 #: Never cached: outcomes of one attempt, not of the completion (another attempt may differ: a judged program's
 #: time limit on a loaded machine, a reward's own timeout), and rows refused before any reward ran.
 UNCACHED_STATUSES: frozenset[str] = frozenset({"timeout", "time_limit", "error", "sandbox_error", "bad_input"})
+
+
+def frozen_form(value: Any) -> Hashable:
+    """A hashable stand-in for ``value`` that is equal for equal values (the hash of a dict-valued field).
+
+    Mappings become frozensets of their items and sequences tuples, recursively; anything else unhashable stands
+    for its type (a coarser hash, never an inconsistent one).
+
+    >>> frozen_form({"a": [1, {"b": 2}]}) == frozen_form({"a": [1.0, {"b": 2}]})
+    True
+    """
+    if isinstance(value, Mapping):
+        return frozenset((k, frozen_form(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(frozen_form(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(frozen_form(v) for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        return ("<unhashable>", type(value).__qualname__)
+    return value  # hash() just succeeded: it is Hashable
+
+
+class FrozenDict(dict[str, Any]):
+    """A ``dict`` that refuses changes once built: ``Score.info`` and ``RewardSpec.params``.
+
+    It is a dict for every reader (``isinstance``, ``==``, ``json.dumps``, ``{**d}``, ``d | other`` gives a plain
+    dict), pickles across processes, and hashes by :func:`frozen_form`. Its own keys are fixed; values inside it
+    (a list of per-test results) are the producer's, built before the owner is constructed.
+
+    >>> d = FrozenDict({"reason": "equal numbers"})
+    >>> d["reason"] = "x"
+    Traceback (most recent call last):
+    ...
+    TypeError: this mapping is read-only: build a new dict ({**d, 'key': value}) and a new object from it
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("this mapping is read-only: build a new dict ({**d, 'key': value}) and a new object from it")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only  # refuse, never mutate
+
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, Any]]]:
+        return (type(self), (dict(self),))  # pickle rebuilds through __init__, not the refused __setitem__
+
+    def __hash__(self) -> int:  # type: ignore[override]  # dict is unhashable; a frozen one hashes its content
+        return hash(frozen_form(self))
+
+
+def _freeze(value: Mapping[str, Any] | None) -> FrozenDict:
+    return value if isinstance(value, FrozenDict) else FrozenDict(value or {})
 
 
 class Sample(BaseModel):
@@ -111,7 +169,8 @@ class Score(BaseModel):
         status: one of :data:`STATUSES`; an unscored one (:data:`UNSCORED_STATUSES`) needs ``value=None`` and a
             verdict (:data:`VERDICT_STATUSES`) needs a value.
         answer: what the reward extracted from the completion (the final answer, the code), for logging.
-        info: anything else worth logging: parsed forms, the reason for the verdict, the isolation level.
+        info: anything else worth logging: parsed forms, the reason for the verdict, the isolation level. Read-only
+            once the Score exists (a :class:`FrozenDict`): build the dict first, or a new Score from ``{**info}``.
 
     >>> Score(value=1.0).status
     'ok'
@@ -126,7 +185,22 @@ class Score(BaseModel):
     value: float | None
     status: Status = "ok"
     answer: str | None = None
-    info: dict[str, Any] = Field(default_factory=dict)
+    info: Mapping[str, Any] = Field(default_factory=FrozenDict)
+
+    @field_validator("info", mode="after")
+    @classmethod
+    def _read_only_info(cls, v: Mapping[str, Any]) -> FrozenDict:
+        return _freeze(v)
+
+    @field_serializer("info")
+    def _plain_info(self, v: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(v)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Score:
+        """A copy (pydantic does not validate ``update``; the copy's ``info`` is read-only all the same)."""
+        out = super().model_copy(update=update, deep=deep)
+        out.__dict__["info"] = _freeze(out.info)
+        return out
 
     @model_validator(mode="before")
     @classmethod
@@ -167,7 +241,8 @@ class Score(BaseModel):
 class RewardSpec(BaseModel):
     """A reward as a run uses it: the registered ``name``, its ``weight`` in the total, and plugin ``params``.
 
-    Weight 0 means *log only*: the reward is computed and reported but does not enter the total.
+    Weight 0 means *log only*: the reward is computed and reported but does not enter the total. A spec is
+    frozen (``params`` read-only) and hashable, so it can key a dict or a cache.
 
     >>> RewardSpec(name="math", weight=1.0, params={"percent_optional": True}).name
     'math'
@@ -177,7 +252,26 @@ class RewardSpec(BaseModel):
 
     name: str = Field(min_length=1)
     weight: float = 1.0
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: Mapping[str, Any] = Field(default_factory=FrozenDict)
+
+    @field_validator("params", mode="after")
+    @classmethod
+    def _read_only_params(cls, v: Mapping[str, Any]) -> FrozenDict:
+        return _freeze(v)
+
+    @field_serializer("params")
+    def _plain_params(self, v: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(v)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> RewardSpec:
+        """A copy (pydantic does not validate ``update``; the copy's ``params`` are read-only all the same)."""
+        out = super().model_copy(update=update, deep=deep)
+        out.__dict__["params"] = _freeze(out.params)
+        return out
+
+    def __hash__(self) -> int:
+        """Equal specs hash alike: ``params`` enter through their :func:`frozen_form`, so specs key dicts and sets."""
+        return hash((self.name, self.weight, frozen_form(self.params)))
 
     @field_validator("weight")
     @classmethod

@@ -13,4 +13,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
     if report is not None:
         terminalreporter.write_line(
             f"sandbox isolation level on this machine: {report.level} (missing: {', '.join(report.missing) or 'none'};"
-            f" speed factor {report.speed_factor:.2f}; uid {os.geteuid()})")
+            f" speed factor {report.speed_factor:.2f}; uid {os.geteuid()})"
+        )

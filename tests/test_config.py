@@ -15,13 +15,17 @@ def test_yaml_and_toml_give_the_same_config(tmp_path: Path) -> None:
     y = tmp_path / "run.yaml"
     y.write_text("run:\n  seed: 3\nrewards:\n  - name: math\n    weight: 1.0\n  - {name: boxed_present, weight: 0.1}\n")
     t = tmp_path / "run.toml"
-    t.write_text('[run]\nseed = 3\n[[rewards]]\nname = "math"\nweight = 1.0\n[[rewards]]\nname = "boxed_present"\nweight = 0.1\n')
+    t.write_text(
+        '[run]\nseed = 3\n[[rewards]]\nname = "math"\nweight = 1.0\n[[rewards]]\nname = "boxed_present"\nweight = 0.1\n'
+    )
     assert load_config(y) == load_config(t)
     assert load_config(y).rewards[1] == RewardSpec(name="boxed_present", weight=0.1)
 
 
 def test_rewards_mapping_shorthand() -> None:
-    cfg = load_config({"rewards": {"math": 1.0, "format_regex": {"weight": 0.5, "params": {"pattern": "x"}}, "length": None}})
+    cfg = load_config(
+        {"rewards": {"math": 1.0, "format_regex": {"weight": 0.5, "params": {"pattern": "x"}}, "length": None}}
+    )
     assert [(s.name, s.weight) for s in cfg.rewards] == [("math", 1.0), ("format_regex", 0.5), ("length", 1.0)]
     assert cfg.rewards[1].params == {"pattern": "x"}
 

@@ -17,11 +17,14 @@ def _write_jsonl(path: Path, lines: list[str]) -> Path:
 
 
 def test_jsonl_good_rows_keep_extra_columns(tmp_path: Path) -> None:
-    p = _write_jsonl(tmp_path / "d.jsonl", [
-        json.dumps({"id": 1, "prompt": "2+2?", "answer": "4", "level": 3}),
-        "",
-        json.dumps({"id": "b", "prompt": "3+3?", "answer": 6}),
-    ])
+    p = _write_jsonl(
+        tmp_path / "d.jsonl",
+        [
+            json.dumps({"id": 1, "prompt": "2+2?", "answer": "4", "level": 3}),
+            "",
+            json.dumps({"id": "b", "prompt": "3+3?", "answer": 6}),
+        ],
+    )
     res = load_samples(p)
     assert res.errors == []
     assert [s.id for s in res.samples] == ["1", "b"]
@@ -31,18 +34,21 @@ def test_jsonl_good_rows_keep_extra_columns(tmp_path: Path) -> None:
 
 
 def test_bad_rows_reported_with_file_line_and_field_and_skipped(tmp_path: Path) -> None:
-    p = _write_jsonl(tmp_path / "bad.jsonl", [
-        json.dumps({"prompt": "ok 1", "answer": "1"}),            # line 1 good
-        json.dumps({"answer": "2"}),                               # line 2 missing prompt
-        "{not json",                                               # line 3 invalid JSON
-        json.dumps({"prompt": 42}),                                # line 4 wrong type
-        json.dumps({"prompt": "   "}),                             # line 5 empty
-        json.dumps(["a", "list"]),                                 # line 6 not an object
-        json.dumps({"id": 1.5, "prompt": "x"}),                    # line 7 id of wrong type
-        json.dumps({"prompt": [{"role": "user", "content": 3}]}),  # line 8 bad message
-        json.dumps({"id": "d", "prompt": "first"}),                # line 9 good
-        json.dumps({"id": "d", "prompt": "again"}),                # line 10 duplicate id
-    ])
+    p = _write_jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            json.dumps({"prompt": "ok 1", "answer": "1"}),  # line 1 good
+            json.dumps({"answer": "2"}),  # line 2 missing prompt
+            "{not json",  # line 3 invalid JSON
+            json.dumps({"prompt": 42}),  # line 4 wrong type
+            json.dumps({"prompt": "   "}),  # line 5 empty
+            json.dumps(["a", "list"]),  # line 6 not an object
+            json.dumps({"id": 1.5, "prompt": "x"}),  # line 7 id of wrong type
+            json.dumps({"prompt": [{"role": "user", "content": 3}]}),  # line 8 bad message
+            json.dumps({"id": "d", "prompt": "first"}),  # line 9 good
+            json.dumps({"id": "d", "prompt": "again"}),  # line 10 duplicate id
+        ],
+    )
     res = load_samples(p)
     assert [s.prompt for s in res.samples] == ["ok 1", "first"]
     got = {e.line: str(e) for e in res.errors}
@@ -65,10 +71,13 @@ def test_strict_raises_on_first_bad_row(tmp_path: Path) -> None:
 
 def test_field_mapping_and_chat_messages(tmp_path: Path) -> None:
     msgs = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "2+2?"}]
-    p = _write_jsonl(tmp_path / "chat.jsonl", [
-        json.dumps({"uid": "q1", "conversation": msgs, "solution": "4", "prompt": "shadowed"}),
-        json.dumps({"uid": "q2", "conversation": "not a list", "solution": "5"}),
-    ])
+    p = _write_jsonl(
+        tmp_path / "chat.jsonl",
+        [
+            json.dumps({"uid": "q1", "conversation": msgs, "solution": "4", "prompt": "shadowed"}),
+            json.dumps({"uid": "q2", "conversation": "not a list", "solution": "5"}),
+        ],
+    )
     res = load_samples(p, FieldMap(id="uid", messages="conversation", answer="solution"))
     assert len(res.samples) == 1
     s = res.samples[0]
@@ -125,7 +134,10 @@ def test_unreadable_sources_raise_clear_errors(tmp_path: Path) -> None:
 
 
 def test_messages_and_render_without_template() -> None:
-    assert to_messages([{"role": "system", "content": "S"}, {"role": "user", "content": "u"}], "other")[0]["content"] == "S"
+    assert (
+        to_messages([{"role": "system", "content": "S"}, {"role": "user", "content": "u"}], "other")[0]["content"]
+        == "S"
+    )
     assert render_prompt("q", None, system_prompt="sys") == "sys\n\nq"
     assert render_prompt([{"role": "user", "content": "q"}], None, chat_template=True) == "q"
 
@@ -137,13 +149,15 @@ def test_a_missing_prompt_column_names_the_columns_there_and_the_mapping(tmp_pat
     msg = str(res.errors[0])
     assert "'question', 'solution'" in msg and "data.fields.prompt=COLUMN" in msg and "--field prompt=COLUMN" in msg
     chat = load_samples(p, FieldMap(messages="conversation"))
-    assert "missing prompt column 'conversation'" in str(chat.errors[0]) and "data.fields.messages=COLUMN" in str(chat.errors[0])
+    assert "missing prompt column 'conversation'" in str(chat.errors[0]) and "data.fields.messages=COLUMN" in str(
+        chat.errors[0]
+    )
 
 
 def test_readme_documents_the_field_mapping() -> None:
     """Regression: on the old main README.md named a field mapping but never said how to write one."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert "data.fields" in readme and "--field" in readme
-    section = readme[readme.index("fields:"):][:800]
+    section = readme[readme.index("fields:") :][:800]
     for key in ("id:", "prompt:", "answer:", "tests:", "messages:"):
         assert key in section, key

@@ -30,8 +30,22 @@ MARKER = "./examples/reward-plugin"
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1200)]
 
-_SKIP = shutil.ignore_patterns(".git", ".venv", ".venv-*", "runs", "build", "dist", "*.egg-info", "__pycache__",
-                               ".pytest_cache", ".mypy_cache", ".ruff_cache", ".cache", "in.jsonl", "out.jsonl")
+_SKIP = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    ".venv-*",
+    "runs",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".cache",
+    "in.jsonl",
+    "out.jsonl",
+)
 
 
 def _bash_block(path: Path, marker: str) -> str:
@@ -42,8 +56,11 @@ def _bash_block(path: Path, marker: str) -> str:
 
 def _clean_env(bin_dir: Path) -> dict[str, str]:
     """This process's environment without its virtual environment: a user's shell with a plain ``python``."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD")
+    }
     ours = str(Path(sys.executable).parent)
     rest = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p and p != ours]
     env["PATH"] = os.pathsep.join([str(bin_dir), *rest])
@@ -53,7 +70,8 @@ def _clean_env(bin_dir: Path) -> dict[str, str]:
 def test_the_readme_plugin_recipe_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     block = _bash_block(REPO / "README.md", MARKER)
     assert block == _bash_block(REPO / "examples" / "reward-plugin" / "README.md", MARKER), (
-        "the example's README and the project README give different commands")
+        "the example's README and the project README give different commands"
+    )
     checkout = tmp_path / "checkout"
     shutil.copytree(REPO, checkout, ignore=_SKIP)
     bin_dir = tmp_path / "bin"
@@ -64,13 +82,19 @@ def test_the_readme_plugin_recipe_installs_and_runs_in_a_fresh_venv(tmp_path: Pa
     elsewhere.mkdir()
     after = (  # checks appended after the README's lines, in the same shell (so in the activated environment)
         '\necho "which-harness=$(command -v harness)"\n'
-        f'cd {elsewhere} && python -m harness rewards list > pym-list.txt\n'
-        'python -c "import harness, grpo_harness_example_plugin as p; print(\'imported-from=\' + harness.__file__)"\n'
+        f"cd {elsewhere} && python -m harness rewards list > pym-list.txt\n"
+        "python -c \"import harness, grpo_harness_example_plugin as p; print('imported-from=' + harness.__file__)\"\n"
     )
     script = tmp_path / "recipe.sh"
     script.write_text(block + after)
-    proc = subprocess.run(["bash", "-euo", "pipefail", str(script)], cwd=checkout, env=_clean_env(bin_dir),
-                          capture_output=True, text=True, timeout=1100)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", str(script)],
+        cwd=checkout,
+        env=_clean_env(bin_dir),
+        capture_output=True,
+        text=True,
+        timeout=1100,
+    )
     log = f"stdout:\n{proc.stdout[-6000:]}\nstderr:\n{proc.stderr[-6000:]}"
     assert proc.returncode == 0, log
 

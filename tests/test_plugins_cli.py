@@ -35,13 +35,16 @@ def shout(*, bangs: int = 1):
 
 def _harness(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=300, env=env, cwd=cwd
+    )
 
 
 def _inputs(tmp_path: Path) -> Path:
     inp = tmp_path / "in.jsonl"
-    inp.write_text("".join(json.dumps({"id": str(i), "completion": c}) + "\n" for i, c in enumerate(["hi!!", "hi", "!"])))
+    inp.write_text(
+        "".join(json.dumps({"id": str(i), "completion": c}) + "\n" for i, c in enumerate(["hi!!", "hi", "!"]))
+    )
     return inp
 
 
@@ -49,8 +52,24 @@ def test_score_with_a_plugin_file_runs_the_reward_in_the_workers(tmp_path: Path)
     (tmp_path / "plugdir").mkdir()
     (tmp_path / "plugdir" / "my_reward.py").write_text(PLUGIN)
     inp, out = _inputs(tmp_path), tmp_path / "out.jsonl"
-    proc = _harness(["score", "--plugin", "plugdir/my_reward.py", "--reward", "shout", "--param", "shout.bangs=2",
-                     "--input", str(inp), "--output", str(out), "--workers", "1"], cwd=tmp_path)
+    proc = _harness(
+        [
+            "score",
+            "--plugin",
+            "plugdir/my_reward.py",
+            "--reward",
+            "shout",
+            "--param",
+            "shout.bangs=2",
+            "--input",
+            str(inp),
+            "--output",
+            str(out),
+            "--workers",
+            "1",
+        ],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["rewards"]["shout"] for r in rows] == [1.0, 0.0, 0.0]
@@ -68,8 +87,9 @@ def test_plugins_in_the_run_config_are_relative_to_the_config_file(tmp_path: Pat
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     inp, out = _inputs(tmp_path), tmp_path / "out.jsonl"
-    proc = _harness(["score", "--config", str(cfg_dir / "run.yaml"), "--input", str(inp), "--output", str(out)],
-                    cwd=elsewhere)
+    proc = _harness(
+        ["score", "--config", str(cfg_dir / "run.yaml"), "--input", str(inp), "--output", str(out)], cwd=elsewhere
+    )
     assert proc.returncode == 0, proc.stderr
     assert [json.loads(x)["rewards"]["shout"] for x in out.read_text().splitlines()] == [1.0, 0.0, 1.0]
 
@@ -80,13 +100,39 @@ def test_plugins_in_the_run_config_are_relative_to_the_config_file(tmp_path: Pat
 
 def test_a_missing_or_broken_plugin_is_a_clear_error(tmp_path: Path) -> None:
     inp = _inputs(tmp_path)
-    missing = _harness(["score", "--plugin", "nope.py", "--reward", "shout", "--input", str(inp),
-                        "--output", str(tmp_path / "o.jsonl")], cwd=tmp_path)
+    missing = _harness(
+        [
+            "score",
+            "--plugin",
+            "nope.py",
+            "--reward",
+            "shout",
+            "--input",
+            str(inp),
+            "--output",
+            str(tmp_path / "o.jsonl"),
+        ],
+        cwd=tmp_path,
+    )
     assert missing.returncode == 2 and "plugin nope.py: file not found" in missing.stderr
     (tmp_path / "broken.py").write_text("import not_a_module_xyz\n")
-    broken = _harness(["score", "--plugin", "broken.py", "--reward", "shout", "--input", str(inp),
-                       "--output", str(tmp_path / "o.jsonl")], cwd=tmp_path)
-    assert broken.returncode == 2 and "broken.py failed to import" in broken.stderr and "not_a_module_xyz" in broken.stderr
+    broken = _harness(
+        [
+            "score",
+            "--plugin",
+            "broken.py",
+            "--reward",
+            "shout",
+            "--input",
+            str(inp),
+            "--output",
+            str(tmp_path / "o.jsonl"),
+        ],
+        cwd=tmp_path,
+    )
+    assert (
+        broken.returncode == 2 and "broken.py failed to import" in broken.stderr and "not_a_module_xyz" in broken.stderr
+    )
 
 
 def test_train_and_eval_accept_plugin() -> None:
@@ -116,8 +162,14 @@ def test_a_users_rewards_py_in_the_working_directory_fails_the_command_naming_it
     }
     for label, cmd in runs.items():
         out = tmp_path / f"out-{label.replace(' ', '_')}.jsonl"
-        proc = subprocess.run([*cmd, *args, "--plugin", "rewards.py", "--output", str(out)], capture_output=True,
-                              text=True, timeout=300, env=env, cwd=tmp_path)
+        proc = subprocess.run(
+            [*cmd, *args, "--plugin", "rewards.py", "--output", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            cwd=tmp_path,
+        )
         assert proc.returncode == 2, (label, proc.returncode, proc.stderr)
         assert str(tmp_path / "rewards.py") in proc.stderr and "shadows" in proc.stderr, (label, proc.stderr)
         assert "rename" in proc.stderr and "unscored" not in proc.stderr, (label, proc.stderr)
@@ -125,7 +177,13 @@ def test_a_users_rewards_py_in_the_working_directory_fails_the_command_naming_it
 
     (tmp_path / "rewards.py").rename(tmp_path / "my_rewards.py")
     out = tmp_path / "out-renamed.jsonl"
-    ok = subprocess.run([str(script), *args, "--plugin", "my_rewards.py", "--output", str(out)], capture_output=True,
-                        text=True, timeout=300, env=env, cwd=tmp_path)
+    ok = subprocess.run(
+        [str(script), *args, "--plugin", "my_rewards.py", "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stderr
     assert [json.loads(r)["rewards"]["shout"] for r in out.read_text().splitlines()] == [1.0, 0.0, 1.0]

@@ -97,7 +97,10 @@ def test_plugin_exception_becomes_unscored_error(fresh_registry) -> None:
 
 def test_entry_point_factory_is_found_with_its_distribution(fresh_registry, tmp_path, monkeypatch) -> None:
     _fake_dist(
-        tmp_path, monkeypatch, "acme-rewards", {"acme_len": "acme_mod:make"},
+        tmp_path,
+        monkeypatch,
+        "acme-rewards",
+        {"acme_len": "acme_mod:make"},
         {"acme_mod": "def make(*, k: int = 2):\n    return lambda s, c: float(len(c) * k)\n"},
     )
     entry = reg.get_entry("acme_len")
@@ -107,7 +110,9 @@ def test_entry_point_factory_is_found_with_its_distribution(fresh_registry, tmp_
 
 def test_broken_entry_point_warns_by_name_and_others_still_load(fresh_registry, tmp_path, monkeypatch) -> None:
     _fake_dist(
-        tmp_path, monkeypatch, "mixed-rewards",
+        tmp_path,
+        monkeypatch,
+        "mixed-rewards",
         {"good_one": "good_mod:make", "bad_one": "bad_mod:make"},
         {"good_mod": "def make():\n    return lambda s, c: 1.0\n", "bad_mod": "import not_a_real_module_xyz\n"},
     )
@@ -117,15 +122,25 @@ def test_broken_entry_point_warns_by_name_and_others_still_load(fresh_registry, 
 
 
 def test_entry_point_duplicate_of_a_builtin_fails(fresh_registry, tmp_path, monkeypatch) -> None:
-    _fake_dist(tmp_path, monkeypatch, "clash-rewards", {"boxed_present": "clash_mod:make"},
-               {"clash_mod": "def make():\n    return lambda s, c: 1.0\n"})
+    _fake_dist(
+        tmp_path,
+        monkeypatch,
+        "clash-rewards",
+        {"boxed_present": "clash_mod:make"},
+        {"clash_mod": "def make():\n    return lambda s, c: 1.0\n"},
+    )
     with pytest.raises(DuplicateRewardError, match="built-in.*clash-rewards 1.2.3"):
         reg.list_rewards()
 
 
 def test_autoload_kill_switch_skips_entry_points(fresh_registry, tmp_path, monkeypatch) -> None:
-    _fake_dist(tmp_path, monkeypatch, "off-rewards", {"off_one": "off_mod:make"},
-               {"off_mod": "def make():\n    return lambda s, c: 1.0\n"})
+    _fake_dist(
+        tmp_path,
+        monkeypatch,
+        "off-rewards",
+        {"off_one": "off_mod:make"},
+        {"off_mod": "def make():\n    return lambda s, c: 1.0\n"},
+    )
     monkeypatch.setenv("GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD", "1")
     names = [e.name for e in reg.list_rewards()]
     assert "off_one" not in names and "boxed_present" in names
@@ -147,22 +162,39 @@ def test_a_users_rewards_py_next_to_the_script_is_named_instead_of_hiding_every_
     (tmp_path / "rewards.py").write_text("HELPER = 1\n")
     (tmp_path / "script.py").write_text("from harness import get_reward\nget_reward('boxed_present')\n")
     env = {**os.environ, "PYTHONPATH": str(Path(reg.__file__).resolve().parents[1])}
-    proc = subprocess.run([sys.executable, str(tmp_path / "script.py")], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(tmp_path / "script.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode != 0
     assert "RegistryError" in proc.stderr and "registered rewards: none" not in proc.stderr
     assert str(tmp_path / "rewards.py") in proc.stderr and "shadows" in proc.stderr and "rename" in proc.stderr
 
     (tmp_path / "rewards.py").rename(tmp_path / "my_rewards.py")  # the fix the message asks for works
-    ok = subprocess.run([sys.executable, str(tmp_path / "script.py")], capture_output=True, text=True,
-                        timeout=120, env=env, cwd=tmp_path)
+    ok = subprocess.run(
+        [sys.executable, str(tmp_path / "script.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stderr
 
 
 def test_a_failed_load_is_not_half_loaded_for_the_next_lookup(fresh_registry, tmp_path, monkeypatch) -> None:
     """Regression: on the old main the second lookup answered from the registry the failed load left behind."""
-    _fake_dist(tmp_path, monkeypatch, "clash2-rewards", {"boxed_present": "clash2_mod:make"},
-               {"clash2_mod": "def make():\n    return lambda s, c: 1.0\n"})
+    _fake_dist(
+        tmp_path,
+        monkeypatch,
+        "clash2-rewards",
+        {"boxed_present": "clash2_mod:make"},
+        {"clash2_mod": "def make():\n    return lambda s, c: 1.0\n"},
+    )
     with pytest.raises(DuplicateRewardError):
         reg.list_rewards()
     with pytest.raises(DuplicateRewardError, match="clash2-rewards"):
@@ -194,7 +226,9 @@ def test_rewards_list_names_each_factorys_own_entry_point(fresh_registry, tmp_pa
         "@reward('duo_a')\ndef duo_a():\n    return lambda s, c: 1.0\n"
         "@reward('duo_b')\ndef duo_b():\n    return lambda s, c: 0.0\n"
     )
-    _fake_dist(tmp_path, monkeypatch, "duo-rewards", {"duo_a": "duo_mod:duo_a", "duo_b": "duo_mod:duo_b"}, {"duo_mod": src})
+    _fake_dist(
+        tmp_path, monkeypatch, "duo-rewards", {"duo_a": "duo_mod:duo_a", "duo_b": "duo_mod:duo_b"}, {"duo_mod": src}
+    )
     assert reg.get_entry("duo_a").origin == "duo-rewards 1.2.3 (entry point duo_a = duo_mod:duo_a)"
     assert reg.get_entry("duo_b").origin == "duo-rewards 1.2.3 (entry point duo_b = duo_mod:duo_b)"
 
@@ -225,8 +259,14 @@ def test_the_builtin_listing_holds_no_test_or_benchmark_reward(tmp_path: Path) -
     import subprocess
 
     env = {**os.environ, "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "rewards", "list"], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "rewards", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     names = [line for line in proc.stdout.splitlines() if line and not line.startswith(" ")]
     origins = [line.split("origin:", 1)[1].strip() for line in proc.stdout.splitlines() if "origin:" in line]

@@ -36,15 +36,26 @@ def infile(tmp_path: Path) -> Path:
 
 def test_output_rows_in_order_with_bad_rows_reported(infile: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    proc = _run("score", "--reward", "boxed_present", "--reward", "think_answer_format=0.5",
-                "--input", str(infile), "--output", str(out))
+    proc = _run(
+        "score",
+        "--reward",
+        "boxed_present",
+        "--reward",
+        "think_answer_format=0.5",
+        "--input",
+        str(infile),
+        "--output",
+        str(out),
+    )
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["a", "2", "3", "d", "e", "f"]  # id defaults to the line number
     assert rows[0]["rewards"] == {"boxed_present": 1.0, "think_answer_format": 0.0}
     assert rows[1]["rewards"] == {"boxed_present": 0.0, "think_answer_format": 1.0}
     assert rows[1]["total"] == 0.5
     assert set(rows[0]["scores"]["boxed_present"]) == {"value", "status", "answer", "info"}
-    for r, why in zip(rows[2:5], ["invalid JSON", "missing field 'completion'", "field 'completion' must be"]):
+    for r, why in zip(
+        rows[2:5], ["invalid JSON", "missing field 'completion'", "field 'completion' must be"], strict=True
+    ):
         assert r["total"] is None and r["rewards"]["boxed_present"] is None
         assert r["scores"]["boxed_present"]["status"] == "bad_input"
         assert why in r["scores"]["boxed_present"]["info"]["reason"]
@@ -56,7 +67,9 @@ def test_output_rows_in_order_with_bad_rows_reported(infile: Path, tmp_path: Pat
 
 def test_strict_turns_bad_rows_into_a_nonzero_exit(infile: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    proc = _run("score", "--reward", "boxed_present", "--input", str(infile), "--output", str(out), "--strict", check=False)
+    proc = _run(
+        "score", "--reward", "boxed_present", "--input", str(infile), "--output", str(out), "--strict", check=False
+    )
     assert proc.returncode == 1 and "3 bad rows" in proc.stderr
     assert len(out.read_text().splitlines()) == 6  # the good rows are still scored
 
@@ -74,16 +87,44 @@ def test_resume_skips_scored_ids_and_repairs_a_torn_last_line(infile: Path, tmp_
 
 def test_params_reach_the_plugin_and_unknown_params_fail_clearly(infile: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    _run("score", "--reward", "format_regex", "--param", "format_regex.pattern=boxed", "--input", str(infile), "--output", str(out))
+    _run(
+        "score",
+        "--reward",
+        "format_regex",
+        "--param",
+        "format_regex.pattern=boxed",
+        "--input",
+        str(infile),
+        "--output",
+        str(out),
+    )
     assert json.loads(out.read_text().splitlines()[0])["rewards"]["format_regex"] == 1.0
-    proc = _run("score", "--reward", "boxed_present", "--param", "boxed_present.colour=red",
-                "--input", str(infile), "--output", str(out), check=False)
+    proc = _run(
+        "score",
+        "--reward",
+        "boxed_present",
+        "--param",
+        "boxed_present.colour=red",
+        "--input",
+        str(infile),
+        "--output",
+        str(out),
+        check=False,
+    )
     assert proc.returncode == 2 and "'colour'" in proc.stderr and "accepted parameters" in proc.stderr
 
 
 def test_missing_input_file_is_a_clear_error(tmp_path: Path) -> None:
-    proc = _run("score", "--reward", "boxed_present", "--input", str(tmp_path / "nope.jsonl"),
-                "--output", str(tmp_path / "o.jsonl"), check=False)
+    proc = _run(
+        "score",
+        "--reward",
+        "boxed_present",
+        "--input",
+        str(tmp_path / "nope.jsonl"),
+        "--output",
+        str(tmp_path / "o.jsonl"),
+        check=False,
+    )
     assert proc.returncode == 2 and "nope.jsonl: input file not found" in proc.stderr
 
 
@@ -103,8 +144,10 @@ def test_rewards_list_shows_origin_and_parameters() -> None:
 
 
 def test_code_reward_summary_reports_the_sandbox_isolation_level(tmp_path: Path) -> None:
-    rows = [{"id": 1, "tests": "assert add(1, 2) == 3", "completion": "def add(a, b):\n    return a + b"},
-            {"id": 2, "tests": "assert add(1, 2) == 3", "completion": "def add(a, b):\n    return a - b"}]
+    rows = [
+        {"id": 1, "tests": "assert add(1, 2) == 3", "completion": "def add(a, b):\n    return a + b"},
+        {"id": 2, "tests": "assert add(1, 2) == 3", "completion": "def add(a, b):\n    return a - b"},
+    ]
     src = tmp_path / "code.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
@@ -117,8 +160,18 @@ def test_a_parameter_value_of_the_wrong_type_exits_2_naming_it(tmp_path: Path) -
     """Regression: on the old main ``ngram_size=abc`` ran, erred on every row, and exited 0."""
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"completion": "a b c a b c"}) + "\n")
-    proc = _run("score", "--reward", "repetition", "--param", "repetition.ngram_size=abc", "--input", str(inp),
-                "--output", str(tmp_path / "out.jsonl"), check=False)
+    proc = _run(
+        "score",
+        "--reward",
+        "repetition",
+        "--param",
+        "repetition.ngram_size=abc",
+        "--input",
+        str(inp),
+        "--output",
+        str(tmp_path / "out.jsonl"),
+        check=False,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "'ngram_size'" in proc.stderr and "'abc'" in proc.stderr and "expected int" in proc.stderr
 

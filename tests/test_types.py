@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import doctest
+import json
 import math
+import pickle
 
 import pytest
 from pydantic import ValidationError
@@ -14,11 +17,20 @@ import harness.scoring._result
 import harness.scoring._session
 import harness.telemetry.report
 import harness.types
-from harness.types import STATUSES, UNSCORED_STATUSES, VERDICT_STATUSES, RewardSpec, Sample, Score
+from harness.types import STATUSES, UNSCORED_STATUSES, VERDICT_STATUSES, FrozenDict, RewardSpec, Sample, Score
 
 
-@pytest.mark.parametrize("module", [harness.types, harness.registry, harness.scoring._result, harness.scoring._session,
-                                    harness.data, harness.telemetry.report])
+@pytest.mark.parametrize(
+    "module",
+    [
+        harness.types,
+        harness.registry,
+        harness.scoring._result,
+        harness.scoring._session,
+        harness.data,
+        harness.telemetry.report,
+    ],
+)
 def test_docstring_examples(module) -> None:
     res = doctest.testmod(module)
     assert res.failed == 0 and res.attempted > 0
@@ -57,7 +69,16 @@ def test_every_status_is_either_a_verdict_or_unscored() -> None:
 def test_status_set_is_closed() -> None:
     with pytest.raises(ValidationError):
         Score(value=1.0, status="great")
-    assert {"ok", "no_answer", "parse_error", "gold_unparseable", "timeout", "error", "bad_input", "sandbox_error"} <= set(STATUSES)
+    assert {
+        "ok",
+        "no_answer",
+        "parse_error",
+        "gold_unparseable",
+        "timeout",
+        "error",
+        "bad_input",
+        "sandbox_error",
+    } <= set(STATUSES)
 
 
 def test_status_sets_are_statuses_and_each_means_one_thing() -> None:
@@ -106,3 +127,42 @@ def test_reward_spec_rejects_unknown_fields_and_non_finite_weights() -> None:
         RewardSpec(name="math", weight=math.nan)
     with pytest.raises(ValidationError):
         RewardSpec(name="")
+
+
+def _scored_in_a_worker(score: Score) -> Score:
+    return Score.model_validate_json(pickle.loads(pickle.dumps(score)).model_dump_json())
+
+
+def test_score_info_is_read_only_and_still_a_dict_for_every_reader() -> None:
+    s = Score(value=1.0, info={"reason": "equal numbers", "tests": [True]})
+    for write in (
+        lambda: s.info.__setitem__("x", 1),
+        lambda: s.info.update(x=1),
+        lambda: s.info.setdefault("x", 1),
+        lambda: s.info.pop("reason"),
+        lambda: s.info.__delitem__("reason"),
+        lambda: s.info.clear(),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            write()
+    assert s.info == {"reason": "equal numbers", "tests": [True]} and isinstance(s.info, dict)
+    assert json.loads(s.model_dump_json())["info"] == s.info and json.dumps(s.info) == json.dumps(dict(s.info))
+    assert type(s.model_dump()["info"]) is dict  # a dump is the caller's to change
+    again = pickle.loads(pickle.dumps(s))  # how a Score crosses to a scoring worker and back
+    assert again == s and isinstance(again.info, FrozenDict) and _scored_in_a_worker(s) == s
+    assert copy.deepcopy(s) == s and Score(value=1.0) == Score(value=1.0, info={})
+    grown = Score(value=s.value, info={**s.info, "extra": 2})  # the way to add to info: a new Score
+    assert grown.info["extra"] == 2 and "extra" not in s.info
+    with pytest.raises(TypeError, match="read-only"):
+        s.model_copy(update={"info": {"a": 1}}).info["b"] = 2  # type: ignore[index]  # pydantic skips validation here
+
+
+def test_reward_spec_is_hashable_by_its_content_and_its_params_are_read_only() -> None:
+    a = RewardSpec(name="math", weight=1.0, params={"tolerance": 1, "tags": ["a", "b"], "extra": {"k": 1}})
+    b = RewardSpec(name="math", weight=1.0, params={"extra": {"k": 1}, "tags": ["a", "b"], "tolerance": 1.0})
+    assert a == b and hash(a) == hash(b) and {a: "x"}[b] == "x" and len({a, b}) == 1
+    assert len({a, RewardSpec(name="math", params={"tolerance": 2}), RewardSpec(name="math", weight=0.0)}) == 3
+    with pytest.raises(TypeError, match="read-only"):
+        a.params["tolerance"] = 3  # type: ignore[index]
+    assert a.model_dump()["params"] == {"tolerance": 1, "tags": ["a", "b"], "extra": {"k": 1}}
+    assert pickle.loads(pickle.dumps(a)) == a and hash(a.model_copy(update={"weight": 2.0})) != hash(a)

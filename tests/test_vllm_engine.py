@@ -22,8 +22,15 @@ MODULES = {  # the vLLM Qwen2 layers with parameters of their own, as the worker
 PACKED = {"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"]}
 HF = ["model.embed_tokens.weight", "model.norm.weight", "model.layers.0.input_layernorm.weight"] + [
     f"model.layers.0.{m}.weight"
-    for m in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-              "mlp.up_proj", "mlp.down_proj")
+    for m in (
+        "self_attn.q_proj",
+        "self_attn.k_proj",
+        "self_attn.v_proj",
+        "self_attn.o_proj",
+        "mlp.gate_proj",
+        "mlp.up_proj",
+        "mlp.down_proj",
+    )
 ]
 
 
@@ -33,7 +40,8 @@ def test_tied_head_maps_onto_the_embedding_and_merged_layers_onto_their_parts():
     assert probes["lm_head"].sources == ("model.embed_tokens.weight",) and probes["lm_head"].kind == "cols"
     assert probes["model.embed_tokens"].kind == "rows"
     assert probes["model.layers.0.self_attn.qkv_proj"].sources == tuple(
-        f"model.layers.0.self_attn.{x}_proj.weight" for x in "qkv")
+        f"model.layers.0.self_attn.{x}_proj.weight" for x in "qkv"
+    )
     assert probes["model.layers.0.mlp.down_proj"].sources == ("model.layers.0.mlp.down_proj.weight",)
 
 
@@ -45,8 +53,9 @@ def test_untied_head_uses_its_own_tensor_and_unknown_names_are_left_out():
 
 
 def test_kv_cache_counts_whole_pages_plus_the_reserved_one():
-    cfg = SimpleNamespace(num_hidden_layers=2, num_key_value_heads=2, num_attention_heads=2, hidden_size=64,
-                          head_dim=32)
+    cfg = SimpleNamespace(
+        num_hidden_layers=2, num_key_value_heads=2, num_attention_heads=2, hidden_size=64, head_dim=32
+    )
     per_token = 2 * 2 * 2 * 32 * 4  # K and V, layers, KV heads, head dim, float32
     assert kv_cache_bytes(cfg, 16, 32, dtype_bytes=4, block=128, margin=1.0) == per_token * (16 + 1) * 128
     assert kv_cache_bytes(cfg, 16, 32, dtype_bytes=4, block=16, margin=1.0) == per_token * (16 * 2 + 1) * 16

@@ -23,15 +23,19 @@ from typing import Any
 __all__ = ["InlineRunner", "DEFAULT_THREADS"]
 
 DEFAULT_THREADS = 4
+#: The deadline watcher looks at its clock at least this often (seconds of real time).
+_POLL_S = 0.5
 #: done(score dict or None, seconds, failure (kind, reason) or None), called exactly once per call.
 Done = Callable[[Any, float, "tuple[str, str] | None"], None]
 
 
 class _Call:
-    __slots__ = ("done", "finished", "lock", "t0", "open")
+    __slots__ = ("done", "finished", "lock", "t0", "open", "clock")
 
-    def __init__(self, done: Done, open_calls: set[_Call]) -> None:
-        self.done, self.finished, self.lock, self.t0, self.open = done, False, threading.Lock(), 0.0, open_calls
+    def __init__(self, done: Done, open_calls: set[_Call], clock: Callable[[], float]) -> None:
+        self.done, self.finished, self.lock, self.open = done, False, threading.Lock(), open_calls
+        self.clock = clock
+        self.t0: float | None = None  # None until the call starts running
 
     def finish(self, score: Any, failure: tuple[str, str] | None) -> None:
         with self.lock:
@@ -39,14 +43,16 @@ class _Call:
                 return
             self.finished = True
             self.open.discard(self)
-        self.done(score, time.perf_counter() - self.t0 if self.t0 else 0.0, failure)
+        self.done(score, self.clock() - self.t0 if self.t0 is not None else 0.0, failure)
 
 
 class InlineRunner:
     """Run ``fn(sample, completion)`` for inline rewards on per-reward thread pools under a wall-clock limit."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, clock: Callable[[], float] = time.perf_counter) -> None:
+        """``clock`` reads seconds for limits and latencies (tests pass a clock they move by hand)."""
         self.timeout = timeout
+        self._clock = clock
         self._pools: dict[str, cf.ThreadPoolExecutor] = {}
         self._heap: list[tuple[float, int, _Call, str]] = []
         self._seq = itertools.count()
@@ -60,13 +66,13 @@ class InlineRunner:
         pool = self._pools.get(name)
         if pool is None:
             pool = self._pools[name] = cf.ThreadPoolExecutor(max(1, width), thread_name_prefix=f"grpo-harness-{name}")
-        call = _Call(done, self._open)
+        call = _Call(done, self._open, self._clock)
         self._open.add(call)
         reason = f"reward {name!r} ran past its {self.timeout:g} s limit (thread abandoned)"
         pool.submit(self._run, call, fn, sample, completion, reason)
 
     def _run(self, call: _Call, fn: Callable[..., Any], sample: Any, completion: str, reason: str) -> None:
-        call.t0 = time.perf_counter()
+        call.t0 = self._clock()
         self._watch(call, call.t0 + self.timeout, reason)
         try:
             out = fn(sample, completion)
@@ -86,8 +92,9 @@ class InlineRunner:
     def _loop(self) -> None:
         while True:
             with self._cv:
-                while not self._closed and (not self._heap or self._heap[0][0] > time.perf_counter()):
-                    wait = self._heap[0][0] - time.perf_counter() if self._heap else None
+                while not self._closed and (not self._heap or self._heap[0][0] > self._clock()):
+                    # at least every _POLL_S: a clock moved by hand does not notify
+                    wait = min(_POLL_S, self._heap[0][0] - self._clock()) if self._heap else None
                     self._cv.wait(wait)
                 if self._closed:
                     return

@@ -38,7 +38,7 @@ from harness.errors import ScoringError
 from harness.registry import BUILTIN_MODULES, default_registry
 from harness.scoring._worker import worker_main
 
-__all__ = ["Task", "WorkerPool", "default_pool", "shutdown_default_pool"]
+__all__ = ["KnownPlugin", "Task", "WorkerPool", "default_pool", "shutdown_default_pool"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,8 @@ BUILD_GRACE_S = 60.0
 #: A later build of a plugin may take this many times the measured first build, plus ``_REBUILD_SLACK_S``.
 _REBUILD_FACTOR = 3.0
 _REBUILD_SLACK_S = 2.0
+#: The dispatcher looks at its deadlines at least this often (seconds of real time).
+_POLL_S = 0.5
 
 
 @dataclass
@@ -75,13 +77,28 @@ class Task:
         return (self.tid, self.name, self.module, self.params, self.params_key, self.sample, self.completion)
 
 
+@dataclass(frozen=True)
+class KnownPlugin:
+    """A plugin some worker of the pool has built: what a new worker builds before it takes a task."""
+
+    name: str
+    module: str
+    params: dict[str, Any]
+    params_key: str
+    build_s: float  # the first measured build, in seconds (later builds are bounded by a few times it)
+
+    def wire(self) -> tuple[str, str, dict[str, Any], str]:
+        """The worker's ``build`` message entry."""
+        return (self.name, self.module, self.params, self.params_key)
+
+
 @dataclass
 class _Worker:
     proc: Any
     conn: Connection
     ready: bool = False
     warming: bool = False  # building the pool's known plugins before its first task
-    started: float = field(default_factory=time.monotonic)
+    started: float = 0.0  # the pool's clock when the process started (or began warming)
     inflight: collections.deque[Task] = field(default_factory=collections.deque)
     head_since: float = 0.0
     building: bool = False  # the head task's plugin is being built; its call clock has not started
@@ -120,8 +137,11 @@ class WorkerPool:
         memory_limit_mb: int | None = 8192,
         start_method: StartMethod = "forkserver",
         build_grace_s: float = BUILD_GRACE_S,
+        clock: Callable[[], float] = time.monotonic,
     ):
+        """``clock`` reads seconds for every limit and latency (tests pass a clock they move by hand)."""
         self.size = max(1, workers or os.cpu_count() or 1)
+        self._clock = clock
         self.build_grace_s = build_grace_s
         self.memory_limit_mb = memory_limit_mb
         if start_method == "forkserver" and _in_forked_child:
@@ -137,8 +157,7 @@ class WorkerPool:
         self._ids = itertools.count(1)
         self._closed = False
         self.restarts = 0
-        # plugin key -> (name, module, params, params_key, first measured build seconds)
-        self._known: dict[tuple[str, str], tuple[str, str, dict, str, float]] = {}
+        self._known: dict[tuple[str, str], KnownPlugin] = {}  # by (name, params_key)
         self._grace_spent: set[tuple[str, str]] = set()  # plugins whose first build ran out its grace
         self._thread = threading.Thread(target=self._run, name="grpo-harness-scoring", daemon=True)
         self._thread.start()
@@ -176,7 +195,7 @@ class WorkerPool:
         """
         known = self._known.get(key)
         if known is not None:
-            return min(self.build_grace_s, _REBUILD_FACTOR * known[4] + _REBUILD_SLACK_S)
+            return min(self.build_grace_s, _REBUILD_FACTOR * known.build_s + _REBUILD_SLACK_S)
         return timeout if key in self._grace_spent else self.build_grace_s
 
     # -- dispatcher -------------------------------------------------------------------------------------
@@ -196,7 +215,7 @@ class WorkerPool:
         proc = self._ctx.Process(target=worker_main, args=args, daemon=True)
         proc.start()
         child.close()
-        return _Worker(proc=proc, conn=parent, nplugins=len(plugins))
+        return _Worker(proc=proc, conn=parent, nplugins=len(plugins), started=self._clock())
 
     def _kill(self, w: _Worker) -> None:
         try:
@@ -225,7 +244,7 @@ class WorkerPool:
             head = w.inflight.popleft()
             if w.building and kind == "timeout" and head.key not in self._known:
                 self._grace_spent.add(head.key)
-            head.done(head, None, time.monotonic() - w.head_since, (kind, failure))
+            head.done(head, None, self._clock() - w.head_since, (kind, failure))
         with self._lock:
             self._queue.extendleft(reversed(w.inflight))
         # a worker that was killed once may well be killed again: keep one warm spare from now on
@@ -233,7 +252,7 @@ class WorkerPool:
         self._workers[self._workers.index(w)] = new
 
     def _start_head(self, w: _Worker) -> None:
-        w.head_since = time.monotonic()
+        w.head_since = self._clock()
         w.building = bool(w.inflight) and w.inflight[0].key not in w.built
 
     def _assign(self) -> None:
@@ -265,10 +284,10 @@ class WorkerPool:
             w.ready, w.warming = True, False
             return
         try:
-            w.conn.send(("build", [self._known[k][:4] for k in todo]))
+            w.conn.send(("build", [self._known[k].wire() for k in todo]))
         except (OSError, ValueError):
             return  # its sentinel shows the death next
-        w.warming, w.started = True, time.monotonic()
+        w.warming, w.started = True, self._clock()
 
     def _on_message(self, w: _Worker) -> None:
         try:
@@ -286,8 +305,8 @@ class WorkerPool:
                 t = w.inflight[0]
                 w.built.add(t.key)
                 if t.key not in self._known:
-                    self._known[t.key] = (t.name, t.module, t.params, t.params_key, float(seconds))
-                w.building, w.head_since = False, time.monotonic()
+                    self._known[t.key] = KnownPlugin(t.name, t.module, t.params, t.params_key, float(seconds))
+                w.building, w.head_since = False, self._clock()
             return
         _, tid, score, seconds = msg
         if w.inflight and w.inflight[0].tid == tid:
@@ -296,7 +315,7 @@ class WorkerPool:
         self._start_head(w)
 
     def _check_deadlines(self) -> float:
-        now, wait_s = time.monotonic(), 0.5
+        now, wait_s = self._clock(), _POLL_S  # the poll also notices a clock that tests move by hand
         for w in self._all():
             if not w.ready:
                 limit = _START_TIMEOUT_S + (self.build_grace_s if w.warming else 0.0)

@@ -66,8 +66,7 @@ def make_run(root: Path, model_dir: Path, *, step: int = 4, eval_section: dict |
         "run": {"id": "r1", "output_dir": str(root / "runs"), "seed": 0},
         "data": {"train": str(data / "train.jsonl"), "heldout": str(data / "heldout.jsonl")},
         "rewards": REWARDS,
-        "eval": {"k": 4, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 12, "workers": 2,
-                 **(eval_section or {})},
+        "eval": {"k": 4, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 12, "workers": 2, **(eval_section or {})},
     }
     (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     tel = RunTelemetry.start(run, "r1")
@@ -82,8 +81,12 @@ def make_run(root: Path, model_dir: Path, *, step: int = 4, eval_section: dict |
 @contextlib.contextmanager
 def served(model_dir: Path) -> Iterator[str]:
     """Run ``oai_server.py`` (an OpenAI-compatible server process) on ``model_dir``; yields its ``/v1`` base URL."""
-    proc = subprocess.Popen([sys.executable, str(OAI_SERVER), "--model", str(model_dir), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(OAI_SERVER), "--model", str(model_dir), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline() if proc.stdout else ""  # blocks until the server listens (or dies)
         if not line.startswith("LISTENING"):

@@ -55,22 +55,27 @@ class State:
         max_tokens = int(body.get("max_tokens", 16))
         temperature = float(body.get("temperature", 1.0))
         enc = self.tok(text, return_tensors="pt", add_special_tokens=False)
-        kw: dict[str, Any] = {"max_new_tokens": max_tokens, "num_return_sequences": n,
-                              "pad_token_id": self.tok.pad_token_id}
+        kw: dict[str, Any] = {
+            "max_new_tokens": max_tokens,
+            "num_return_sequences": n,
+            "pad_token_id": self.tok.pad_token_id,
+        }
         if temperature > 0:
             kw.update(do_sample=True, temperature=temperature, top_p=float(body.get("top_p", 1.0)), top_k=0)
         else:
             kw.update(do_sample=False)
         with self.lock, torch.inference_mode():
             torch.manual_seed(int(body.get("seed", 0)))
-            out = self.model.generate(**enc, **kw)[:, enc["input_ids"].shape[1]:].tolist()
+            out = self.model.generate(**enc, **kw)[:, enc["input_ids"].shape[1] :].tolist()
         choices, used = [], 0
         for i, row in enumerate(out):
             eos = next((j for j, t in enumerate(row) if t == self.tok.eos_token_id), None)
             toks = row if eos is None else row[:eos]
             used += len(toks) + (eos is not None)
             reason = "stop" if eos is not None or len(row) < max_tokens else "length"
-            choices.append({"index": i, "text": self.tok.decode(toks, skip_special_tokens=True), "finish_reason": reason})
+            choices.append(
+                {"index": i, "text": self.tok.decode(toks, skip_special_tokens=True), "finish_reason": reason}
+            )
         return {"choices": choices, "usage": {"prompt_tokens": enc["input_ids"].shape[1], "completion_tokens": used}}
 
 

@@ -99,9 +99,12 @@ class _StandInVLLM(types.ModuleType):
                 outer.calls.append(("generate", (prompts, [sp.kw for sp in sps])))
                 out = []
                 for sp in sps:
-                    comps = [types.SimpleNamespace(text=f"c{j}", token_ids=[1] * (j + 1),
-                                                   finish_reason="length" if j == 0 else "stop")
-                             for j in range(sp.kw["n"])]
+                    comps = [
+                        types.SimpleNamespace(
+                            text=f"c{j}", token_ids=[1] * (j + 1), finish_reason="length" if j == 0 else "stop"
+                        )
+                        for j in range(sp.kw["n"])
+                    ]
                     out.append(types.SimpleNamespace(outputs=comps))
                 return out
 
@@ -132,33 +135,47 @@ def test_vllm_backend_uses_the_documented_api(stand_in: _StandInVLLM, tiny_model
 
     be = make_backend("vllm", tiny_model_dir, EvalSection(seed=3))
     out = be.generate(_reqs("2+2?", "3+3?"), 2, SamplingParams(temperature=0.6, top_p=0.95, max_new_tokens=7))
-    assert stand_in.calls[0] == ("LLM", {"model": str(tiny_model_dir), "dtype": "auto", "seed": 3,
-                                         "worker_extension_cls": "harness.vllm_engine.worker.WeightSyncWorker"})
+    assert stand_in.calls[0] == (
+        "LLM",
+        {
+            "model": str(tiny_model_dir),
+            "dtype": "auto",
+            "seed": 3,
+            "worker_extension_cls": "harness.vllm_engine.worker.WeightSyncWorker",
+        },
+    )
     prompts, sps = stand_in.calls[1][1]
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     hf = HFBackend(tiny_model_dir)  # the same tokens as the hf backend sends (no special tokens added)
     assert [hf.render(r) for r in _reqs("2+2?", "3+3?")] == ["u:2+2?\na:", "u:3+3?\na:"]  # chat template
     assert [p["prompt_token_ids"] for p in prompts] == [
-        tok(hf.render(r), add_special_tokens=False)["input_ids"] for r in _reqs("2+2?", "3+3?")]
+        tok(hf.render(r), add_special_tokens=False)["input_ids"] for r in _reqs("2+2?", "3+3?")
+    ]
     assert sps[0] == {"n": 2, "temperature": 0.6, "top_p": 0.95, "max_tokens": 7, "seed": prompt_seed(0, "p0")}
     assert [[(g.text, g.finish_reason, g.tokens) for g in row] for row in out] == [
-        [("c0", "length", 1), ("c1", "stop", 2)]] * 2
+        [("c0", "length", 1), ("c1", "stop", 2)]
+    ] * 2
 
 
-def test_vllm_memory_comes_from_the_config_or_the_free_memory(monkeypatch: pytest.MonkeyPatch, stand_in: Any,
-                                                                tiny_model_dir: Path) -> None:
+def test_vllm_memory_comes_from_the_config_or_the_free_memory(
+    monkeypatch: pytest.MonkeyPatch, stand_in: Any, tiny_model_dir: Path
+) -> None:
     monkeypatch.setattr("evals.backends.vllm._gpu_memory", lambda: (40 * 2**30, 80 * 2**30))  # (free, total)
     make_backend("vllm", tiny_model_dir, EvalSection())
     assert stand_in.calls[-1][1]["gpu_memory_utilization"] == 0.45  # 90% of the free memory, not vLLM's 0.92
-    be = make_backend("vllm", tiny_model_dir, EvalSection(vllm_gpu_memory_utilization=0.3,
-                                                          vllm_kv_cache_bytes=2**30, vllm_enforce_eager=True))
+    be = make_backend(
+        "vllm",
+        tiny_model_dir,
+        EvalSection(vllm_gpu_memory_utilization=0.3, vllm_kv_cache_bytes=2**30, vllm_enforce_eager=True),
+    )
     kw = stand_in.calls[-1][1]
     assert (kw["gpu_memory_utilization"], kw["kv_cache_memory_bytes"], kw["enforce_eager"]) == (0.3, 2**30, True)
     assert be.describe()["gpu_memory_utilization"] == 0.3
 
 
-def test_vllm_on_cpu_sizes_the_cache_itself_and_keeps_the_checkpoint_dtype(monkeypatch: pytest.MonkeyPatch,
-                                                                           stand_in: Any, tiny_model_dir: Path):
+def test_vllm_on_cpu_sizes_the_cache_itself_and_keeps_the_checkpoint_dtype(
+    monkeypatch: pytest.MonkeyPatch, stand_in: Any, tiny_model_dir: Path
+):
     """On CPU: no GPU share, an explicit KV cache (the worker would take a share of the machine otherwise), the
     checkpoint's own dtype under ``auto`` (what the hf backend computes), and a VLLM_CPU_KVCACHE_SPACE that
     contradicts the configured size is an error naming both."""
@@ -177,8 +194,9 @@ def test_vllm_on_cpu_sizes_the_cache_itself_and_keeps_the_checkpoint_dtype(monke
         make_backend("vllm", tiny_model_dir, EvalSection(vllm_kv_cache_bytes=2**30))
 
 
-def test_one_vllm_engine_serves_every_checkpoint_and_is_released(stand_in: Any, tmp_path: Path,
-                                                                 tiny_model_dir: Path) -> None:
+def test_one_vllm_engine_serves_every_checkpoint_and_is_released(
+    stand_in: Any, tmp_path: Path, tiny_model_dir: Path
+) -> None:
     import shutil
 
     from eval_runs import make_run
@@ -188,8 +206,21 @@ def test_one_vllm_engine_serves_every_checkpoint_and_is_released(stand_in: Any, 
     run = make_run(tmp_path, tiny_model_dir, step=2, eval_section={"k": 2, "limit": 2})
     second = run / "checkpoints" / "step-000004"
     shutil.copytree(run / "checkpoints" / "step-000002", second)
-    assert main(["--checkpoints", str(run), "--backend", "vllm", "--no-telemetry", "--no-progress",
-                 "--output", str(tmp_path / "out")]) == 0
+    assert (
+        main(
+            [
+                "--checkpoints",
+                str(run),
+                "--backend",
+                "vllm",
+                "--no-telemetry",
+                "--no-progress",
+                "--output",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     names = [c[0] for c in stand_in.calls]
     assert names.count("LLM") == 1 and names.count("shutdown") == 1 and names[-1] == "shutdown"
     assert ("sync_weights", (str(second), "sampled")) in stand_in.calls

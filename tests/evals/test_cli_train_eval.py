@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from eval_runs import write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -24,9 +23,16 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "model": {"name_or_path": "toy:char"},
         "data": {"train": "toy:8", "chat_template": False},
         "rewards": {"char_count": {"weight": 1.0, "params": {"char": "a", "norm": 8.0}}},
-        "trainer": {"num_generations": 2, "prompts_per_step": 1, "max_prompt_length": 16,
-                    "max_completion_length": 8, "max_steps": 2, "save_steps": 1, "lr": 1e-3,
-                    "monitors": {"truncated_frac": 1.0}},
+        "trainer": {
+            "num_generations": 2,
+            "prompts_per_step": 1,
+            "max_prompt_length": 16,
+            "max_completion_length": 8,
+            "max_steps": 2,
+            "save_steps": 1,
+            "lr": 1e-3,
+            "monitors": {"truncated_frac": 1.0},
+        },
         "eval": {"k": 2, "max_new_tokens": 8, "temperature": 1.0, "top_p": 1.0, "workers": 2},
     }
     path = root / "run.yaml"
@@ -37,13 +43,25 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
-def test_eval_cli_scores_a_trained_checkpoint_with_its_saved_rewards(trained_run: Path, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_eval_cli_scores_a_trained_checkpoint_with_its_saved_rewards(
+    trained_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from evals.cli import main
 
     data = write_jsonl(tmp_path / "h.jsonl", [{"id": f"h{i}", "prompt": f"{c}{c}{c}:"} for i, c in enumerate("abc")])
-    rc = main(["--checkpoint", str(trained_run / "checkpoints" / "step-000002"), "--data", str(data),
-               "--reward", "evals_length=0", "--param", "evals_length.norm=8", "--no-progress"])
+    rc = main(
+        [
+            "--checkpoint",
+            str(trained_run / "checkpoints" / "step-000002"),
+            "--data",
+            str(data),
+            "--reward",
+            "evals_length=0",
+            "--param",
+            "evals_length.norm=8",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr()
     assert "char_count" in out.out and "pass@1=" in out.out
@@ -70,8 +88,26 @@ def test_eval_every_checkpoint_of_a_run_and_watch_stops_when_idle(trained_run: P
 
     data = write_jsonl(tmp_path / "h.jsonl", [{"id": "h0", "prompt": "aa:"}])
     out = tmp_path / "evals"
-    assert main(["--checkpoints", str(trained_run), "--data", str(data), "--output", str(out), "--watch",
-                 "--watch-timeout", "0", "--watch-interval", "0.1", "--no-progress", "--no-telemetry"]) == 0
+    assert (
+        main(
+            [
+                "--checkpoints",
+                str(trained_run),
+                "--data",
+                str(data),
+                "--output",
+                str(out),
+                "--watch",
+                "--watch-timeout",
+                "0",
+                "--watch-interval",
+                "0.1",
+                "--no-progress",
+                "--no-telemetry",
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in out.iterdir()) == ["step-000001", "step-000002"]
     assert all((out / n / "results.json").is_file() for n in ("step-000001", "step-000002"))
 
@@ -81,15 +117,24 @@ def test_eval_cli_errors_are_exit_codes(trained_run: Path, tmp_path: Path, capsy
 
     assert main(["--checkpoints", str(tmp_path), "--data", "x.jsonl"]) == 2
     assert "no checkpoints/ directory" in capsys.readouterr().err
-    assert main(["--checkpoint", str(trained_run / "checkpoints" / "step-000001"),
-                 "--data", str(tmp_path / "missing.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "--checkpoint",
+                str(trained_run / "checkpoints" / "step-000001"),
+                "--data",
+                str(tmp_path / "missing.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert "data file not found" in capsys.readouterr().err
 
 
 def test_max_new_tokens_defaults_to_the_training_length(tmp_path) -> None:
-    from harness.config import load_config
     from evals.checkpoint import CheckpointInfo
     from evals.runner import resolve_settings
+    from harness.config import load_config
 
     cfg = load_config({"trainer": {"max_completion_length": 24}})
     in_run = CheckpointInfo(path=tmp_path, step=10, run_dir=tmp_path, config=cfg, telemetry_ctx=None, run_id="r")

@@ -13,8 +13,8 @@ LONG = "Natalia sold clips to forty eight of her friends in April and then she s
 def test_exact_ngram_and_clean_prompts_are_told_apart() -> None:
     train = [Sample(id="t0", prompt=LONG), Sample(id="t1", prompt="What is 2+2?")]
     held = [
-        Sample(id="exact", prompt=LONG.upper() + "  "),                      # same tokens, other case/spacing
-        Sample(id="short-exact", prompt="what is 2 + 2"),                   # short, tokens equal
+        Sample(id="exact", prompt=LONG.upper() + "  "),  # same tokens, other case/spacing
+        Sample(id="short-exact", prompt="what is 2 + 2"),  # short, tokens equal
         Sample(id="gram", prompt="Question: " + " ".join(LONG.split()[3:16]) + " and more text here"),
         Sample(id="twelve", prompt=" ".join(LONG.split()[:12]) + " zebra"),  # only a 12-token window shared
         Sample(id="clean", prompt="A train leaves the station at noon travelling at sixty miles an hour today"),
@@ -58,12 +58,27 @@ def test_harness_eval_warns_about_overlap_once_per_checkpoint(run_dir, tmp_path,
     import logging
 
     from eval_runs import HELDOUT, write_jsonl
+
     from harness.cli import main as harness_main
 
     leaky = write_jsonl(tmp_path / "leaky_train.jsonl", HELDOUT[:2])
     with caplog.at_level(logging.INFO):
-        assert harness_main(["eval", "--checkpoints", str(run_dir), "--train-data", str(leaky), "--k", "1",
-                             "--no-progress", "--no-telemetry"]) == 0
+        assert (
+            harness_main(
+                [
+                    "eval",
+                    "--checkpoints",
+                    str(run_dir),
+                    "--train-data",
+                    str(leaky),
+                    "--k",
+                    "1",
+                    "--no-progress",
+                    "--no-telemetry",
+                ]
+            )
+            == 0
+        )
     said = [r.getMessage() for r in caplog.records if "held-out prompts exactly in the training set" in r.getMessage()]
     shown = capsys.readouterr()
     assert len(said) == 1 and said[0].startswith("contamination: 2/6") and "results.json" in said[0]

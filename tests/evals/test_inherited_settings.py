@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evals.cli import main
-
 from eval_runs import HELDOUT, make_run, write_jsonl
+
+from evals.cli import main
 
 
 def _prompts(out: Path) -> int:
@@ -20,12 +20,26 @@ def _prompts(out: Path) -> int:
 
 
 def test_a_saved_limit_does_not_cut_a_data_file_and_inherited_settings_are_named(
-        tmp_path: Path, tiny_model_dir: Path, capsys) -> None:
+    tmp_path: Path, tiny_model_dir: Path, capsys
+) -> None:
     run = make_run(tmp_path, tiny_model_dir, eval_section={"limit": 2, "k": 1})
     ckpt = str(run / "checkpoints" / "step-000004")
     mine = write_jsonl(tmp_path / "mine.jsonl", [dict(r, id=f"m{i}") for i, r in enumerate(HELDOUT)])
-    assert main(["--checkpoint", ckpt, "--data", str(mine), "--output", str(tmp_path / "a"),
-                 "--no-telemetry", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--checkpoint",
+                ckpt,
+                "--data",
+                str(mine),
+                "--output",
+                str(tmp_path / "a"),
+                "--no-telemetry",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert _prompts(tmp_path / "a") == len(HELDOUT)  # all of the user's file
     assert "the saved eval.limit=2 is not applied to --data" in err and "--limit 2" in err
@@ -38,6 +52,21 @@ def test_a_saved_limit_does_not_cut_a_data_file_and_inherited_settings_are_named
     err = capsys.readouterr().err
     assert _prompts(tmp_path / "b") == 2 and "limit=2" in err.split("config.yaml: ")[1].splitlines()[0]
     # an explicit --limit always applies, and is not reported as inherited
-    assert main(["--checkpoint", ckpt, "--data", str(mine), "--limit", "3", "--output", str(tmp_path / "c"),
-                 "--no-telemetry", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--checkpoint",
+                ckpt,
+                "--data",
+                str(mine),
+                "--limit",
+                "3",
+                "--output",
+                str(tmp_path / "c"),
+                "--no-telemetry",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert _prompts(tmp_path / "c") == 3 and "not applied" not in capsys.readouterr().err

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import socket
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from eval_runs import served
@@ -20,7 +20,6 @@ from evals.errors import BackendError
 from harness.cfg.eval import EvalSection
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +49,9 @@ def _free_port() -> int:
 
 def test_evaluate_through_the_server_chat_and_plain(run_dir: Path, calm: str, tmp_path: Path) -> None:
     ckpt = run_dir / "checkpoints" / "step-000004"
-    settings = EvalSection(backend="openai", base_url=calm, k=3, temperature=1.0, top_p=1.0, max_new_tokens=8,
-                           concurrency=3, workers=2)
+    settings = EvalSection(
+        backend="openai", base_url=calm, k=3, temperature=1.0, top_p=1.0, max_new_tokens=8, concurrency=3, workers=2
+    )
     res = evaluate(ckpt, settings=settings, output_dir=tmp_path / "chat", telemetry=False)
     assert res.results["backend"]["model"] == "tiny-test-model"
     assert res.results["backend"]["endpoint"] == "chat/completions"

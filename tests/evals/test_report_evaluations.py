@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from eval_runs import write_jsonl
+
 from harness.cfg.telemetry import AlarmSection, TelemetrySection
 from harness.cli import main as harness_main
 from harness.telemetry import RewardStats, RunTelemetry

@@ -11,12 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from eval_runs import HERE, write_jsonl
 
 from evals import evaluate
 from evals.outputs import EvalOutput, read_records
 from harness.cfg.eval import EvalSection
-
-from eval_runs import HERE, write_jsonl
 
 pytestmark = pytest.mark.slow
 
@@ -36,16 +35,24 @@ if __name__ == "__main__":
 """
 
 
-def test_resume_after_kill_keeps_finished_prompts_and_matches_an_uninterrupted_run(run_dir: Path, tmp_path: Path) -> None:
+def test_resume_after_kill_keeps_finished_prompts_and_matches_an_uninterrupted_run(
+    run_dir: Path, tmp_path: Path
+) -> None:
     ckpt = str(run_dir / "checkpoints" / "step-000004")
-    data = write_jsonl(tmp_path / "h.jsonl", [{"id": f"q{i}", "prompt": f"{i} * 3 = ?", "answer": str(i * 3 % 10)}
-                                              for i in range(12)])
+    data = write_jsonl(
+        tmp_path / "h.jsonl", [{"id": f"q{i}", "prompt": f"{i} * 3 = ?", "answer": str(i * 3 % 10)} for i in range(12)]
+    )
     out = tmp_path / "out"
     script = tmp_path / "run_eval.py"
     script.write_text(SCRIPT.format(here=HERE, ckpt=ckpt, data=str(data), specs=SPECS, settings=SETTINGS, out=str(out)))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, str(script)], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     samples = out / "samples.jsonl"
     deadline = time.monotonic() + 240
     try:
@@ -57,7 +64,9 @@ def test_resume_after_kill_keeps_finished_prompts_and_matches_an_uninterrupted_r
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)  # the evaluator and its scoring workers
         proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, f"evaluation ended before the kill: {proc.stderr.read() if proc.stderr else ''}"
+    assert proc.returncode == -signal.SIGKILL, (
+        f"evaluation ended before the kill: {proc.stderr.read() if proc.stderr else ''}"
+    )
     before, _ = read_records(samples)
     assert not (out / "results.json").exists()
     with samples.open("a") as f:
@@ -65,7 +74,9 @@ def test_resume_after_kill_keeps_finished_prompts_and_matches_an_uninterrupted_r
 
     res = evaluate(ckpt, str(data), SPECS, settings=EvalSection(**SETTINGS), output_dir=out, telemetry=False)
     t = res.results["timing"]
-    finished_before = len({r["prompt_id"] for r in before if sum(x["prompt_id"] == r["prompt_id"] for x in before) == 2})
+    finished_before = len(
+        {r["prompt_id"] for r in before if sum(x["prompt_id"] == r["prompt_id"] for x in before) == 2}
+    )
     assert t["prompts_resumed"] == finished_before and 0 < finished_before < 12
     assert t["prompts_generated"] == 12 - finished_before
     after, _ = read_records(samples)
@@ -74,9 +85,13 @@ def test_resume_after_kill_keeps_finished_prompts_and_matches_an_uninterrupted_r
     assert res.results["completions"]["count"] == 24
 
     # the resumed evaluation equals an uninterrupted one (per-prompt seeds)
-    fresh = evaluate(ckpt, str(data), SPECS[:1], settings=EvalSection(**SETTINGS), output_dir=tmp_path / "fresh",
-                     telemetry=False)
-    want = {(r["prompt_id"], r["sample_index"]): r["completion"] for r in read_records(fresh.output_dir / "samples.jsonl")[0]}
+    fresh = evaluate(
+        ckpt, str(data), SPECS[:1], settings=EvalSection(**SETTINGS), output_dir=tmp_path / "fresh", telemetry=False
+    )
+    want = {
+        (r["prompt_id"], r["sample_index"]): r["completion"]
+        for r in read_records(fresh.output_dir / "samples.jsonl")[0]
+    }
     got = {(r["prompt_id"], r["sample_index"]): r["completion"] for r in after}
     assert got == want
     assert res.results["pass@k"] == fresh.results["pass@k"]
@@ -85,8 +100,13 @@ def test_resume_after_kill_keeps_finished_prompts_and_matches_an_uninterrupted_r
 def test_torn_tail_is_trimmed_and_partial_prompts_are_redone(tmp_path: Path) -> None:
     out = EvalOutput(tmp_path, {"k": 2}, k=2)
     assert out.open() == {}
-    out.append([{"prompt_id": "a", "sample_index": 0}, {"prompt_id": "a", "sample_index": 1},
-                {"prompt_id": "b", "sample_index": 0}])
+    out.append(
+        [
+            {"prompt_id": "a", "sample_index": 0},
+            {"prompt_id": "a", "sample_index": 1},
+            {"prompt_id": "b", "sample_index": 0},
+        ]
+    )
     with out.samples_path.open("a") as f:
         f.write('{"prompt_id": "b", "samp')
     done = EvalOutput(tmp_path, {"k": 2}, k=2).open()

@@ -7,13 +7,12 @@ import logging
 from pathlib import Path
 
 import pytest
+from eval_runs import HELDOUT, TRAIN, write_jsonl
 
 from evals import evaluate
 from evals.errors import ContaminationError, EvalError, ResumeError
 from harness.errors import DataError
 from harness.telemetry import iter_spans
-
-from eval_runs import HELDOUT, TRAIN, write_jsonl
 
 
 def _ckpt(run: Path) -> Path:
@@ -57,8 +56,12 @@ def test_same_seed_same_completions_other_seed_differs(run_dir: Path, tmp_path: 
     assert ca == cb and len(set(ca)) > 1
     from harness.cfg.eval import EvalSection
 
-    c = evaluate(_ckpt(run_dir), output_dir=tmp_path / "c", telemetry=False,
-                 settings=EvalSection(k=4, temperature=1.0, top_p=1.0, max_new_tokens=12, seed=1, workers=2))
+    c = evaluate(
+        _ckpt(run_dir),
+        output_dir=tmp_path / "c",
+        telemetry=False,
+        settings=EvalSection(k=4, temperature=1.0, top_p=1.0, max_new_tokens=12, seed=1, workers=2),
+    )
     assert [s["completion"] for s in _lines(c.output_dir / "samples.jsonl")] != ca
 
 
@@ -81,8 +84,13 @@ def test_contamination_reported_and_fail_on_overlap(run_dir: Path, tmp_path: Pat
     from harness.cfg.eval import EvalSection
 
     with pytest.raises(ContaminationError, match="1/4 held-out prompts exactly"):
-        evaluate(_ckpt(run_dir), leaked, output_dir=tmp_path / "o2", telemetry=False,
-                 settings=EvalSection(k=2, max_new_tokens=4, fail_on_overlap=True))
+        evaluate(
+            _ckpt(run_dir),
+            leaked,
+            output_dir=tmp_path / "o2",
+            telemetry=False,
+            settings=EvalSection(k=2, max_new_tokens=4, fail_on_overlap=True),
+        )
     assert not (tmp_path / "o2" / "samples.jsonl").exists()  # failed before generating anything
 
 
@@ -103,8 +111,12 @@ def test_truncation_warning(run_dir: Path, tmp_path: Path, caplog: pytest.LogCap
     from harness.cfg.eval import EvalSection
 
     with caplog.at_level(logging.WARNING, logger="evals.runner"):
-        res = evaluate(_ckpt(run_dir), output_dir=tmp_path / "o", telemetry=False,
-                       settings=EvalSection(k=2, temperature=1.0, top_p=1.0, max_new_tokens=2, workers=2))
+        res = evaluate(
+            _ckpt(run_dir),
+            output_dir=tmp_path / "o",
+            telemetry=False,
+            settings=EvalSection(k=2, temperature=1.0, top_p=1.0, max_new_tokens=2, workers=2),
+        )
     assert res.results["completions"]["truncated_frac"] > 0.5 and res.results["truncation_warning"]
     assert any("hit max_new_tokens=2" in r.getMessage() for r in caplog.records)
 

@@ -10,11 +10,10 @@ import json
 from pathlib import Path
 
 import yaml
+from eval_runs import TRAIN, make_run, write_jsonl
 
 from evals import evaluate
 from harness.config import dump_config, load_config
-
-from eval_runs import TRAIN, make_run, write_jsonl
 
 
 def test_a_saved_run_config_holds_absolute_data_paths(tmp_path: Path, monkeypatch) -> None:
@@ -27,8 +26,9 @@ def test_a_saved_run_config_holds_absolute_data_paths(tmp_path: Path, monkeypatc
     assert saved["train"] == str(tmp_path / "data" / "train.jsonl") and saved["heldout"] == "hf:gsm8k:main:test"
 
 
-def test_an_older_relative_train_path_resolves_where_the_run_was_started(tmp_path: Path, tiny_model_dir: Path,
-                                                                         monkeypatch) -> None:
+def test_an_older_relative_train_path_resolves_where_the_run_was_started(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch
+) -> None:
     run = make_run(tmp_path, tiny_model_dir)
     cfg = yaml.safe_load((run / "config.yaml").read_text())
     cfg["run"]["output_dir"] = "runs"  # as `harness train` was given them, relative to tmp_path

@@ -279,5 +279,5 @@ def test_trl_grpo_trainer_runs_two_steps_with_our_rewards(tmp_path: Path, monkey
         assert 0.0 <= h["rewards/tag_count/mean"] <= 1.0
         assert 0.0 <= h["rewards/format_regex/mean"] <= 1.0
     assert trainer.state.global_step == 2
-    changed = any(not torch.equal(a, b.detach()) for a, b in zip(before, model.parameters()))
+    changed = any(not torch.equal(a, b.detach()) for a, b in zip(before, model.parameters(), strict=True))
     assert changed, "two optimizer steps left every weight unchanged"

@@ -182,8 +182,11 @@ def test_partial_credit_counts_asserts_never_reached_as_failed(partial_fn):
     """Fails on the code before this change: exiting after the first assert scored 0.5 (1 of 2 counted),
     while an honest solution that only gets f(0) right scored 0.1."""
     honest = partial_fn({"tests": TEN_ASSERTS}, "def f(x):\n    return 0")
-    quitter = partial_fn({"tests": TEN_ASSERTS}, "import os\ncalls = []\ndef f(x):\n    calls.append(x)\n"
-                                                 "    if len(calls) > 1:\n        os._exit(0)\n    return 0")
+    quitter = partial_fn(
+        {"tests": TEN_ASSERTS},
+        "import os\ncalls = []\ndef f(x):\n    calls.append(x)\n"
+        "    if len(calls) > 1:\n        os._exit(0)\n    return 0",
+    )
     crasher = partial_fn({"tests": TEN_ASSERTS}, "def f(x):\n    if x:\n        raise SystemExit(0)\n    return 0")
     assert (honest.status, honest.value, honest.info["total"]) == ("fail", pytest.approx(0.1), 10)
     assert (quitter.status, quitter.value, quitter.info["total"]) == ("fail", pytest.approx(0.1), 10)
@@ -196,8 +199,9 @@ def test_partial_credit_in_check_and_unittest_uses_the_cases_known_before_the_ru
     quits = "import os\ndef inc(x):\n    if x == 1:\n        os._exit(0)\n    return x + 1"
     s = partial_fn({"tests": check, "entry_point": "inc"}, quits)
     assert (s.status, s.value, s.info["passed"], s.info["total"]) == ("fail", pytest.approx(0.25), 1, 4)
-    unit = ("import unittest\nclass T(unittest.TestCase):\n" +
-            "".join(f"    def test_{i}(self):\n        self.assertEqual(inc({i}), {i + 1})\n" for i in range(4)))
+    unit = "import unittest\nclass T(unittest.TestCase):\n" + "".join(
+        f"    def test_{i}(self):\n        self.assertEqual(inc({i}), {i + 1})\n" for i in range(4)
+    )
     u = partial_fn({"tests": unit}, quits)
     assert u.status == "fail" and u.info["total"] == 4 and u.value <= 0.25
 
@@ -221,20 +225,29 @@ def test_check_without_entry_point_is_bad_input_naming_the_field(fn):
     assert (s.status, s.value) == ("bad_input", None) and "entry_point" in s.info["reason"]
 
 
-@pytest.mark.parametrize("tests", [
-    "def test_sq():\n    assert sq(2) == 4\n",  # pytest style: nothing calls it
-    "import unittest\nclass T(unittest.TestCase):\n    pass\n",  # no test method
-])
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "def test_sq():\n    assert sq(2) == 4\n",  # pytest style: nothing calls it
+        "import unittest\nclass T(unittest.TestCase):\n    pass\n",  # no test method
+    ],
+)
 def test_tests_in_which_nothing_ran_are_bad_input(fn, tests):
     """Fails on the code before this change: both passed any code (zero tests run counted as a pass)."""
     s = fn({"tests": tests}, "def sq(x):\n    return x + 1")
     assert (s.status, s.value) == ("bad_input", None) and s.info["reason"]
 
 
-@pytest.mark.parametrize("tests, entry_point", [
-    ("def check(candidate):\n    for p in candidate(20):\n        assert all(p % d for d in range(2, p))\n", "primes"),
-    ("for p in primes(20):\n    assert p > 1\n", None),
-])
+@pytest.mark.parametrize(
+    "tests, entry_point",
+    [
+        (
+            "def check(candidate):\n    for p in candidate(20):\n        assert all(p % d for d in range(2, p))\n",
+            "primes",
+        ),
+        ("for p in primes(20):\n    assert p > 1\n", None),
+    ],
+)
 def test_a_solution_whose_answers_leave_every_assert_unreached_fails(fn, tests, entry_point):
     """Fails on the code before this change: returning [] to tests that loop over the answer ran no assert, and
     the row came out ``bad_input`` (unscored, out of the group's baseline) instead of a scored failure."""

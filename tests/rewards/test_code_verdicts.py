@@ -22,209 +22,345 @@ def _he(body: str) -> str:
 
 # HumanEval style: (entry point, check body, {solution: expected status})
 HUMANEVAL = [
-    ("add", "assert candidate(2, 3) == 5\nassert candidate(-1, 1) == 0\nassert candidate(10**20, 1) == 10**20 + 1", {
-        "def add(a, b):\n    return a + b": "pass",
-        "def add(a, b):\n    return a - b": "fail",
-        "def add(a, b):\n    return str(a + b)": "fail",  # wrong type
-        "def add(a, b):\n    return float(a + b)": "fail",  # 1e20 + 1 is not exact in a float
-    }),
-    ("below_zero", "assert candidate([1, 2, -3]) is False\nassert candidate([1, 2, -4, 5]) is True\nassert candidate([]) is False", {
-        "def below_zero(ops):\n    b = 0\n    for o in ops:\n        b += o\n        if b < 0:\n            return True\n    return False": "pass",
-        "def below_zero(ops):\n    b = 0\n    for o in ops:\n        b += o\n        if b <= 0:\n            return True\n    return False": "fail",
-        "def below_zero(ops):\n    b = 0\n    for o in ops:\n        b += o\n        if b < 0:\n            return 1\n    return 0": "fail",  # 1 is not True
-    }),
-    ("fib", "assert candidate(1) == 1\nassert candidate(10) == 55\nassert candidate(90) == 2880067194370816120", {
-        "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a": "pass",
-        "def fib(n):\n    a, b = 0, 1\n    for _ in range(n - 1):\n        a, b = b, a + b\n    return a": "fail",  # off by one
-        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)": "time_limit",  # exponential
-    }),
-    ("mean_abs_dev", "assert abs(candidate([1.0, 2.0, 3.0, 4.0]) - 1.0) < 1e-6\nassert abs(candidate([1.0, 2.0, 3.0]) - 2.0 / 3.0) < 1e-6", {
-        "def mean_abs_dev(xs):\n    m = sum(xs) / len(xs)\n    return sum(abs(x - m) for x in xs) / len(xs)": "pass",
-        "import statistics\ndef mean_abs_dev(xs):\n    m = statistics.median(xs)\n    return sum(abs(x - m) for x in xs) / (len(xs) - 1)": "fail",
-        "import numpy as np\ndef mean_abs_dev(xs):\n    a = np.array(xs)\n    return np.abs(a - a.mean()).mean()": "pass",  # numpy scalar
-    }),
-    ("intersperse", "assert candidate([], 7) == []\nassert candidate([5, 6, 3, 2], 8) == [5, 8, 6, 8, 3, 8, 2]", {
-        "def intersperse(xs, d):\n    out = []\n    for i, x in enumerate(xs):\n        if i:\n            out.append(d)\n        out.append(x)\n    return out": "pass",
-        "def intersperse(xs, d):\n    out = []\n    for x in xs:\n        out += [x, d]\n    return out": "fail",  # trailing delimiter
-        "def intersperse(xs, d):\n    return tuple(intersperse_list(xs, d))\ndef intersperse_list(xs, d):\n    out = []\n    for i, x in enumerate(xs):\n        out += [d, x] if i else [x]\n    return out": "fail",  # tuple
-    }),
-    ("longest", "assert candidate([]) is None\nassert candidate(['x', 'yyy', 'zzz']) == 'yyy'", {
-        "def longest(xs):\n    if not xs:\n        return None\n    return max(xs, key=len)": "pass",
-        "def longest(xs):\n    return max(xs, key=len, default='')": "fail",
-        "def longest(xs):\n    return sorted(xs, key=len)[-1] if xs else None": "fail",  # the last of the longest
-    }),
-    ("count_distinct", "assert candidate('xyzXYZ') == 3\nassert candidate('Jerry jERRY JeRRRY') == 5", {
-        "def count_distinct(s):\n    return len(set(s.lower()))": "pass",
-        "def count_distinct(s):\n    return len(set(s))": "fail",
-    }),
-    ("factorize", "assert candidate(2) == [2]\nassert candidate(57) == [3, 19]\nassert candidate(3 * 2 * 3) == [2, 3, 3]", {
-        "def factorize(n):\n    out, d = [], 2\n    while d * d <= n:\n        while n % d == 0:\n            out.append(d)\n            n //= d\n        d += 1\n    if n > 1:\n        out.append(n)\n    return out": "pass",
-        "def factorize(n):\n    out, d = [], 2\n    while d * d <= n:\n        while n % d == 0:\n            out.append(d)\n            n //= d\n        d += 1\n    return out": "fail",
-    }),
-    ("flip_case", "assert candidate('') == ''\nassert candidate('Hello!') == 'hELLO!'\nassert candidate('ÄbÇ ß') == 'äBç SS'", {
-        "def flip_case(s):\n    return s.swapcase()": "pass",
-        "def flip_case(s):\n    return ''.join(c.lower() if c.isupper() else c.upper() for c in s)": "pass",
-        "def flip_case(s):\n    return s.swapcase().strip()": "pass",
-        "def flip_case(s):\n    return s.lower()": "fail",
-    }),
-    ("sort_in_place", "xs = [3, 1, 2]\nassert candidate(xs) is None\nassert xs == [1, 2, 3]", {
-        "def sort_in_place(xs):\n    xs.sort()": "pass",
-        "def sort_in_place(xs):\n    return sorted(xs)": "fail",
-    }),
-    ("safe_div", "try:\n    candidate(1, 0)\n    assert False, 'no error'\nexcept ZeroDivisionError:\n    pass\nassert candidate(6, 3) == 2", {
-        "def safe_div(a, b):\n    return a // b": "pass",
-        "def safe_div(a, b):\n    return a // b if b else 0": "fail",
-        "def safe_div(a, b):\n    if not b:\n        raise ValueError('b')\n    return a // b": "fail",  # an unexpected exception
-    }),
-    ("countdown", "assert list(candidate(3)) == [3, 2, 1]\nassert sum(candidate(100)) == 5050", {
-        "def countdown(n):\n    while n:\n        yield n\n        n -= 1": "pass",
-        "def countdown(n):\n    return range(n, 0, -1)": "pass",
-        "def countdown(n):\n    return range(n, -1, -1)": "fail",
-    }),
-    ("deep", "assert candidate(995) == 995", {
-        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # just under the default limit
-        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1) + deep(0) * deep(10**6)": "fail",  # RecursionError in a call
-    }),
-    ("big", "r = candidate(10**6)\nassert len(r) == 10**6 and r[-1] == 10**6 - 1", {
-        "def big(n):\n    return list(range(n))": "pass",  # a million items (seconds and over the reply limit before)
-        "def big(n):\n    return list(range(1, n))": "fail",
-        "def big(n):\n    return [float(i) for i in range(n)]": "pass",
-        "def big(n):\n    return tuple(str(i) for i in range(n))": "fail",  # '999999' is not 999999
-    }),
-    ("greet", "assert candidate('wörld') == 'héllo, wörld ✓'", {
-        "def greet(name):\n    return f'héllo, {name} ✓'": "pass",
-        "def greet(name):\n    return f'hello, {name} ✓'": "fail",
-    }),
-    ("sum", "assert candidate([1, 2, 3]) == 6\nassert candidate([]) == 0", {  # an entry point named like a builtin
-        "def sum(xs):\n    t = 0\n    for x in xs:\n        t += x\n    return t": "pass",
-        "def sum(xs):\n    return len(xs)": "fail",
-    }),
-    ("spin", "assert candidate() == 1", {
-        "def spin():\n    while True:\n        pass": "time_limit",
-        "import time\ndef spin():\n    time.sleep(60)\n    return 1": "time_limit",
-        "def spin():\n    return 1": "pass",
-    }),
-    ("loud", "import io, contextlib\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    candidate(2)\nassert buf.getvalue() == '2\\n4\\n'", {
-        "def loud(n):\n    print(n)\n    print(n * n)": "pass",
-        "def loud(n):\n    print(n, n * n)": "fail",
-    }),
+    (
+        "add",
+        "assert candidate(2, 3) == 5\nassert candidate(-1, 1) == 0\nassert candidate(10**20, 1) == 10**20 + 1",
+        {
+            "def add(a, b):\n    return a + b": "pass",
+            "def add(a, b):\n    return a - b": "fail",
+            "def add(a, b):\n    return str(a + b)": "fail",  # wrong type
+            "def add(a, b):\n    return float(a + b)": "fail",  # 1e20 + 1 is not exact in a float
+        },
+    ),
+    (
+        "below_zero",
+        "assert candidate([1, 2, -3]) is False\nassert candidate([1, 2, -4, 5]) is True\nassert candidate([]) is False",
+        {
+            "def below_zero(ops):\n    b = 0\n    for o in ops:\n        b += o\n        if b < 0:\n            return True\n    return False": "pass",
+            "def below_zero(ops):\n    b = 0\n    for o in ops:\n        b += o\n        if b <= 0:\n            return True\n    return False": "fail",
+            "def below_zero(ops):\n    b = 0\n    for o in ops:\n        b += o\n        if b < 0:\n            return 1\n    return 0": "fail",  # 1 is not True
+        },
+    ),
+    (
+        "fib",
+        "assert candidate(1) == 1\nassert candidate(10) == 55\nassert candidate(90) == 2880067194370816120",
+        {
+            "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a": "pass",
+            "def fib(n):\n    a, b = 0, 1\n    for _ in range(n - 1):\n        a, b = b, a + b\n    return a": "fail",  # off by one
+            "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)": "time_limit",  # exponential
+        },
+    ),
+    (
+        "mean_abs_dev",
+        "assert abs(candidate([1.0, 2.0, 3.0, 4.0]) - 1.0) < 1e-6\nassert abs(candidate([1.0, 2.0, 3.0]) - 2.0 / 3.0) < 1e-6",
+        {
+            "def mean_abs_dev(xs):\n    m = sum(xs) / len(xs)\n    return sum(abs(x - m) for x in xs) / len(xs)": "pass",
+            "import statistics\ndef mean_abs_dev(xs):\n    m = statistics.median(xs)\n    return sum(abs(x - m) for x in xs) / (len(xs) - 1)": "fail",
+            "import numpy as np\ndef mean_abs_dev(xs):\n    a = np.array(xs)\n    return np.abs(a - a.mean()).mean()": "pass",  # numpy scalar
+        },
+    ),
+    (
+        "intersperse",
+        "assert candidate([], 7) == []\nassert candidate([5, 6, 3, 2], 8) == [5, 8, 6, 8, 3, 8, 2]",
+        {
+            "def intersperse(xs, d):\n    out = []\n    for i, x in enumerate(xs):\n        if i:\n            out.append(d)\n        out.append(x)\n    return out": "pass",
+            "def intersperse(xs, d):\n    out = []\n    for x in xs:\n        out += [x, d]\n    return out": "fail",  # trailing delimiter
+            "def intersperse(xs, d):\n    return tuple(intersperse_list(xs, d))\ndef intersperse_list(xs, d):\n    out = []\n    for i, x in enumerate(xs):\n        out += [d, x] if i else [x]\n    return out": "fail",  # tuple
+        },
+    ),
+    (
+        "longest",
+        "assert candidate([]) is None\nassert candidate(['x', 'yyy', 'zzz']) == 'yyy'",
+        {
+            "def longest(xs):\n    if not xs:\n        return None\n    return max(xs, key=len)": "pass",
+            "def longest(xs):\n    return max(xs, key=len, default='')": "fail",
+            "def longest(xs):\n    return sorted(xs, key=len)[-1] if xs else None": "fail",  # the last of the longest
+        },
+    ),
+    (
+        "count_distinct",
+        "assert candidate('xyzXYZ') == 3\nassert candidate('Jerry jERRY JeRRRY') == 5",
+        {
+            "def count_distinct(s):\n    return len(set(s.lower()))": "pass",
+            "def count_distinct(s):\n    return len(set(s))": "fail",
+        },
+    ),
+    (
+        "factorize",
+        "assert candidate(2) == [2]\nassert candidate(57) == [3, 19]\nassert candidate(3 * 2 * 3) == [2, 3, 3]",
+        {
+            "def factorize(n):\n    out, d = [], 2\n    while d * d <= n:\n        while n % d == 0:\n            out.append(d)\n            n //= d\n        d += 1\n    if n > 1:\n        out.append(n)\n    return out": "pass",
+            "def factorize(n):\n    out, d = [], 2\n    while d * d <= n:\n        while n % d == 0:\n            out.append(d)\n            n //= d\n        d += 1\n    return out": "fail",
+        },
+    ),
+    (
+        "flip_case",
+        "assert candidate('') == ''\nassert candidate('Hello!') == 'hELLO!'\nassert candidate('ÄbÇ ß') == 'äBç SS'",
+        {
+            "def flip_case(s):\n    return s.swapcase()": "pass",
+            "def flip_case(s):\n    return ''.join(c.lower() if c.isupper() else c.upper() for c in s)": "pass",
+            "def flip_case(s):\n    return s.swapcase().strip()": "pass",
+            "def flip_case(s):\n    return s.lower()": "fail",
+        },
+    ),
+    (
+        "sort_in_place",
+        "xs = [3, 1, 2]\nassert candidate(xs) is None\nassert xs == [1, 2, 3]",
+        {
+            "def sort_in_place(xs):\n    xs.sort()": "pass",
+            "def sort_in_place(xs):\n    return sorted(xs)": "fail",
+        },
+    ),
+    (
+        "safe_div",
+        "try:\n    candidate(1, 0)\n    assert False, 'no error'\nexcept ZeroDivisionError:\n    pass\nassert candidate(6, 3) == 2",
+        {
+            "def safe_div(a, b):\n    return a // b": "pass",
+            "def safe_div(a, b):\n    return a // b if b else 0": "fail",
+            "def safe_div(a, b):\n    if not b:\n        raise ValueError('b')\n    return a // b": "fail",  # an unexpected exception
+        },
+    ),
+    (
+        "countdown",
+        "assert list(candidate(3)) == [3, 2, 1]\nassert sum(candidate(100)) == 5050",
+        {
+            "def countdown(n):\n    while n:\n        yield n\n        n -= 1": "pass",
+            "def countdown(n):\n    return range(n, 0, -1)": "pass",
+            "def countdown(n):\n    return range(n, -1, -1)": "fail",
+        },
+    ),
+    (
+        "deep",
+        "assert candidate(995) == 995",
+        {
+            "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # just under the default limit
+            "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1) + deep(0) * deep(10**6)": "fail",  # RecursionError in a call
+        },
+    ),
+    (
+        "big",
+        "r = candidate(10**6)\nassert len(r) == 10**6 and r[-1] == 10**6 - 1",
+        {
+            "def big(n):\n    return list(range(n))": "pass",  # a million items (seconds and over the reply limit before)
+            "def big(n):\n    return list(range(1, n))": "fail",
+            "def big(n):\n    return [float(i) for i in range(n)]": "pass",
+            "def big(n):\n    return tuple(str(i) for i in range(n))": "fail",  # '999999' is not 999999
+        },
+    ),
+    (
+        "greet",
+        "assert candidate('wörld') == 'héllo, wörld ✓'",
+        {
+            "def greet(name):\n    return f'héllo, {name} ✓'": "pass",
+            "def greet(name):\n    return f'hello, {name} ✓'": "fail",
+        },
+    ),
+    (
+        "sum",
+        "assert candidate([1, 2, 3]) == 6\nassert candidate([]) == 0",
+        {  # an entry point named like a builtin
+            "def sum(xs):\n    t = 0\n    for x in xs:\n        t += x\n    return t": "pass",
+            "def sum(xs):\n    return len(xs)": "fail",
+        },
+    ),
+    (
+        "spin",
+        "assert candidate() == 1",
+        {
+            "def spin():\n    while True:\n        pass": "time_limit",
+            "import time\ndef spin():\n    time.sleep(60)\n    return 1": "time_limit",
+            "def spin():\n    return 1": "pass",
+        },
+    ),
+    (
+        "loud",
+        "import io, contextlib\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    candidate(2)\nassert buf.getvalue() == '2\\n4\\n'",
+        {
+            "def loud(n):\n    print(n)\n    print(n * n)": "pass",
+            "def loud(n):\n    print(n, n * n)": "fail",
+        },
+    ),
 ]
 
 # Plain asserts (MBPP's list of strings): (tests, {solution: expected status})
 ASSERTS = [
-    (["assert similar([3, 4, 5], [5, 7, 4]) == (4, 5)", "assert similar([1, 2], [3]) == ()"], {
-        "def similar(a, b):\n    return tuple(sorted(set(a) & set(b)))": "pass",
-        "def similar(a, b):\n    return sorted(set(a) & set(b))": "fail",  # a list, not a tuple
-    }),
-    (["assert math.isclose(area(2), 12.566, rel_tol=0.001)", "assert area(0) == 0"], {
-        "import math\ndef area(r):\n    return math.pi * r * r": "pass",
-        "import math\ndef area(r):\n    return 3 * r * r": "fail",
-    }),
-    (["assert is_not_prime(2) == False", "assert is_not_prime(10) == True", "assert is_not_prime(35) == True"], {
-        "def is_not_prime(n):\n    return any(n % d == 0 for d in range(2, int(n ** 0.5) + 1))": "pass",
-        "def is_not_prime(n):\n    return any(n % d == 0 for d in range(2, int(n ** 0.5)))": "fail",  # the range stops before 5: 35 = 5 * 7 is missed
-    }),
-    (["assert heap_smallest([25, 35, 22, 85], 2) == [22, 25]"], {
-        "import heapq\ndef heap_smallest(xs, n):\n    return heapq.nsmallest(n, xs)": "pass",
-        "import heapq\ndef heap_smallest(xs, n):\n    return heapq.nlargest(n, xs)": "fail",
-    }),
-    ("s = Stack()\ns.push(1)\ns.push(2)\nassert s.pop() == 2\nassert s.size() == 1", {
-        "class Stack:\n    def __init__(self):\n        self.xs = []\n    def push(self, x):\n        self.xs.append(x)\n    def pop(self):\n        return self.xs.pop()\n    def size(self):\n        return len(self.xs)": "pass",
-        "class Stack:\n    def __init__(self):\n        self.xs = []\n    def push(self, x):\n        self.xs.append(x)\n    def pop(self):\n        return self.xs.pop(0)\n    def size(self):\n        return len(self.xs)": "fail",
-    }),
-    ("assert f({'b': 2, 'a': 1}) == {'a': 1, 'b': 2}\nassert f({}) == {}", {
-        "def f(d):\n    return dict(sorted(d.items()))": "pass",
-        "def f(d):\n    return sorted(d.items())": "fail",
-    }),
-    ("assert deep(996) == 996", {
-        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # plain python: up to 998
-        "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)\ndeep(1200)": "program_error",
-    }),
-    ("assert is_p[7] == 1 and is_p[8] == 0\nassert len(primes) == 664579 and primes[-1] == 9999991", {
-        "n = 10**7\nis_p = bytearray([1]) * (n + 1)\nis_p[0] = is_p[1] = 0\nfor i in range(2, int(n ** 0.5) + 1):\n"
-        "    if is_p[i]:\n        is_p[i * i::i] = bytes(len(range(i * i, n + 1, i)))\n"
-        "primes = [i for i in range(n + 1) if is_p[i]]": "pass",  # module-level sieve globals
-    }),
-    ("assert f() == 1", {
-        "table = bytearray(300 << 20)\ndef f():\n    return 1": "pass",  # a 300 MB global (it scored memory before)
-        "table = [0] * (3 * 10**7)\ndef f():\n    return 1": "pass",
-    }),
-    ("assert g() is None\nassert h(3) == {1, 2, 3}", {
-        "def g():\n    pass\ndef h(n):\n    return set(range(1, n + 1))": "pass",
-        "def g():\n    return 0\ndef h(n):\n    return set(range(1, n + 1))": "fail",
-        "def g():\n    pass\ndef h(n):\n    return frozenset(range(1, n + 1))": "pass",  # frozenset == set
-    }),
-    ("assert parse('3.50') == 3.5\nassert parse('x') is None", {
-        "def parse(s):\n    try:\n        return float(s)\n    except ValueError:\n        return None": "pass",
-        "def parse(s):\n    return float(s)": "fail",  # ValueError in a call
-        "def parse(s):\n    return float(s) if s[0].isdigit() else None\nparse('')": "program_error",  # crashes at load
-        "def parse(s:\n    return 1": "program_error",  # syntax error
-    }),
+    (
+        ["assert similar([3, 4, 5], [5, 7, 4]) == (4, 5)", "assert similar([1, 2], [3]) == ()"],
+        {
+            "def similar(a, b):\n    return tuple(sorted(set(a) & set(b)))": "pass",
+            "def similar(a, b):\n    return sorted(set(a) & set(b))": "fail",  # a list, not a tuple
+        },
+    ),
+    (
+        ["assert math.isclose(area(2), 12.566, rel_tol=0.001)", "assert area(0) == 0"],
+        {
+            "import math\ndef area(r):\n    return math.pi * r * r": "pass",
+            "import math\ndef area(r):\n    return 3 * r * r": "fail",
+        },
+    ),
+    (
+        ["assert is_not_prime(2) == False", "assert is_not_prime(10) == True", "assert is_not_prime(35) == True"],
+        {
+            "def is_not_prime(n):\n    return any(n % d == 0 for d in range(2, int(n ** 0.5) + 1))": "pass",
+            "def is_not_prime(n):\n    return any(n % d == 0 for d in range(2, int(n ** 0.5)))": "fail",  # the range stops before 5: 35 = 5 * 7 is missed
+        },
+    ),
+    (
+        ["assert heap_smallest([25, 35, 22, 85], 2) == [22, 25]"],
+        {
+            "import heapq\ndef heap_smallest(xs, n):\n    return heapq.nsmallest(n, xs)": "pass",
+            "import heapq\ndef heap_smallest(xs, n):\n    return heapq.nlargest(n, xs)": "fail",
+        },
+    ),
+    (
+        "s = Stack()\ns.push(1)\ns.push(2)\nassert s.pop() == 2\nassert s.size() == 1",
+        {
+            "class Stack:\n    def __init__(self):\n        self.xs = []\n    def push(self, x):\n        self.xs.append(x)\n    def pop(self):\n        return self.xs.pop()\n    def size(self):\n        return len(self.xs)": "pass",
+            "class Stack:\n    def __init__(self):\n        self.xs = []\n    def push(self, x):\n        self.xs.append(x)\n    def pop(self):\n        return self.xs.pop(0)\n    def size(self):\n        return len(self.xs)": "fail",
+        },
+    ),
+    (
+        "assert f({'b': 2, 'a': 1}) == {'a': 1, 'b': 2}\nassert f({}) == {}",
+        {
+            "def f(d):\n    return dict(sorted(d.items()))": "pass",
+            "def f(d):\n    return sorted(d.items())": "fail",
+        },
+    ),
+    (
+        "assert deep(996) == 996",
+        {
+            "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)": "pass",  # plain python: up to 998
+            "def deep(n):\n    return 0 if n == 0 else 1 + deep(n - 1)\ndeep(1200)": "program_error",
+        },
+    ),
+    (
+        "assert is_p[7] == 1 and is_p[8] == 0\nassert len(primes) == 664579 and primes[-1] == 9999991",
+        {
+            "n = 10**7\nis_p = bytearray([1]) * (n + 1)\nis_p[0] = is_p[1] = 0\nfor i in range(2, int(n ** 0.5) + 1):\n"
+            "    if is_p[i]:\n        is_p[i * i::i] = bytes(len(range(i * i, n + 1, i)))\n"
+            "primes = [i for i in range(n + 1) if is_p[i]]": "pass",  # module-level sieve globals
+        },
+    ),
+    (
+        "assert f() == 1",
+        {
+            "table = bytearray(300 << 20)\ndef f():\n    return 1": "pass",  # a 300 MB global (it scored memory before)
+            "table = [0] * (3 * 10**7)\ndef f():\n    return 1": "pass",
+        },
+    ),
+    (
+        "assert g() is None\nassert h(3) == {1, 2, 3}",
+        {
+            "def g():\n    pass\ndef h(n):\n    return set(range(1, n + 1))": "pass",
+            "def g():\n    return 0\ndef h(n):\n    return set(range(1, n + 1))": "fail",
+            "def g():\n    pass\ndef h(n):\n    return frozenset(range(1, n + 1))": "pass",  # frozenset == set
+        },
+    ),
+    (
+        "assert parse('3.50') == 3.5\nassert parse('x') is None",
+        {
+            "def parse(s):\n    try:\n        return float(s)\n    except ValueError:\n        return None": "pass",
+            "def parse(s):\n    return float(s)": "fail",  # ValueError in a call
+            "def parse(s):\n    return float(s) if s[0].isdigit() else None\nparse('')": "program_error",  # crashes at load
+            "def parse(s:\n    return 1": "program_error",  # syntax error
+        },
+    ),
 ]
 
 UNITTEST = [
-    (("import unittest\nclass T(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(rev('abc'), 'cba')\n"
-      "    def test_empty(self):\n        self.assertEqual(rev(''), '')\n    def test_raises(self):\n"
-      "        with self.assertRaises(TypeError):\n            rev(None)\n"), {
-        "def rev(s):\n    return s[::-1]": "pass",
-        "def rev(s):\n    return ''.join(reversed(s)) if s is not None else ''": "fail",
-        "def rev(s):\n    return s[::-1][1:]": "fail",
-    }),
-    (("import unittest\nclass T(unittest.TestCase):\n    def test_close(self):\n        self.assertAlmostEqual(half(1), 0.5)\n"
-      "    def test_list(self):\n        self.assertListEqual(halves([2, 4]), [1.0, 2.0])\n"), {
-        "def half(x):\n    return x / 2\ndef halves(xs):\n    return [half(x) for x in xs]": "pass",
-        "def half(x):\n    return x // 2\ndef halves(xs):\n    return [half(x) for x in xs]": "fail",
-    }),
+    (
+        (
+            "import unittest\nclass T(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(rev('abc'), 'cba')\n"
+            "    def test_empty(self):\n        self.assertEqual(rev(''), '')\n    def test_raises(self):\n"
+            "        with self.assertRaises(TypeError):\n            rev(None)\n"
+        ),
+        {
+            "def rev(s):\n    return s[::-1]": "pass",
+            "def rev(s):\n    return ''.join(reversed(s)) if s is not None else ''": "fail",
+            "def rev(s):\n    return s[::-1][1:]": "fail",
+        },
+    ),
+    (
+        (
+            "import unittest\nclass T(unittest.TestCase):\n    def test_close(self):\n        self.assertAlmostEqual(half(1), 0.5)\n"
+            "    def test_list(self):\n        self.assertListEqual(halves([2, 4]), [1.0, 2.0])\n"
+        ),
+        {
+            "def half(x):\n    return x / 2\ndef halves(xs):\n    return [half(x) for x in xs]": "pass",
+            "def half(x):\n    return x // 2\ndef halves(xs):\n    return [half(x) for x in xs]": "fail",
+        },
+    ),
 ]
 
 SUM = "a, b = map(int, input().split())\nprint(a + b)"
 # stdin/stdout: (cases, {program: expected status})
 STDIO = [
-    ([{"input": "1 2\n", "output": "3\n"}, {"input": "-5 5\n", "output": "0"}], {
-        SUM: "pass",
-        "a, b = map(int, input().split())\nprint(a + b, end='   \\n\\n\\n')": "pass",  # trailing blanks
-        "a, b = map(int, input().split())\nprint(f'{a + b}  ')": "pass",  # trailing spaces
-        "a, b = map(int, input().split())\nprint(' ' + str(a + b))": "fail",  # leading space
-        "a, b = map(int, input().split())\nprint('Answer:', a + b)": "fail",
-        "a, b = map(int, input().split())\nprint(a + b)\nprint()\nprint('debug')": "fail",  # extra line
-        "a, b = map(int, input().split())\nprint(a + b + (a == 1))": "fail",  # off by one
-        "import sys\na, b = map(int, input().split())\nsys.stderr.write(str(a + b))": "fail",  # stderr only
-        "a, b = map(int, input().split())\nprint(a + b)\nraise SystemExit(3)": "program_error",  # non-zero exit
-        "a, b = map(int, input().split())\nprint(a + b)\ninput()": "program_error",  # EOFError
-        "a, b = map(int, input().split(','))\nprint(a + b)": "program_error",
-        "import sys\nprint(sum(map(int, sys.stdin.read().split())), end='\\r\\n')": "pass",  # CRLF
-    }),
-    ({"inputs": ["YES\n", "no\n"], "outputs": ["yes\n", "no\n"]}, {
-        "print(input().lower())": "pass",
-        "print(input())": "fail",  # case
-        "print(input().lower().capitalize())": "fail",
-    }),
-    ([{"input": "3\n", "output": "1.5\n"}], {
-        "print(int(input()) / 2)": "pass",
-        "print(f'{int(input()) / 2:.2f}')": "fail",  # 1.50 is not 1.5 line by line
-        "print(int(input()) // 2)": "fail",
-    }),
-    ([{"input": "100000\n", "output": "".join(f"{i}\n" for i in range(100000))}], {
-        "import sys\nn = int(input())\nsys.stdout.write(''.join(f'{i}\\n' for i in range(n)))": "pass",
-        "n = int(input())\nfor i in range(n):\n    print(i)": "pass",
-        "n = int(input())\nfor i in range(n - 1):\n    print(i)": "fail",
-    }),
-    ([{"input": "wörld\n", "output": "héllo wörld ✓ 🎉\n"}], {
-        "print('héllo', input(), '✓ 🎉')": "pass",
-        "import sys\nsys.stdout.buffer.write(('héllo ' + input() + ' ✓ 🎉\\n').encode())": "pass",
-        "print('hello', input(), '✓ 🎉')": "fail",
-    }),
-    ([{"input": "996\n", "output": "996\n"}], {
-        "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "pass",  # plain: up to 998
-    }),
-    ([{"input": "4000\n", "output": "4000\n"}], {
-        "import sys\nsys.setrecursionlimit(10000)\ndef d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "pass",
-        "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "program_error",  # RecursionError
-        "while True:\n    pass": "time_limit",
-        "import time\ntime.sleep(60)": "time_limit",
-        "x = bytearray(4 << 30)": "memory",
-        "print('x' * (9 << 20))": "fail",  # output over the cap
-    }),
+    (
+        [{"input": "1 2\n", "output": "3\n"}, {"input": "-5 5\n", "output": "0"}],
+        {
+            SUM: "pass",
+            "a, b = map(int, input().split())\nprint(a + b, end='   \\n\\n\\n')": "pass",  # trailing blanks
+            "a, b = map(int, input().split())\nprint(f'{a + b}  ')": "pass",  # trailing spaces
+            "a, b = map(int, input().split())\nprint(' ' + str(a + b))": "fail",  # leading space
+            "a, b = map(int, input().split())\nprint('Answer:', a + b)": "fail",
+            "a, b = map(int, input().split())\nprint(a + b)\nprint()\nprint('debug')": "fail",  # extra line
+            "a, b = map(int, input().split())\nprint(a + b + (a == 1))": "fail",  # off by one
+            "import sys\na, b = map(int, input().split())\nsys.stderr.write(str(a + b))": "fail",  # stderr only
+            "a, b = map(int, input().split())\nprint(a + b)\nraise SystemExit(3)": "program_error",  # non-zero exit
+            "a, b = map(int, input().split())\nprint(a + b)\ninput()": "program_error",  # EOFError
+            "a, b = map(int, input().split(','))\nprint(a + b)": "program_error",
+            "import sys\nprint(sum(map(int, sys.stdin.read().split())), end='\\r\\n')": "pass",  # CRLF
+        },
+    ),
+    (
+        {"inputs": ["YES\n", "no\n"], "outputs": ["yes\n", "no\n"]},
+        {
+            "print(input().lower())": "pass",
+            "print(input())": "fail",  # case
+            "print(input().lower().capitalize())": "fail",
+        },
+    ),
+    (
+        [{"input": "3\n", "output": "1.5\n"}],
+        {
+            "print(int(input()) / 2)": "pass",
+            "print(f'{int(input()) / 2:.2f}')": "fail",  # 1.50 is not 1.5 line by line
+            "print(int(input()) // 2)": "fail",
+        },
+    ),
+    (
+        [{"input": "100000\n", "output": "".join(f"{i}\n" for i in range(100000))}],
+        {
+            "import sys\nn = int(input())\nsys.stdout.write(''.join(f'{i}\\n' for i in range(n)))": "pass",
+            "n = int(input())\nfor i in range(n):\n    print(i)": "pass",
+            "n = int(input())\nfor i in range(n - 1):\n    print(i)": "fail",
+        },
+    ),
+    (
+        [{"input": "wörld\n", "output": "héllo wörld ✓ 🎉\n"}],
+        {
+            "print('héllo', input(), '✓ 🎉')": "pass",
+            "import sys\nsys.stdout.buffer.write(('héllo ' + input() + ' ✓ 🎉\\n').encode())": "pass",
+            "print('hello', input(), '✓ 🎉')": "fail",
+        },
+    ),
+    (
+        [{"input": "996\n", "output": "996\n"}],
+        {
+            "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "pass",  # plain: up to 998
+        },
+    ),
+    (
+        [{"input": "4000\n", "output": "4000\n"}],
+        {
+            "import sys\nsys.setrecursionlimit(10000)\ndef d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "pass",
+            "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nprint(d(int(input())))": "program_error",  # RecursionError
+            "while True:\n    pass": "time_limit",
+            "import time\ntime.sleep(60)": "time_limit",
+            "x = bytearray(4 << 30)": "memory",
+            "print('x' * (9 << 20))": "fail",  # output over the cap
+        },
+    ),
 ]
 
 

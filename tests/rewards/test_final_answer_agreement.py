@@ -114,4 +114,6 @@ def test_custom_tags_are_read_by_the_same_finder() -> None:
     fn = get_reward("think_answer_format", think_tag="reasoning", answer_tag="final")
     s = fn({}, "<reasoning>r</reasoning><final>\\boxed{3}</final>")
     assert (s.value, s.answer) == (1.0, "3")
-    assert extract_answer("<reasoning>r</reasoning><final>\\boxed{3}</final>", tags=("reasoning", "final")).answer == "3"
+    assert (
+        extract_answer("<reasoning>r</reasoning><final>\\boxed{3}</final>", tags=("reasoning", "final")).answer == "3"
+    )

@@ -39,8 +39,11 @@ FORMS = [
     ("2\\sqrt2", "\\boxed{2^{3/2}}", 1.0),
     ("\\frac{\\sqrt3}{2}", "\\boxed{\\sin 60^\\circ}", 1.0),
     ("\\frac{\\sqrt3}{2}", "\\boxed{\\sin 30^\\circ}", 0.0),
-    ("\\begin{pmatrix} 4 \\\\ 6 \\end{pmatrix}",
-     "\\boxed{\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix} + \\begin{pmatrix} 3 \\\\ 4 \\end{pmatrix}}", 1.0),
+    (
+        "\\begin{pmatrix} 4 \\\\ 6 \\end{pmatrix}",
+        "\\boxed{\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix} + \\begin{pmatrix} 3 \\\\ 4 \\end{pmatrix}}",
+        1.0,
+    ),
     ("\\begin{pmatrix} 4 \\\\ 6 \\end{pmatrix}", "\\boxed{\\begin{pmatrix} 4 \\\\ 5 \\end{pmatrix}}", 0.0),
     ("1", "\\boxed{\\cos^2 x + \\sin^2 x}", 1.0),
     ("x^2-1", "\\boxed{(x-1)(x+1)}", 1.0),
@@ -171,14 +174,32 @@ PLAIN_TEXT = [
 
 @pytest.mark.parametrize(
     "gold,completion,expected",
-    EXTRACTION + FORMS + EXACT_AND_APPROXIMATE + MIXED + UNITS_PERCENT + EQUATIONS_INTERVALS + LISTS + TEXT_CHOICE
-    + COMPLEX_SPECIAL + PLAIN_TEXT,
+    EXTRACTION
+    + FORMS
+    + EXACT_AND_APPROXIMATE
+    + MIXED
+    + UNITS_PERCENT
+    + EQUATIONS_INTERVALS
+    + LISTS
+    + TEXT_CHOICE
+    + COMPLEX_SPECIAL
+    + PLAIN_TEXT,
 )
 def test_completion_matches_gold_by_the_documented_convention(gold: str, completion: str, expected: float) -> None:
     _check(gold, completion, expected)
 
 
 def test_every_block_has_positives_and_negatives() -> None:
-    for block in (EXTRACTION, FORMS, EXACT_AND_APPROXIMATE, MIXED, UNITS_PERCENT, EQUATIONS_INTERVALS, LISTS,
-                  TEXT_CHOICE, COMPLEX_SPECIAL, PLAIN_TEXT):
+    for block in (
+        EXTRACTION,
+        FORMS,
+        EXACT_AND_APPROXIMATE,
+        MIXED,
+        UNITS_PERCENT,
+        EQUATIONS_INTERVALS,
+        LISTS,
+        TEXT_CHOICE,
+        COMPLEX_SPECIAL,
+        PLAIN_TEXT,
+    ):
         assert {e for _, _, e in block} == {0.0, 1.0}

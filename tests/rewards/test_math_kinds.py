@@ -104,11 +104,11 @@ MATRICES = [  # 5
     (M22, "\\boxed{\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}}", 1.0),
     (M22, "\\boxed{%s}" % (ARRAY % 4), 1.0),
     (M22, "\\boxed{%s}" % (ARRAY % 5), 0.0),
-    (M22, "So the matrix is $%s$." % M22, 1.0),
+    (M22, f"So the matrix is ${M22}$.", 1.0),
     (M22, "\\boxed{\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}}", 0.0),  # transposed
     (COL % (2, 3), "\\boxed{\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}%s}" % (COL % (2, 3)), 1.0),
-    (COL % (4, 6), "\\boxed{%s+%s}" % (COL % (1, 2), COL % (3, 4)), 1.0),
-    (COL % (4, 6), "\\boxed{%s+%s}" % (COL % (1, 2), COL % (3, 5)), 0.0),
+    (COL % (4, 6), "\\boxed{" + COL % (1, 2) + "+" + COL % (3, 4) + "}", 1.0),
+    (COL % (4, 6), "\\boxed{" + COL % (1, 2) + "+" + COL % (3, 5) + "}", 0.0),
     (COL % (1, 2), "\\boxed{%s}" % (COL % (1, "\\pm 2")), 0.0),  # a hedge
 ]
 
@@ -252,8 +252,11 @@ TOLERANCE = [  # 13: exact golds compare exactly
 
 REAL_STYLES = [  # shapes of MATH, NuminaMath and OpenThoughts outputs that the kinds above combine
     ("18", "<|begin_of_thought|>9 * 2<|end_of_thought|><|begin_of_solution|>So $\\boxed{18}$.<|end_of_solution|>", 1.0),
-    ("18", "<|begin_of_thought|>It is \\boxed{18}<|end_of_thought|>"
-     "<|begin_of_solution|>So 17.<|end_of_solution|>", 0.0),
+    (
+        "18",
+        "<|begin_of_thought|>It is \\boxed{18}<|end_of_thought|><|begin_of_solution|>So 17.<|end_of_solution|>",
+        0.0,
+    ),
     ("(2,+\\infty)", "\\boxed{\\left\\{x\\middle|x>2\\right\\}}", 1.0),
     ("(2,+\\infty)", "\\boxed{\\{x \\mid x \\geqslant 2\\}}", 0.0),
     ("30", "\\boxed{30{}^\\circ}", 1.0),
@@ -271,8 +274,22 @@ REAL_STYLES = [  # shapes of MATH, NuminaMath and OpenThoughts outputs that the 
 ]
 
 
-KINDS = (REAL_STYLES, LABELLED, TYPESET, SENTENCES, GOLD_SOLUTIONS, MATRICES, RELATIONS, RATIOS, DECIMALS,
-         SETS_TUPLES, MARKERS, CHAINS_JUNK, HEDGES, TOLERANCE)
+KINDS = (
+    REAL_STYLES,
+    LABELLED,
+    TYPESET,
+    SENTENCES,
+    GOLD_SOLUTIONS,
+    MATRICES,
+    RELATIONS,
+    RATIOS,
+    DECIMALS,
+    SETS_TUPLES,
+    MARKERS,
+    CHAINS_JUNK,
+    HEDGES,
+    TOLERANCE,
+)
 
 
 @pytest.mark.parametrize("gold,completion,expected", [case for block in KINDS for case in block])
@@ -299,8 +316,24 @@ def test_percent_optional_false_reads_percent_literally() -> None:
     assert fn({"answer": "12"}, "\\boxed{12\\%}").value == 0.0
 
 
-EXOTIC = ["\u2074", "\u2084", "\u2463", "4\u2074", "\u00b2\u00b2", "x\u2082", "\u0663", "\uff14", "\U0001d7d2",
-          "\u2155", "\u00bc\u00bd", "\u2070\u00b9", "\u221a\u2074", "1\u2009000", "\u200b4", "4\u0301"]
+EXOTIC = [
+    "\u2074",
+    "\u2084",
+    "\u2463",
+    "4\u2074",
+    "\u00b2\u00b2",
+    "x\u2082",
+    "\u0663",
+    "\uff14",
+    "\U0001d7d2",
+    "\u2155",
+    "\u00bc\u00bd",
+    "\u2070\u00b9",
+    "\u221a\u2074",
+    "1\u2009000",
+    "\u200b4",
+    "4\u0301",
+]
 
 
 @pytest.mark.parametrize("weird", EXOTIC)

@@ -16,8 +16,10 @@ import pytest
 from harness import get_reward
 
 MATH = get_reward("math")
-OT = ("<|begin_of_thought|>\n\nLet me think... maybe 7? No.\n\n<|end_of_thought|>\n\n<|begin_of_solution|>\n\n"
-      "{}\n\n<|end_of_solution|>")
+OT = (
+    "<|begin_of_thought|>\n\nLet me think... maybe 7? No.\n\n<|end_of_thought|>\n\n<|begin_of_solution|>\n\n"
+    "{}\n\n<|end_of_solution|>"
+)
 
 ASSIGNMENTS = [  # two lists of assignments compare variable by variable, not as the unordered set of values
     ("a=1, b=2", "\\boxed{b=2, a=1}", 1.0),
@@ -51,10 +53,16 @@ NOTATION = [  # nested boxes, inverse trig written as a power, a degree Celsius 
     ("\\frac{\\pi}{6}+2k\\pi", "\\boxed{2k\\pi + \\frac{\\pi}{6}, k\\in\\mathbb{Z}}", 1.0),
     ("k\\pi + \\frac{\\pi}{3}", "\\boxed{k\\pi+\\frac{\\pi}{3} \\ (k\\in \\mathbb{Z})}", 1.0),
     ("k\\pi + \\frac{\\pi}{3}", "\\boxed{2k\\pi+\\frac{\\pi}{3} \\ (k\\in \\mathbb{Z})}", 0.0),
-    ("\\left[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}\\right]",
-     "\\boxed{\\left[k\\pi-\\frac{\\pi}{3}, k\\pi+\\frac{\\pi}{6}\\right], k \\in \\mathbb{Z}}", 1.0),
-    ("\\left[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}\\right]",
-     "\\boxed{\\left[k\\pi-\\frac{\\pi}{6}, k\\pi+\\frac{\\pi}{3}\\right], k \\in \\mathbb{Z}}", 0.0),
+    (
+        "\\left[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}\\right]",
+        "\\boxed{\\left[k\\pi-\\frac{\\pi}{3}, k\\pi+\\frac{\\pi}{6}\\right], k \\in \\mathbb{Z}}",
+        1.0,
+    ),
+    (
+        "\\left[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}\\right]",
+        "\\boxed{\\left[k\\pi-\\frac{\\pi}{6}, k\\pi+\\frac{\\pi}{3}\\right], k \\in \\mathbb{Z}}",
+        0.0,
+    ),
     ("\\frac{\\pi}{6}", "\\boxed{\\frac{\\pi}{6}, k \\in \\mathbb{Z}}", 1.0),
     ("\\frac{\\pi}{6}", "\\boxed{\\frac{\\pi}{6} + 2k\\pi, k \\in \\mathbb{Z}}", 0.0),  # a family, not one value
 ]
@@ -254,8 +262,22 @@ MINERVA = [  # typeset separators as real outputs write them; a final statement 
     ("120", "Final Answer: The volume of $ABCDEFGH$ is 120 or 121.", 0.0),
 ]
 
-CASES = (ASSIGNMENTS + NOTATION + SENTENCES + APPROXIMATIONS + STATEMENTS + TYPESETTING + NAMED + GOLDS + STEPS
-         + ONE_VALUE + STYLES + ANSWER_TAGS + WORDS + MINERVA)
+CASES = (
+    ASSIGNMENTS
+    + NOTATION
+    + SENTENCES
+    + APPROXIMATIONS
+    + STATEMENTS
+    + TYPESETTING
+    + NAMED
+    + GOLDS
+    + STEPS
+    + ONE_VALUE
+    + STYLES
+    + ANSWER_TAGS
+    + WORDS
+    + MINERVA
+)
 
 
 @pytest.mark.parametrize("gold,completion,expected", CASES)

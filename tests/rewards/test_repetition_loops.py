@@ -38,12 +38,18 @@ DISGUISED = {
     "full-width text": "".join(f"第{i}次：答案是５。" for i in range(80)),
     "numbered values": "\n".join(f"{i}. The value is {3 * i}." for i in range(80)),
     "recomputing with a step counter": " ".join(f"Step {i}: wait, let me recompute that {i} times." for i in range(60)),
-    "loop after an honest start": HONEST["gsm8k_eggs"] + "\n" + "\n".join(f"Check {i}: 9 * 2 = 18." for i in range(200)),
+    "loop after an honest start": HONEST["gsm8k_eggs"]
+    + "\n"
+    + "\n".join(f"Check {i}: 9 * 2 = 18." for i in range(200)),
     "invisible separators between symbols": ("=" + "\u2060") * 400 + "5",
     "a counter in words": " ".join(f"Step {w}: check the sum again." for w in _WORDS * 3),
     "words run together": (PLAIN * 60).replace(" ", ""),
-    "zero-width characters inside words": "".join(c + ("\u200c" if i % 3 == 0 else "") for i, c in enumerate(PLAIN * 60)),
-    "combining marks inside words": "".join(c + ("\u0301" if i % 4 == 0 and c.isalpha() else "") for i, c in enumerate(PLAIN * 60)),
+    "zero-width characters inside words": "".join(
+        c + ("\u200c" if i % 3 == 0 else "") for i, c in enumerate(PLAIN * 60)
+    ),
+    "combining marks inside words": "".join(
+        c + ("\u0301" if i % 4 == 0 and c.isalpha() else "") for i, c in enumerate(PLAIN * 60)
+    ),
     "braille blanks for spaces": "\u2800".join((PLAIN * 60).split()),
 }
 

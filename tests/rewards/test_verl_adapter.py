@@ -34,9 +34,10 @@ import re
 import shlex
 import sys
 import types
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -80,7 +81,7 @@ def _verl_importable() -> Iterator[None]:
     if not _installed("ray"):
         added["ray"] = _stand_in("ray", ObjectRef=type("ObjectRef", (), {}), remote=_remote)
     if not _installed("hydra"):
-        added["hydra"] = _stand_in("hydra", main=lambda **_: (lambda fn: fn))
+        added["hydra"] = _stand_in("hydra", main=lambda **_: lambda fn: fn)
     sys.modules.update(added)
     try:
         yield
@@ -198,7 +199,7 @@ def _last_token_scores(reward_tensor: Any, data: Any) -> list[float]:
     r_len = data.batch["responses"].shape[1]
     lengths = data.batch["attention_mask"][:, -r_len:].sum(dim=1).tolist()
     out = []
-    for row, n in zip(reward_tensor.tolist(), lengths):
+    for row, n in zip(reward_tensor.tolist(), lengths, strict=True):
         assert row[: n - 1] == [0.0] * (n - 1) and row[n:] == [0.0] * (r_len - n), row
         out.append(row[n - 1])
     return out

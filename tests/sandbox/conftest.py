@@ -121,7 +121,7 @@ class Listener:
                     conn, _ = self.sock.accept()
                     conn.close()
                 self.hits += 1
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
 
     def close(self) -> None:

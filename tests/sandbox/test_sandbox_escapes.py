@@ -27,7 +27,7 @@ ROUTES = {
     "proc_1_root": "open('/proc/1/root{mark}', 'w').write('x')",
     "rename_into_host_dir": "import os\nopen('a', 'w').write('x')\nos.rename('a', '{mark}')",
     "multiprocessing_child": "import multiprocessing as mp\ndef w():\n    open('{mark}', 'w').write('x')\n"
-                             "p = mp.get_context('fork').Process(target=w)\np.start()\np.join()",
+    "p = mp.get_context('fork').Process(target=w)\np.start()\np.join()",
 }
 
 
@@ -38,15 +38,19 @@ def test_escape_route_leaves_no_mark_on_the_host(sandbox, run, mark, clean, rout
 
 
 def test_setuid_binary_does_not_grant_root(sandbox, run, clean):
-    src = ("import subprocess, shutil\nsu = shutil.which('su') or '/bin/su'\n"
-           "r = subprocess.run([su, '-c', 'id -u'], capture_output=True, text=True, input='')\nprint('uid0' if r.stdout.strip() == '0' else 'denied')")
+    src = (
+        "import subprocess, shutil\nsu = shutil.which('su') or '/bin/su'\n"
+        "r = subprocess.run([su, '-c', 'id -u'], capture_output=True, text=True, input='')\nprint('uid0' if r.stdout.strip() == '0' else 'denied')"
+    )
     r = run(src)
     assert b"uid0" not in r.stdout
 
 
 def test_setns_into_host_namespaces_is_denied(sandbox, run, clean):
-    src = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\ntry:\n    fd = os.open('/proc/1/ns/net', os.O_RDONLY)\n"
-           "    print(libc.setns(fd, 0), ctypes.get_errno())\nexcept OSError as e:\n    print('open denied', e.errno)")
+    src = (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\ntry:\n    fd = os.open('/proc/1/ns/net', os.O_RDONLY)\n"
+        "    print(libc.setns(fd, 0), ctypes.get_errno())\nexcept OSError as e:\n    print('open denied', e.errno)"
+    )
     r = run(src)
     assert r.stdout.startswith((b"open denied", b"-1 1"))
 
@@ -57,8 +61,10 @@ def test_chroot_is_denied(sandbox, run, clean):
 
 
 def test_clone3_falls_back_and_threads_still_work(sandbox, run, clean):
-    src = ("import ctypes, threading\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.syscall(435, 0, 0), ctypes.get_errno())\n"
-           "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()\nprint('threads ok')")
+    src = (
+        "import ctypes, threading\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.syscall(435, 0, 0), ctypes.get_errno())\n"
+        "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()\nprint('threads ok')"
+    )
     r = run(src)
     assert r.stdout == b"-1 38\nthreads ok\n"
 
@@ -67,7 +73,9 @@ def test_the_core_limit_stays_at_one(run, clean):
     """Fails on the code before this change: the core limit was 0, which a pipe core_pattern (systemd-coredump,
     apport) ignores: every crash of a solution that re-enabled dumping (any exec does) ran the host's helper as
     root. At 1 the kernel aborts pipe and file dumps alike, and the solution cannot change it."""
-    src = ("import resource\nprint(resource.getrlimit(resource.RLIMIT_CORE))\nfor v in ((0, 0), (1, 1)):\n    try:\n"
-           "        resource.setrlimit(resource.RLIMIT_CORE, v)\n        print('set')\n    except (OSError, ValueError):\n"
-           "        print('refused')\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\nprint('nofile ok')")
+    src = (
+        "import resource\nprint(resource.getrlimit(resource.RLIMIT_CORE))\nfor v in ((0, 0), (1, 1)):\n    try:\n"
+        "        resource.setrlimit(resource.RLIMIT_CORE, v)\n        print('set')\n    except (OSError, ValueError):\n"
+        "        print('refused')\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\nprint('nofile ok')"
+    )
     assert run(src).stdout == b"(1, 1)\nrefused\nrefused\nnofile ok\n"

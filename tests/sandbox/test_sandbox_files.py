@@ -84,8 +84,10 @@ def test_hardlink_to_host_file_fails(sandbox, run, canary, clean):
 
 def test_no_leftover_files_after_arun(run, clean):
     before = set(os.listdir("/tmp"))
-    src = ("import os\nfirst = set(os.listdir('.'))\nfor i in range(20):\n    open(f'f{i}', 'w').write('x')\n"
-           "os.mkdir('d')\nprint(len(set(os.listdir('.')) - first), 'solution.py' in first)")
+    src = (
+        "import os\nfirst = set(os.listdir('.'))\nfor i in range(20):\n    open(f'f{i}', 'w').write('x')\n"
+        "os.mkdir('d')\nprint(len(set(os.listdir('.')) - first), 'solution.py' in first)"
+    )
     r = run(src)
     assert r.stdout == b"21 True\n"  # 20 files and a directory written beside the solution's own source
     assert set(os.listdir("/tmp")) - before == set()

@@ -39,7 +39,7 @@ def _uid_procs(uids: range) -> list[int]:
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                line = next(l for l in (d / "status").read_text().splitlines() if l.startswith("Uid:"))
+                line = next(s for s in (d / "status").read_text().splitlines() if s.startswith("Uid:"))
             except (OSError, StopIteration):
                 continue
             if int(line.split()[1]) in uids and _alive(int(d.name)):
@@ -52,7 +52,9 @@ def test_close_stops_the_server_and_removes_its_groups():
     assert sb.run_program("print(2)").stdout == b"2\n"
     zpid = sb.server_pid()
     prefix = f"sbx-{zpid}-"
-    groups = [p for p in Path("/sys/fs/cgroup").glob(f"*/{prefix}*")] + list(Path("/sys/fs/cgroup").glob(f"*/*/*/{prefix}*"))
+    groups = [p for p in Path("/sys/fs/cgroup").glob(f"*/{prefix}*")] + list(
+        Path("/sys/fs/cgroup").glob(f"*/*/*/{prefix}*")
+    )
     assert groups or os.geteuid() != 0
     sb.close()
     assert _wait_gone([zpid]) == []
@@ -61,14 +63,16 @@ def test_close_stops_the_server_and_removes_its_groups():
 
 def test_a_killed_host_leaves_no_server_and_no_sandboxed_process(tmp_path):
     script = tmp_path / "host.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import sys, threading
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from sandbox import Sandbox, Limits
         sb = Sandbox()
         print(sb.server_pid(), sb.uid_range().start, sb.uid_range().stop, flush=True)
         sb.run_program("import time\\ntime.sleep(600)", limits=Limits(timeout_s=600))
-    """))
+    """)
+    )
     host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     zpid, uid0, uid1 = map(int, host.stdout.readline().split())
     uids = range(uid0, uid1)
@@ -141,9 +145,14 @@ def test_speed_factor_is_measured_again_when_stale(monkeypatch):
 def test_a_new_server_removes_groups_left_by_a_dead_one():
     sb = Sandbox()
     try:
-        sb.run_program("import os\nif os.fork() == 0:\n    import time\n    time.sleep(600)\nprint('x')", limits=Limits(timeout_s=0.5))
+        sb.run_program(
+            "import os\nif os.fork() == 0:\n    import time\n    time.sleep(600)\nprint('x')",
+            limits=Limits(timeout_s=0.5),
+        )
         old = sb.server_pid()
-        groups = list(Path("/sys/fs/cgroup").glob(f"*/sbx-{old}-*")) + list(Path("/sys/fs/cgroup").glob(f"*/*/*/sbx-{old}-*"))
+        groups = list(Path("/sys/fs/cgroup").glob(f"*/sbx-{old}-*")) + list(
+            Path("/sys/fs/cgroup").glob(f"*/*/*/sbx-{old}-*")
+        )
         assert groups
         os.kill(old, signal.SIGKILL)  # no chance to clean up
         assert _wait_gone([old]) == []
@@ -159,7 +168,8 @@ def test_a_new_server_removes_groups_left_by_a_dead_one():
 
 def test_a_forked_child_does_not_keep_the_parents_server_alive(tmp_path):
     script = tmp_path / "host.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from sandbox import get_sandbox
@@ -169,7 +179,8 @@ def test_a_forked_child_does_not_keep_the_parents_server_alive(tmp_path):
             time.sleep(30)  # a long-lived child that never uses the sandbox
             os._exit(0)
         os._exit(0)  # the parent dies without cleaning up
-    """))
+    """)
+    )
     host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, start_new_session=True)
     zpid = int(host.stdout.readline())
     host.wait()
@@ -219,8 +230,9 @@ def _sleeper_runs(sb: Sandbox) -> dict[str, object]:
             if kind == "program":
                 results[kind] = sb.run_program(daemon + "time.sleep(300)", limits=Limits(timeout_s=20))
             else:
-                results[kind] = sb.run_tests(daemon + "def f():\n    time.sleep(300)\n", "assert f() == 1",
-                                             limits=Limits(timeout_s=20))
+                results[kind] = sb.run_tests(
+                    daemon + "def f():\n    time.sleep(300)\n", "assert f() == 1", limits=Limits(timeout_s=20)
+                )
         except Exception as e:  # the outcome under test
             results[kind] = e
 
@@ -261,8 +273,11 @@ def test_the_code_reward_scores_a_run_whose_server_died_as_sandbox_error(sandbox
 
     fn = get_reward("code", timeout=20.0)
     out: dict[str, object] = {}
-    t = threading.Thread(target=lambda: out.setdefault("s", fn({"tests": [{"input": "", "output": "x"}]},
-                                                                 "import time\ntime.sleep(300)")))
+    t = threading.Thread(
+        target=lambda: out.setdefault(
+            "s", fn({"tests": [{"input": "", "output": "x"}]}, "import time\ntime.sleep(300)")
+        )
+    )
     uids = sandbox.uid_range()
     old = sandbox.server_pid()
     t.start()

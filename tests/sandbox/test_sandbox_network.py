@@ -12,19 +12,25 @@ import pytest
 
 def test_tcp_to_host_loopback_does_not_arrive(sandbox, run, listener, clean):
     tcp = listener("tcp")
-    r = run(f"import socket\ns = socket.create_connection(('127.0.0.1', {tcp.address[1]}), timeout=1)\nprint('connected')")
+    r = run(
+        f"import socket\ns = socket.create_connection(('127.0.0.1', {tcp.address[1]}), timeout=1)\nprint('connected')"
+    )
     assert r.stdout == b"" and tcp.hits == 0
 
 
 def test_udp_to_host_loopback_does_not_arrive(sandbox, run, listener, clean):
     udp = listener("udp")
-    r = run(f"import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'x', ('127.0.0.1', {udp.address[1]}))\nprint('sent')")
+    r = run(
+        f"import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'x', ('127.0.0.1', {udp.address[1]}))\nprint('sent')"
+    )
     assert r.stdout == b"" and udp.hits == 0
 
 
 def test_raw_socket_syscall_is_refused(sandbox, run, clean):
-    src = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-           "fd = libc.socket(2, 1, 0)\nprint(fd, ctypes.get_errno())")
+    src = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.socket(2, 1, 0)\nprint(fd, ctypes.get_errno())"
+    )
     r = run(src)
     assert r.stdout == b"-1 97\n"  # EAFNOSUPPORT from the seccomp filter
 
@@ -44,12 +50,16 @@ def test_unix_socket_file_on_host_is_unreachable(sandbox, run, listener, tmp_pat
 
 
 def test_dns_resolution_fails(sandbox, run, clean):
-    r = run("import socket\ntry:\n    print(socket.getaddrinfo('example.com', 80))\nexcept OSError as e:\n    print('failed')")
+    r = run(
+        "import socket\ntry:\n    print(socket.getaddrinfo('example.com', 80))\nexcept OSError as e:\n    print('failed')"
+    )
     assert r.stdout == b"failed\n"
 
 
 def test_ipv6_loopback_is_refused(sandbox, run, clean):
-    r = run("import socket\ntry:\n    socket.socket(socket.AF_INET6).connect(('::1', 22))\n    print('connected')\nexcept OSError:\n    print('refused')")
+    r = run(
+        "import socket\ntry:\n    socket.socket(socket.AF_INET6).connect(('::1', 22))\n    print('connected')\nexcept OSError:\n    print('refused')"
+    )
     assert r.stdout == b"refused\n"
 
 
@@ -67,8 +77,10 @@ def test_a_world_writable_unix_socket_of_the_host_is_unreachable(run, clean):
         os.chmod(d, 0o755)
         os.chmod(path, 0o666)
         srv.settimeout(0.5)
-        r = run(f"import socket\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ntry:\n    s.sendto(b'x', {path!r})\n"
-                "    print('sent')\nexcept OSError as e:\n    print(e.errno)")
+        r = run(
+            f"import socket\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ntry:\n    s.sendto(b'x', {path!r})\n"
+            "    print('sent')\nexcept OSError as e:\n    print(e.errno)"
+        )
         try:
             got = srv.recv(16)
         except OSError:

@@ -41,7 +41,9 @@ def small_memory_fn():
 
 
 def test_memory_bomb_reports_memory(small_memory_fn, clean):
-    s = small_memory_fn({"tests": RUNS_TESTS}, "def f():\n    x = []\n    while True:\n        x.append(' ' * (1 << 22))")
+    s = small_memory_fn(
+        {"tests": RUNS_TESTS}, "def f():\n    x = []\n    while True:\n        x.append(' ' * (1 << 22))"
+    )
     assert (s.status, s.value) == ("memory", 0.0)
 
 

@@ -24,22 +24,25 @@ def test_host_process_environ_is_unreadable(sandbox, run, clean):
 
 
 def test_every_proc_environ_is_unreadable(sandbox, run, clean):
-    src = ("import os\nfor p in os.listdir('/proc'):\n    try:\n        print(open(f'/proc/{p}/environ','rb').read())\n"
-           "    except Exception: pass\nprint('scanned')")
+    src = (
+        "import os\nfor p in os.listdir('/proc'):\n    try:\n        print(open(f'/proc/{p}/environ','rb').read())\n"
+        "    except Exception: pass\nprint('scanned')"
+    )
     r = run(src)
     assert HOST_SECRET.encode() not in r.stdout + r.stderr
 
 
 def test_host_memory_is_unreadable(sandbox, run, clean):
-    src = (f"f = open('/proc/{os.getpid()}/mem', 'rb')\nimport os\n"
-           "print(os.pread(f.fileno(), 64, 0x400000))")
+    src = f"f = open('/proc/{os.getpid()}/mem', 'rb')\nimport os\nprint(os.pread(f.fileno(), 64, 0x400000))"
     r = run(src)
     assert r.status == "crash" and r.stdout == b""
 
 
 def test_process_vm_readv_is_denied(sandbox, run, clean):
-    src = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-           f"r = libc.syscall(310, {os.getpid()}, 0, 0, 0, 0, 0)\nprint(r, ctypes.get_errno())")
+    src = (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        f"r = libc.syscall(310, {os.getpid()}, 0, 0, 0, 0, 0)\nprint(r, ctypes.get_errno())"
+    )
     r = run(src)
     assert r.stdout == b"-1 1\n"  # EPERM from the seccomp filter
 
@@ -47,8 +50,10 @@ def test_process_vm_readv_is_denied(sandbox, run, clean):
 def test_only_standard_fds_are_inherited(sandbox, run, clean):
     secret_file = open(__file__, "rb")  # an open host file the solution must not find
     try:
-        r = run("import os\nopen_fds = []\nfor fd in range(1024):\n    try:\n        os.fstat(fd); open_fds.append(fd)\n"
-                          "    except OSError: pass\nprint(open_fds)")
+        r = run(
+            "import os\nopen_fds = []\nfor fd in range(1024):\n    try:\n        os.fstat(fd); open_fds.append(fd)\n"
+            "    except OSError: pass\nprint(open_fds)"
+        )
     finally:
         secret_file.close()
     assert r.stdout == b"[0, 1, 2]\n"

@@ -86,8 +86,9 @@ def test_unprivileged_host_gets_strong_isolation_and_right_verdicts(tmp_path):
 def test_an_unprivileged_check_below_the_required_level_says_why(tmp_path):
     """Fails on the code before this change: it exited 1 without a line saying what failed."""
     boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from sandbox.cli import main; raise SystemExit(main())"
-    r = subprocess.run(NOBODY + [PY, "-I", "-c", boot, "--min", "full"], capture_output=True, text=True, timeout=120,
-                       cwd=tmp_path)
+    r = subprocess.run(
+        NOBODY + [PY, "-I", "-c", boot, "--min", "full"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert r.returncode == 1, r.stdout + r.stderr[-2000:]
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("check failed: isolation level ") and "below the required full" in last, r.stdout

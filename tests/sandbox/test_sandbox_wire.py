@@ -27,9 +27,33 @@ def _roundtrip(v):
     return _wire.decode(tag, lambda h: ("handle", h.id, h.type_name)), handles
 
 
-@pytest.mark.parametrize("v", [None, True, 0, -(2**20000), 2**64, 1.5, -0.0, math.inf, 1e-320, 3 + 4j, "ü\ud800", b"\x00\xff",
-                               bytearray(b"ab"), [1, [2]], (1, (2,)), {"a": {1: (2, 3)}}, {1, 2}, frozenset({3}),
-                               Fraction(1, 3), Decimal("1.10"), range(1, 10, 2)], ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize(
+    "v",
+    [
+        None,
+        True,
+        0,
+        -(2**20000),
+        2**64,
+        1.5,
+        -0.0,
+        math.inf,
+        1e-320,
+        3 + 4j,
+        "ü\ud800",
+        b"\x00\xff",
+        bytearray(b"ab"),
+        [1, [2]],
+        (1, (2,)),
+        {"a": {1: (2, 3)}},
+        {1, 2},
+        frozenset({3}),
+        Fraction(1, 3),
+        Decimal("1.10"),
+        range(1, 10, 2),
+    ],
+    ids=lambda v: type(v).__name__,
+)
 def test_plain_values_roundtrip_exactly(v):
     out, handles = _roundtrip(v)
     assert out == v and type(out) is type(v) and handles == []
@@ -70,9 +94,20 @@ def test_a_complex_subclass_arrives_as_its_base_value():
     assert math.copysign(1.0, out.real) == -1.0  # -0.0 kept, not the subclass's 99.0
 
 
-@pytest.mark.parametrize("v", [list(range(-50, 50)), tuple("abcdefghijklmnopqrstuvwxyz"), [i / 3 for i in range(40)],
-                               [2**7000] * 20, [True] * 20, [1.0] * 19 + [math.nan], [1] * 19 + [1.0], [0] * 19 + [Fraction(1, 2)]],
-                         ids=["ints", "strs", "floats", "big_ints", "bools", "nan", "mixed", "fraction"])
+@pytest.mark.parametrize(
+    "v",
+    [
+        list(range(-50, 50)),
+        tuple("abcdefghijklmnopqrstuvwxyz"),
+        [i / 3 for i in range(40)],
+        [2**7000] * 20,
+        [True] * 20,
+        [1.0] * 19 + [math.nan],
+        [1] * 19 + [1.0],
+        [0] * 19 + [Fraction(1, 2)],
+    ],
+    ids=["ints", "strs", "floats", "big_ints", "bools", "nan", "mixed", "fraction"],
+)
 def test_long_homogeneous_sequences_travel_flat_and_exact(v):
     """Fails on the code before this change for the sizes that matter: a function returning a million numbers took
     seconds (every item tagged) and a million floats passed the judge's reply limit, so correct code failed."""
@@ -92,11 +127,27 @@ def test_flat_sequences_are_checked_on_arrival():
 def test_other_objects_become_handles():
     obj = object()
     out, handles = _roundtrip({"k": obj, "f": len})
-    assert handles == [obj, len] and out == {"k": ("handle", 1, "object"), "f": ("handle", 2, "builtin_function_or_method")}
+    assert handles == [obj, len] and out == {
+        "k": ("handle", 1, "object"),
+        "f": ("handle", 2, "builtin_function_or_method"),
+    }
 
 
-@pytest.mark.parametrize("tag", [["I", 5], ["F", "0x1p+1" * 20], ["D", [[["L", []], ["N"]]]], ["X"], "str", [],
-                                 ["H", "1", "x", True], ["S", 3], ["L", "notalist"], ["Y", "!!"]])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        ["I", 5],
+        ["F", "0x1p+1" * 20],
+        ["D", [[["L", []], ["N"]]]],
+        ["X"],
+        "str",
+        [],
+        ["H", "1", "x", True],
+        ["S", 3],
+        ["L", "notalist"],
+        ["Y", "!!"],
+    ],
+)
 def test_malformed_tags_raise_protocol_error(tag):
     with pytest.raises(_wire.ProtocolError):
         _wire.decode(tag, lambda h: h)
@@ -176,8 +227,21 @@ def test_seccomp_allowlist_decides_every_number():
     plain = {n: v for n, v in _syscalls.ALLOWED.items() if n not in _syscalls.ARG_CHECKED}
     assert all(_bpf_run(prog, nr) == allow for nr in plain.values())
     assert all(_bpf_run(prog, nr) == eperm for nr in _syscalls.DENIED.values())
-    for name in ("io_setup", "io_submit", "listmount", "statmount", "shmget", "msgget", "semget", "mq_open",
-                 "add_key", "keyctl", "memfd_secret", "cachestat", "open_tree_attr"):
+    for name in (
+        "io_setup",
+        "io_submit",
+        "listmount",
+        "statmount",
+        "shmget",
+        "msgget",
+        "semget",
+        "mq_open",
+        "add_key",
+        "keyctl",
+        "memfd_secret",
+        "cachestat",
+        "open_tree_attr",
+    ):
         assert _bpf_run(prog, _syscalls.DENIED[name]) == eperm, name
     for nr in list(range(335, 424)) + list(range(_syscalls.KNOWN_MAX + 1, 1100)):
         assert _bpf_run(prog, nr) == enosys, nr
@@ -188,15 +252,26 @@ def test_seccomp_allowlist_decides_every_number():
     for nr in (_syscalls.DENIED["pidfd_open"], _syscalls.DENIED["memfd_create"]):
         assert _bpf_run(prog, nr) == eperm
     core = 4  # RLIMIT_CORE: setrlimit and prlimit64 with a new value refused, reads and other limits allowed
-    assert _bpf_run(prog, 160, (core, 1 << 40) + (0,) * 4) == eperm and _bpf_run(prog, 160, (7, 1 << 40) + (0,) * 4) == allow
+    assert (
+        _bpf_run(prog, 160, (core, 1 << 40) + (0,) * 4) == eperm
+        and _bpf_run(prog, 160, (7, 1 << 40) + (0,) * 4) == allow
+    )
     for new, want in ((0, allow), (0x7FFF0000, eperm), (1 << 40, eperm), ((1 << 40) | 8, eperm)):
         assert _bpf_run(prog, 302, (0, core, new, 1 << 33, 0, 0)) == want, new
     assert _bpf_run(prog, 302, (0, 7, 1 << 40, 0, 0, 0)) == allow
     for cmd, want in ((37, eperm), (38, eperm), (6, allow), (7, allow), (1, allow), (36, allow)):  # OFD locks only
         assert _bpf_run(prog, 72, (3, cmd, 0, 0, 0, 0)) == want, cmd
     assert _bpf_run(prog, 73) == eperm  # flock
-    for nr, level, opt, want in ((55, 1, 57, eperm), (55, 1, 77, eperm), (54, 1, 76, eperm), (55, 1, 3, allow),
-                                 (54, 1, 7, allow), (55, 6, 57, allow), (54, 1, 57, allow), (55, 0, 0, allow)):
+    for nr, level, opt, want in (
+        (55, 1, 57, eperm),
+        (55, 1, 77, eperm),
+        (54, 1, 76, eperm),
+        (55, 1, 3, allow),
+        (54, 1, 7, allow),
+        (55, 6, 57, allow),
+        (54, 1, 57, allow),
+        (55, 0, 0, allow),
+    ):
         assert _bpf_run(prog, nr, (3, level, opt, 0, 0, 0)) == want, (nr, level, opt)
     assert _bpf_run(prog, 41, (2,) + (0,) * 5) == 0x00050000 | 97 and _bpf_run(prog, 41, (1,) + (0,) * 5) == allow
     assert _bpf_run(prog, 16, (0, 0x5412) + (0,) * 4) == eperm and _bpf_run(prog, 16, (0, 0x5401) + (0,) * 4) == allow

@@ -91,8 +91,15 @@ def test_many_faults_in_one_batch_keep_every_healthy_score(pool) -> None:
         res = s.score(samples, completions)
     got = [(sc.status, sc.value) for sc in res.scores["test_faulty"]]
     assert got == [
-        ("ok", 2.0), ("error", None), ("ok", 4.0), ("error", None), ("ok", 6.0),
-        ("error", None), ("ok", 2.0), ("timeout", None), ("ok", 4.0),
+        ("ok", 2.0),
+        ("error", None),
+        ("ok", 4.0),
+        ("error", None),
+        ("ok", 6.0),
+        ("error", None),
+        ("ok", 2.0),
+        ("timeout", None),
+        ("ok", 4.0),
     ]
     summary = res.summary()["test_faulty"]
     assert summary["scored"] == 5 and summary["statuses"] == {"ok": 5, "error": 3, "timeout": 1}

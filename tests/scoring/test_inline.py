@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from harness import Score, reward
 from harness.scoring import ScoringSession
 from harness.scoring._inline import InlineRunner
@@ -33,6 +35,7 @@ def one_second():
     return score
 
 
+@pytest.mark.slow  # real time; the same logic under a hand-moved clock: test_clock.py
 def test_a_hanging_inline_call_times_out_alone() -> None:
     try:
         with ScoringSession(["test_inline_hang_on_x", "boxed_present"], timeout=1.0, cache=False) as s:
@@ -45,6 +48,7 @@ def test_a_hanging_inline_call_times_out_alone() -> None:
     assert res.values("boxed_present") == [0.0, 0.0, 1.0, 0.0]
 
 
+@pytest.mark.slow  # real time; the same logic under a hand-moved clock: test_clock.py
 def test_the_limit_starts_when_the_call_starts_not_while_it_queues() -> None:
     """One thread, four calls of 1 s each under a 2.5 s limit: the fourth waits 3 s for the thread and is
     still on time, because its clock starts when it runs."""

@@ -27,7 +27,10 @@ def test_unknown_parameter_fails_at_session_creation_listing_accepted_ones() -> 
 
 
 def test_mismatched_lengths_are_an_error(pool) -> None:
-    with ScoringSession(["test_faulty"], pool=pool) as s, pytest.raises(ScoringError, match="one sample per completion"):
+    with (
+        ScoringSession(["test_faulty"], pool=pool) as s,
+        pytest.raises(ScoringError, match="one sample per completion"),
+    ):
         s.submit([{"id": "1"}], ["a", "b"])
 
 

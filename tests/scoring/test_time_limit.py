@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from harness import ScoringSession
 from harness.scoring import WorkerPool
 from harness.scoring._pool import BUILD_GRACE_S
@@ -19,6 +21,7 @@ TOTAL_BOUND_S = 30.0
 PER_CALL_SLACK_S = 2.5
 
 
+@pytest.mark.slow  # real time; the same logic under a hand-moved clock: test_clock.py
 def test_ten_hanging_calls_at_timeout_1_take_about_ten_seconds_not_ten_minutes() -> None:
     pool = WorkerPool(1, build_grace_s=BUILD_GRACE_S)  # the default grace: it must not be given per call
     try:
@@ -37,19 +40,21 @@ def test_ten_hanging_calls_at_timeout_1_take_about_ten_seconds_not_ten_minutes()
     assert pool.restarts == 10
 
 
+@pytest.mark.slow  # real time; the same logic under a hand-moved clock: test_clock.py
 def test_a_slow_build_is_not_charged_to_any_call_and_later_builds_are_bounded_by_the_measured_one() -> None:
     """Regression: on the old main the first call of each replacement worker got ``timeout + build_grace_s``
     (here 11 s per call), because a plugin whose call hangs was never marked built."""
     pool = WorkerPool(1, build_grace_s=10.0)
     try:
-        with ScoringSession([{"name": "test_slow_build", "params": {"build_s": 1.5}}], pool=pool, cache=False,
-                            timeout=1.0) as s:
+        with ScoringSession(
+            [{"name": "test_slow_build", "params": {"build_s": 1.5}}], pool=pool, cache=False, timeout=1.0
+        ) as s:
             res = s.submit([{"id": str(i)} for i in range(3)], ["a", "b", "c"]).result(timeout=60)
         col = res.scores["test_slow_build"]
         assert [c.status for c in col] == ["timeout"] * 3 and all("wall-clock limit" in c.info["reason"] for c in col)
         assert max(res.latency_s["test_slow_build"]) < 1.0 + PER_CALL_SLACK_S  # the call's clock, not the build's
         key = next(iter(pool._known))
-        measured = pool._known[key][4]
+        measured = pool._known[key].build_s
         assert 1.4 <= measured < 10.0
         # later builds (replacement workers) are bounded by the measured one, not given the grace again
         assert pool.build_limit(key, 1.0) == min(10.0, 3.0 * measured + 2.0)

@@ -83,8 +83,15 @@ def _wait_ready(server: Server, probe: str) -> None:
 
 def _spawn(name: str, argv: list[str], env: dict[str, str], workdir: Path) -> subprocess.Popen:
     log = open(workdir / f"{name}.log", "wb")
-    return subprocess.Popen(argv, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        argv,
+        cwd=workdir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def start_mlflow(workdir: Path) -> Server:
@@ -94,9 +101,22 @@ def start_mlflow(workdir: Path) -> Server:
     port = free_port()
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "PYTHONUNBUFFERED": "1"}
     env = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
-    argv = [str(py), "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-            "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}",
-            "--default-artifact-root", str(workdir / "artifacts")]
+    argv = [
+        str(py),
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{workdir / 'mlflow.db'}",
+        "--default-artifact-root",
+        str(workdir / "artifacts"),
+    ]
     server = Server("mlflow", f"http://127.0.0.1:{port}", _spawn("mlflow", argv, env, workdir), workdir / "mlflow.log")
     _wait_ready(server, "/health")
     return server
@@ -107,12 +127,24 @@ def start_phoenix(workdir: Path) -> Server:
     py = backend_python("phoenix")
     workdir.mkdir(parents=True, exist_ok=True)
     port, grpc_port = free_port(), free_port()
-    env = {**os.environ, "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc_port),
-           "PHOENIX_HOST": "127.0.0.1", "PHOENIX_WORKING_DIR": str(workdir / "phoenix"),
-           "PHOENIX_TELEMETRY_ENABLED": "false", "PHOENIX_DISABLE_AGENT_ASSISTANT": "true", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(grpc_port),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_WORKING_DIR": str(workdir / "phoenix"),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+        "PHOENIX_DISABLE_AGENT_ASSISTANT": "true",
+        "PYTHONUNBUFFERED": "1",
+    }
     env = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
     argv = [str(py), "-m", "phoenix.server.main", "serve"]
-    server = Server("phoenix", f"http://127.0.0.1:{port}", _spawn("phoenix", argv, env, workdir),
-                    workdir / "phoenix.log", grpc_port=grpc_port)
+    server = Server(
+        "phoenix",
+        f"http://127.0.0.1:{port}",
+        _spawn("phoenix", argv, env, workdir),
+        workdir / "phoenix.log",
+        grpc_port=grpc_port,
+    )
     _wait_ready(server, "/healthz")
     return server

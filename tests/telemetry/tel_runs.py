@@ -13,8 +13,19 @@ from harness.telemetry import RewardStats, RunTelemetry
 
 HELDOUT = {3: 0.30, 6: 0.40, 9: 0.38, 12: 0.35}
 #: the description the evaluator writes as ``harness.eval.*`` attributes (the run's own evaluation)
-EVALUATION = {"id": "0123456789ab", "own": True, "data": "heldout.jsonl", "fingerprint": "f" * 64, "prompts": 40,
-              "k": 8, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 64, "seed": 0, "rewards": ["math", "format"]}
+EVALUATION = {
+    "id": "0123456789ab",
+    "own": True,
+    "data": "heldout.jsonl",
+    "fingerprint": "f" * 64,
+    "prompts": 40,
+    "k": 8,
+    "temperature": 0.6,
+    "top_p": 0.95,
+    "max_new_tokens": 64,
+    "seed": 0,
+    "rewards": ["math", "format"],
+}
 
 
 def synthetic_run(tel: RunTelemetry, steps: int = 12, every: int = 3, group: int = 4) -> dict[int, dict]:

@@ -89,8 +89,7 @@ def test_flush_means_the_backend_has_every_span(tmp_path: Path) -> None:
 def test_a_refusing_backend_is_one_warning_then_no_requests_for_a_while(tmp_path: Path, caplog) -> None:
     srv = _Collector(status=400)
     try:
-        cfg = TelemetrySection(otlp_endpoint=srv.url, schedule_delay_s=0.05, max_export_batch_size=4,
-                               retry_after_s=600)
+        cfg = TelemetrySection(otlp_endpoint=srv.url, schedule_delay_s=0.05, max_export_batch_size=4, retry_after_s=600)
         with caplog.at_level(logging.INFO):
             tel = RunTelemetry.start(tmp_path, "refused", cfg, environ={})
             _steps(tel, 1, 20)
@@ -109,8 +108,13 @@ def test_a_stalled_backend_fills_the_queue_and_training_goes_on(tmp_path: Path) 
     srv = _Collector()
     srv.hold.clear()  # every request waits: the exporter's thread is stuck in its first request
     try:
-        cfg = TelemetrySection(otlp_endpoint=srv.url, schedule_delay_s=0.05, max_queue_size=16,
-                               max_export_batch_size=4, export_timeout_s=60)
+        cfg = TelemetrySection(
+            otlp_endpoint=srv.url,
+            schedule_delay_s=0.05,
+            max_queue_size=16,
+            max_export_batch_size=4,
+            export_timeout_s=60,
+        )
         tel = RunTelemetry.start(tmp_path, "stall", cfg, environ={})
         _steps(tel, 1, 200)  # would hang here if ending a span waited for the backend
         srv.hold.set()
@@ -134,8 +138,18 @@ def _spans():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(mem))
     tracer = provider.get_tracer("t", "1.2")
-    attrs = {"f": 0.5, "nan": float("nan"), "inf": float("inf"), "neg": -7, "big": 2**62, "s": "x\u00e9\u4e2d",
-             "b": False, "fl": [1.0, 2.5], "il": [1, -2], "sl": ["a", ""]}
+    attrs = {
+        "f": 0.5,
+        "nan": float("nan"),
+        "inf": float("inf"),
+        "neg": -7,
+        "big": 2**62,
+        "s": "x\u00e9\u4e2d",
+        "b": False,
+        "fl": [1.0, 2.5],
+        "il": [1, -2],
+        "sl": ["a", ""],
+    }
     with tracer.start_as_current_span("a", attributes=attrs) as a:
         a.add_event("ev", {"k": 1})
         with tracer.start_as_current_span("child") as c:

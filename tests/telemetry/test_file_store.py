@@ -1,4 +1,5 @@
-"""The file store (written by the SDK's batch processor's thread): what a flush guarantees, and a failing disk that must not stop training."""
+"""The file store (written by the SDK's batch processor's thread): what a flush guarantees, and a failing disk that
+must not stop training."""
 
 from __future__ import annotations
 

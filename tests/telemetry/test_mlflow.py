@@ -12,14 +12,14 @@ import time
 import urllib.request
 
 import pytest
+from tel_backends import backend_python
+from tel_runs import expected_span_count, synthetic_run
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.cli import main as harness_main
 from harness.telemetry import RunTelemetry
 from harness.telemetry._sources import load_file_store, load_mlflow
 from harness.telemetry.report import build_report
-from tel_backends import backend_python
-from tel_runs import expected_span_count, synthetic_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -37,8 +37,11 @@ print(json.dumps(out))
 
 
 def _experiment(url: str, name: str) -> str:
-    req = urllib.request.Request(url + "/api/2.0/mlflow/experiments/create", data=json.dumps({"name": name}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url + "/api/2.0/mlflow/experiments/create",
+        data=json.dumps({"name": name}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)["experiment_id"]
 
@@ -63,7 +66,8 @@ def _check_links(spans: list[dict]) -> None:
         assert target["attributes"]["harness.train.step"] == ev["attributes"]["harness.train.step"]
         assert link["attributes"]["harness.link.kind"] == "train_reward"
         assert ev["attributes"]["harness.reward.train_mean"] == pytest.approx(
-            ev["attributes"]["harness.reward.heldout"] + ev["attributes"]["harness.reward.gap"])
+            ev["attributes"]["harness.reward.heldout"] + ev["attributes"]["harness.reward.gap"]
+        )
     for ck in (s for s in spans if s["name"] == "eval.checkpoint"):
         assert by_id[ck["links"][0]["span_id"]]["name"] == "train.step"
 
@@ -71,9 +75,13 @@ def _check_links(spans: list[dict]) -> None:
 def test_mlflow_keeps_links_from_eval_to_training_spans(mlflow_server, tmp_path):
     url = mlflow_server.url
     exp = _experiment(url, "links")
-    cfg = TelemetrySection(otlp_endpoint=url + "/v1/traces", otlp_headers={"x-mlflow-experiment-id": exp},
-                           export_timeout_s=60, retry_after_s=0,
-                           schedule_delay_s=0.2)
+    cfg = TelemetrySection(
+        otlp_endpoint=url + "/v1/traces",
+        otlp_headers={"x-mlflow-experiment-id": exp},
+        export_timeout_s=60,
+        retry_after_s=0,
+        schedule_delay_s=0.2,
+    )
     tel = RunTelemetry.start(tmp_path, "mlflow-run", cfg, environ={})
     synthetic_run(tel)
     tel.shutdown()
@@ -86,15 +94,18 @@ def test_mlflow_keeps_links_from_eval_to_training_spans(mlflow_server, tmp_path)
     # the same rows as the file store's report
     from_backend = build_report(spans, run_id="mlflow-run")
     from_file = build_report(load_file_store(tmp_path))
-    assert [(r.step, r.reward, r.link) for r in from_backend.rows] == [(r.step, r.reward, "resolved") for r in from_file.rows]
+    assert [(r.step, r.reward, r.link) for r in from_backend.rows] == [
+        (r.step, r.reward, "resolved") for r in from_file.rows
+    ]
     assert [r.train_mean for r in from_backend.rows] == pytest.approx([r.train_mean for r in from_file.rows])
     assert [e.to_dict() for e in from_backend.evaluations] == [e.to_dict() for e in from_file.evaluations]
     assert from_backend.evaluations[0].own and from_backend.evaluations[0].label == "heldout.jsonl, k=8"
     assert [(r.step, r.reward) for r in from_backend.alarms] == [(12, "math")]
 
     # MLflow's own client follows the links too
-    proc = subprocess.run([str(backend_python("mlflow")), "-c", _CLIENT, url, exp], capture_output=True, text=True,
-                          timeout=180)
+    proc = subprocess.run(
+        [str(backend_python("mlflow")), "-c", _CLIENT, url, exp], capture_output=True, text=True, timeout=180
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = {s["span_id"]: s for s in json.loads(proc.stdout.strip().splitlines()[-1])}
     evals = [s for s in got.values() if s["name"].startswith("eval.reward/")]
@@ -110,8 +121,9 @@ def test_push_file_store_into_mlflow_and_report_from_it(mlflow_server, tmp_path,
     tel = RunTelemetry.start(tmp_path, "pushed-run", TelemetrySection(), environ={})  # file store only
     synthetic_run(tel)
     tel.shutdown()
-    rc = harness_main(["traces", "push", str(tmp_path), "--endpoint", url + "/v1/traces",
-                       "--header", f"x-mlflow-experiment-id={exp}"])
+    rc = harness_main(
+        ["traces", "push", str(tmp_path), "--endpoint", url + "/v1/traces", "--header", f"x-mlflow-experiment-id={exp}"]
+    )
     assert rc == 0
     assert f"pushed {expected_span_count()} spans" in capsys.readouterr().out
     spans = _wait_spans(url, exp, expected_span_count(), "pushed-run")
@@ -131,19 +143,27 @@ def test_real_trainer_run_traced_into_mlflow_from_otel_env(mlflow_server, tmp_pa
     real use) reads ``<checkpoint>/telemetry.json`` and opens ``eval.checkpoint`` with it. Held-out scores are
     fixed numbers here; the evaluator's own tests cover real held-out scoring.
     """
+    from tel_backends import ROOT
+
     from harness.config import load_config
     from trainer.loop import train
-
-    from tel_backends import ROOT
 
     url = mlflow_server.url
     exp = _experiment(url, "trainer")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)  # a base URL: /v1/traces is appended
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"x-mlflow-experiment-id={exp}")
-    cfg = load_config(ROOT / "examples" / "train_cpu.yaml", overrides={
-        "run.output_dir": str(tmp_path), "run.id": "trainer-run", "trainer.max_steps": 6, "trainer.save_steps": 3,
-        # a loaded 2-core machine can make the server slow: wait for it rather than drop spans
-        "telemetry.export_timeout_s": 60, "telemetry.retry_after_s": 0})
+    cfg = load_config(
+        ROOT / "examples" / "train_cpu.yaml",
+        overrides={
+            "run.output_dir": str(tmp_path),
+            "run.id": "trainer-run",
+            "trainer.max_steps": 6,
+            "trainer.save_steps": 3,
+            # a loaded 2-core machine can make the server slow: wait for it rather than drop spans
+            "telemetry.export_timeout_s": 60,
+            "telemetry.retry_after_s": 0,
+        },
+    )
     train(cfg, progress=False)
     run_dir = tmp_path / "trainer-run"
     for ck in sorted((run_dir / "checkpoints").glob("step-*")):
@@ -157,8 +177,9 @@ def test_real_trainer_run_traced_into_mlflow_from_otel_env(mlflow_server, tmp_pa
     spans = _wait_spans(url, exp, n, "trainer-run")
     assert {s["span_id"] for s in spans} == {s["span_id"] for s in load_file_store(run_dir)}
     by_id = {s["span_id"]: s for s in spans}
-    evals = sorted((s for s in spans if s["name"] == "eval.reward/char_count"),
-                   key=lambda s: s["attributes"]["harness.train.step"])
+    evals = sorted(
+        (s for s in spans if s["name"] == "eval.reward/char_count"), key=lambda s: s["attributes"]["harness.train.step"]
+    )
     assert [s["attributes"]["harness.train.step"] for s in evals] == [3, 6]
     for ev in evals:
         target = by_id[ev["links"][0]["span_id"]]

@@ -11,13 +11,13 @@ import time
 import urllib.request
 
 import pytest
+from tel_runs import expected_span_count, synthetic_run
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.cli import main as harness_main
 from harness.telemetry import RunTelemetry
 from harness.telemetry._sources import SourceError, load_file_store, load_phoenix
 from harness.telemetry.report import build_report
-from tel_runs import expected_span_count, synthetic_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -46,8 +46,14 @@ def test_phoenix_finds_training_and_eval_spans_by_attribute_and_session(phoenix_
     url = phoenix_server.url
     project = "grpc-run" if protocol == "grpc" else "http-run"
     endpoint = f"http://127.0.0.1:{phoenix_server.grpc_port}" if protocol == "grpc" else url + "/v1/traces"
-    cfg = TelemetrySection(otlp_endpoint=endpoint, otlp_protocol=protocol, project_name=project, schedule_delay_s=0.2,
-                           export_timeout_s=60, retry_after_s=0)  # slow under load: wait, do not drop
+    cfg = TelemetrySection(
+        otlp_endpoint=endpoint,
+        otlp_protocol=protocol,
+        project_name=project,
+        schedule_delay_s=0.2,
+        export_timeout_s=60,
+        retry_after_s=0,
+    )  # slow under load: wait, do not drop
     run_id = f"phx-{project}"
     tel = RunTelemetry.start(tmp_path, run_id, cfg, environ={})
     synthetic_run(tel)
@@ -59,11 +65,19 @@ def test_phoenix_finds_training_and_eval_spans_by_attribute_and_session(phoenix_
     assert all(s["attributes"]["harness.run.id"] == run_id and s["attributes"]["session.id"] == run_id for s in spans)
     assert not any(s["links"] for s in spans)  # Phoenix stores no links
     kinds = {s["name"].split("/")[0]: s["attributes"]["openinference.span.kind"] for s in spans}
-    assert kinds == {"train.step": "CHAIN", "reward": "EVALUATOR", "eval.checkpoint": "CHAIN", "eval.reward": "EVALUATOR"}
+    assert kinds == {
+        "train.step": "CHAIN",
+        "reward": "EVALUATOR",
+        "eval.checkpoint": "CHAIN",
+        "eval.reward": "EVALUATOR",
+    }
 
     # join an eval reward span to its training reward span by attribute alone
-    train = {(s["attributes"]["harness.train.step"], s["attributes"]["harness.reward.name"]): s
-             for s in spans if s["name"].startswith("reward/")}
+    train = {
+        (s["attributes"]["harness.train.step"], s["attributes"]["harness.reward.name"]): s
+        for s in spans
+        if s["name"].startswith("reward/")
+    }
     for ev in (s for s in spans if s["name"].startswith("eval.reward/")):
         a = ev["attributes"]
         t = train[(a["harness.train.step"], a["harness.reward.name"])]
@@ -87,15 +101,30 @@ def test_phoenix_finds_training_and_eval_spans_by_attribute_and_session(phoenix_
 
 
 def test_report_from_phoenix_cli(phoenix_server, tmp_path, capsys):
-    cfg = TelemetrySection(otlp_endpoint=phoenix_server.url + "/v1/traces", project_name="cli-run",
-                           export_timeout_s=60, retry_after_s=0)
+    cfg = TelemetrySection(
+        otlp_endpoint=phoenix_server.url + "/v1/traces", project_name="cli-run", export_timeout_s=60, retry_after_s=0
+    )
     tel = RunTelemetry.start(tmp_path, "phx-cli", cfg, environ={})
     synthetic_run(tel)
     tel.shutdown()
     _wait(phoenix_server.url, "cli-run", expected_span_count())
     out = tmp_path / "rep"
-    assert harness_main(["report", "--from", "phoenix", phoenix_server.url, "--project", "cli-run",
-                         "--out", str(out), "--fail-on-alarm"]) == 1
+    assert (
+        harness_main(
+            [
+                "report",
+                "--from",
+                "phoenix",
+                phoenix_server.url,
+                "--project",
+                "cli-run",
+                "--out",
+                str(out),
+                "--fail-on-alarm",
+            ]
+        )
+        == 1
+    )
     text = capsys.readouterr().out
     assert "phx-cli" in text and "ALARM math @ step 12" in text
     assert "| 12 | math |" in (out / "report.md").read_text()
@@ -105,7 +134,19 @@ def test_push_file_store_into_phoenix_over_grpc(phoenix_server, tmp_path, capsys
     tel = RunTelemetry.start(tmp_path, "phx-pushed", TelemetrySection(project_name="pushed"), environ={})
     synthetic_run(tel)
     tel.shutdown()
-    assert harness_main(["traces", "push", str(tmp_path), "--protocol", "grpc",
-                         "--endpoint", f"http://127.0.0.1:{phoenix_server.grpc_port}"]) == 0
+    assert (
+        harness_main(
+            [
+                "traces",
+                "push",
+                str(tmp_path),
+                "--protocol",
+                "grpc",
+                "--endpoint",
+                f"http://127.0.0.1:{phoenix_server.grpc_port}",
+            ]
+        )
+        == 0
+    )
     spans = _wait(phoenix_server.url, "pushed", expected_span_count())
     assert {s["span_id"] for s in spans} == {s["span_id"] for s in load_file_store(tmp_path)}

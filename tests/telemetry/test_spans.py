@@ -16,8 +16,9 @@ from harness.types import Score
 
 def _start(tmp_path, **cfg):
     mem = InMemorySpanExporter()
-    tel = RunTelemetry.start(tmp_path, "run-a", TelemetrySection(**cfg), environ={},
-                             extra_processors=[SimpleSpanProcessor(mem)])
+    tel = RunTelemetry.start(
+        tmp_path, "run-a", TelemetrySection(**cfg), environ={}, extra_processors=[SimpleSpanProcessor(mem)]
+    )
     return tel, mem
 
 
@@ -116,8 +117,12 @@ def test_file_store_holds_the_same_spans_and_links(tmp_path):
     assert {s["span_id"] for s in stored} == mem_ids
     lines = (tmp_path / "traces.jsonl").read_text().splitlines()
     # one OTLP request per exported batch; each parses as one (what `harness traces push` sends)
-    assert sum(len(ss.spans) for line in lines for rs in json_to_request(json.loads(line)).resource_spans
-               for ss in rs.scope_spans) == len(mem_ids)
+    assert sum(
+        len(ss.spans)
+        for line in lines
+        for rs in json_to_request(json.loads(line)).resource_spans
+        for ss in rs.scope_spans
+    ) == len(mem_ids)
     er = next(s for s in stored if s["name"] == "eval.reward/math")
     assert er["links"][0]["span_id"] == ctx["rewards"]["math"]["span_id"]
     assert er["attributes"]["harness.run.id"] == "run-a"
@@ -155,7 +160,9 @@ def test_sampled_per_sample_records(tmp_path):
 def test_per_sample_records_off_by_default(tmp_path):
     tel, mem = _start(tmp_path)
     with tel.train_step(1) as st:
-        st.record_reward("math", RewardStats.from_values([1.0, 0.0]), samples=[("a", Score(value=1.0)), ("b", Score(value=0.0))])
+        st.record_reward(
+            "math", RewardStats.from_values([1.0, 0.0]), samples=[("a", Score(value=1.0)), ("b", Score(value=0.0))]
+        )
     tel.shutdown()
     (math,) = [s for s in mem.get_finished_spans() if s.name == "reward/math"]
     assert not math.events

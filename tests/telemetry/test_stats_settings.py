@@ -4,6 +4,7 @@ tests/test_stats.py), OTEL_* resolution, config errors (the OTLP JSON round trip
 from __future__ import annotations
 
 import pytest
+
 from harness.cfg.telemetry import TelemetrySection
 from harness.telemetry import RewardStats, parse_headers, resolve_otlp
 from harness.types import Score
@@ -15,10 +16,15 @@ class _Batch:  # the two attributes of harness.scoring.BatchResult that from_bat
 
 
 def test_reward_stats_from_batch_counts_statuses():
-    scores = [Score(value=1.0, status="pass"), Score(value=0.0, status="fail"),
-              Score.unscored("timeout", "slow"), Score(value=1.0, status="pass")]
-    st = RewardStats.from_batch(_Batch({"code": scores}, {"code": [0.1, 0.2, 5.0, 0.3]}), "code", group_size=2,
-                                weight=2.0)
+    scores = [
+        Score(value=1.0, status="pass"),
+        Score(value=0.0, status="fail"),
+        Score.unscored("timeout", "slow"),
+        Score(value=1.0, status="pass"),
+    ]
+    st = RewardStats.from_batch(
+        _Batch({"code": scores}, {"code": [0.1, 0.2, 5.0, 0.3]}), "code", group_size=2, weight=2.0
+    )
     assert st.mean == pytest.approx(2 / 3) and st.count == 4 and st.scored == 3
     assert st.statuses == {"pass": 2, "fail": 1, "timeout": 1}
     assert st.zero_variance_group_frac == pytest.approx(0.5)
@@ -34,7 +40,9 @@ def test_resolve_otlp_precedence():
     assert s.endpoint == "http://cfg:4318/v1/traces" and s.protocol == "http/protobuf" and s.headers == {"A": "1"}
     s = resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318/", "OTEL_EXPORTER_OTLP_HEADERS": "b=x%20y"})
     assert s.endpoint == "http://env:4318/v1/traces" and s.headers == {"A": "1", "b": "x y"}
-    s = resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/x"})
+    s = resolve_otlp(
+        sec, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t/x"}
+    )
     assert s.endpoint == "http://t/x"
     s = resolve_otlp(sec, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://g:4317"})
     assert s.protocol == "grpc" and s.endpoint == "http://g:4317" and s.headers == {"a": "1"}
@@ -65,9 +73,11 @@ def test_reward_stats_from_a_real_batch_result_takes_the_spec_weight():
     from harness.scoring import BatchResult
     from harness.types import RewardSpec
 
-    res = BatchResult(specs=[RewardSpec(name="fmt", weight=0.0), RewardSpec(name="math", weight=2.0)],
-                      scores={"fmt": [Score(value=1.0)] * 2, "math": [Score(value=0.0), Score(value=1.0)]},
-                      latency_s={"fmt": [0.0, 0.0], "math": [0.5, 1.5]})
+    res = BatchResult(
+        specs=[RewardSpec(name="fmt", weight=0.0), RewardSpec(name="math", weight=2.0)],
+        scores={"fmt": [Score(value=1.0)] * 2, "math": [Score(value=0.0), Score(value=1.0)]},
+        latency_s={"fmt": [0.0, 0.0], "math": [0.5, 1.5]},
+    )
     st = RewardStats.from_batch(res, "math", group_size=2)
     assert st.weight == 2.0 and st.mean == 0.5 and st.latency_p50_s == 1.0 and st.zero_variance_group_frac == 0.0
     assert RewardStats.from_batch(res, "fmt").weight == 0.0
@@ -80,5 +90,8 @@ def test_malformed_otel_variable_is_a_config_error(tmp_path):
     from harness.telemetry import RunTelemetry
 
     with pytest.raises(ConfigError, match="OTEL_EXPORTER_OTLP_PROTOCOL"):
-        RunTelemetry.start(tmp_path, "r", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318",
-                                                   "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+        RunTelemetry.start(
+            tmp_path,
+            "r",
+            environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+        )

@@ -47,8 +47,14 @@ class _BlackHole:
 
 
 def _run(tmp_path, endpoint: str, protocol: str, steps: int = 30) -> RunTelemetry:
-    cfg = TelemetrySection(otlp_endpoint=endpoint, otlp_protocol=protocol, export_timeout_s=1.0,
-                           schedule_delay_s=0.05, max_queue_size=64, max_export_batch_size=8)
+    cfg = TelemetrySection(
+        otlp_endpoint=endpoint,
+        otlp_protocol=protocol,
+        export_timeout_s=1.0,
+        schedule_delay_s=0.05,
+        max_queue_size=64,
+        max_export_batch_size=8,
+    )
     tel = RunTelemetry.start(tmp_path, "down", cfg, environ={})
     for step in range(1, steps + 1):
         with tel.train_step(step) as st:
@@ -65,7 +71,8 @@ def _run(tmp_path, endpoint: str, protocol: str, steps: int = 30) -> RunTelemetr
 def _check_store(tmp_path, steps: int = 30) -> None:
     spans = list(iter_spans(tmp_path / "traces.jsonl"))
     assert sorted(s["attributes"]["harness.train.step"] for s in spans if s["name"] == "train.step") == list(
-        range(1, steps + 1))
+        range(1, steps + 1)
+    )
     assert sum(s["name"] == "reward/math" for s in spans) == steps
     assert sum(s["name"] == "eval.reward/math" for s in spans) == steps // 10
 

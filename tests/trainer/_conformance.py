@@ -30,8 +30,18 @@ from trainer.setup import disable_dropout, enable_checkpointing
 from trainer.update import completion_logprobs
 
 VOCAB = 128
-COMMON = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-              intermediate_size=128, max_position_embeddings=512, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+COMMON = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=128,
+    max_position_embeddings=512,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+)
 
 
 @dataclass(frozen=True)
@@ -151,8 +161,11 @@ def grad_rel(a: Any, b: Any) -> float:
 
     A parameter whose true gradient is 0 (a key bias: softmax ignores a constant added to every score of a query)
     has a gradient of rounding noise in both; its denominator is floored at 1e-3 of the largest parameter's."""
-    pairs = [(n, p.grad, q.grad) for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True)
-             if p.requires_grad]
+    pairs = [
+        (n, p.grad, q.grad)
+        for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True)
+        if p.requires_grad
+    ]
     for name, g, h in pairs:
         assert g is not None and h is not None, name
     floor = 1e-3 * max(float(h.norm()) for _, _, h in pairs)
@@ -247,8 +260,15 @@ def controls(model: Any, r: Rows) -> dict[str, float]:
         causal = torch.ones(pk.allowed.shape[-2:], dtype=torch.bool).tril().expand_as(pk.allowed)
 
         def packed(allowed: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-            lp, _ = sequence_logprobs(model, pk.input_ids, packing.attention_mask_for(model, allowed), positions,
-                                      pk.targets, predict=pk.predict, logit_map=fwd.logit_map)
+            lp, _ = sequence_logprobs(
+                model,
+                pk.input_ids,
+                packing.attention_mask_for(model, allowed),
+                positions,
+                pk.targets,
+                predict=pk.predict,
+                logit_map=fwd.logit_map,
+            )
             return torch.zeros_like(want).index_put((pk.rows, pk.cols), lp)
 
         out = {

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch.multiprocessing as mp
 
@@ -21,9 +22,18 @@ def free_port() -> int:
 
 
 def _entry(rank: int, world: int, port: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
-                       "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                       "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""})
+    os.environ.update(
+        {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+            "CUDA_VISIBLE_DEVICES": "",
+        }
+    )
     import torch
     import torch.distributed as dist
 
@@ -39,8 +49,9 @@ def _entry(rank: int, world: int, port: int, fn: Callable[..., Any], args: tuple
 
 def run_ranks(world: int, fn: Callable[..., Any], *args: Any, timeout: float = 300.0) -> None:
     """Run ``fn(rank, *args)`` on ``world`` ranks and wait; raises if any rank fails or the time runs out."""
-    ctx = mp.start_processes(_entry, args=(world, free_port(), fn, args), nprocs=world, join=False,
-                             start_method="spawn")
+    ctx = mp.start_processes(
+        _entry, args=(world, free_port(), fn, args), nprocs=world, join=False, start_method="spawn"
+    )
     import time
 
     deadline = time.monotonic() + timeout

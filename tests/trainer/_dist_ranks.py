@@ -25,7 +25,7 @@ GLOBAL_ROWS = 16
 
 def fixed_batch(rows: slice | None = None):
     """A seeded global batch of 16 completions (random ids, some padding), the same in every process."""
-    from trainer.rollout.base import RolloutBatch
+    from _batches import batch_of
 
     g = torch.Generator().manual_seed(1234)
     p_ids = torch.randint(3, 40, (GLOBAL_ROWS, 5), generator=g)
@@ -36,8 +36,7 @@ def fixed_batch(rows: slice | None = None):
     c_mask[1::4, 4:] = 0  # some shorter completions
     adv = torch.randn(GLOBAL_ROWS, generator=g)
     rows = rows or slice(0, GLOBAL_ROWS)
-    batch = RolloutBatch(p_ids[rows], p_mask[rows], c_ids[rows], c_mask[rows], torch.zeros(GLOBAL_ROWS, dtype=torch.bool)[rows],
-                         [""] * len(range(GLOBAL_ROWS)[rows]))
+    batch = batch_of(p_ids[rows], p_mask[rows], c_ids[rows], c_mask[rows])
     return batch, adv[rows]
 
 
@@ -55,8 +54,20 @@ def continue_on_fixed_batch(model, optimizer, scheduler, loss_cfg, info, updates
     batch, adv = fixed_batch(rank_rows(info))
     out = []
     for _ in range(updates):
-        st = policy_update(model, optimizer, scheduler, batch, UpdateInputs(adv, batch.completion_mask.float()),
-                           loss_cfg, temperature=1.0, mu=2, micro_batch_size=4, max_grad_norm=1.0, dist=info, ref_model=ref)
+        st = policy_update(
+            model,
+            optimizer,
+            scheduler,
+            batch,
+            UpdateInputs(adv, batch.completion_mask.float()),
+            loss_cfg,
+            temperature=1.0,
+            mu=2,
+            micro_batch_size=4,
+            max_grad_norm=1.0,
+            dist=info,
+            ref_model=ref,
+        )
         loss, kl = all_reduce_sum([st["loss"], st["kl"]], info)
         out.append({"loss": loss, "kl": kl, "grad_norm": st["grad_norm"]})
     return out
@@ -91,8 +102,11 @@ def update_rank(rank: int, out: str) -> None:
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
     stats = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", max_completion_length=6), info, updates=3)
     states = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0]
-    mem = {"params": local_bytes(model.parameters()), "grads": local_bytes(p.grad for p in model.parameters()),
-           "optim": local_bytes(states)}
+    mem = {
+        "params": local_bytes(model.parameters()),
+        "grads": local_bytes(p.grad for p in model.parameters()),
+        "optim": local_bytes(states),
+    }
     full = full_weights(model)
     if rank == 0:
         torch.save({"weights": full, "stats": stats, "mem": mem, "gathered_shapes": shapes}, f"{out}/fsdp.pt")
@@ -104,6 +118,7 @@ def loop_rank(rank: int, out: str, tag: str, runs: list[dict]) -> None:
 
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
     from _trainer_helpers import toy_config
+
     from trainer import train
 
     results = []
@@ -111,7 +126,9 @@ def loop_rank(rank: int, out: str, tag: str, runs: list[dict]) -> None:
         kw = dict(r)
         resume, run_id = kw.pop("resume", False), kw.pop("run_id")
         res = train(toy_config(out, run_id, **kw), resume=resume, progress=False)
-        results.append([{k: m[k] for k in ("step", "loss", "kl", "grad_norm", "reward/total/mean")} for m in res.metrics])
+        results.append(
+            [{k: m[k] for k in ("step", "loss", "kl", "grad_norm", "reward/total/mean")} for m in res.metrics]
+        )
     if rank == 0:
         torch.save(results, f"{out}/{tag}.pt")
 
@@ -122,18 +139,30 @@ def resume_and_continue(rank: int, out: str, run_id: str, tag: str, trainer: dic
 
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
     from _trainer_helpers import toy_config
+
     from trainer.loop import setup_training
 
     ctx, _, start = setup_training(toy_config(out, run_id, **trainer), resume=True)
     try:
         before = full_weights(ctx.model)
-        stats = continue_on_fixed_batch(ctx.model, ctx.optimizer, ctx.scheduler, ctx.loss_cfg, ctx.dist, ref=ctx.reference)
+        stats = continue_on_fixed_batch(
+            ctx.model, ctx.optimizer, ctx.scheduler, ctx.loss_cfg, ctx.dist, ref=ctx.reference
+        )
         full = full_weights(ctx.model)
     finally:
         ctx.session.close()
     if ctx.dist.rank == 0:
-        torch.save({"start": start, "stats": stats, "weights": full, "weights_at_resume": before,
-                    "world": ctx.dist.world_size, "parallel": ctx.dist.parallel}, f"{out}/{tag}.pt")
+        torch.save(
+            {
+                "start": start,
+                "stats": stats,
+                "weights": full,
+                "weights_at_resume": before,
+                "world": ctx.dist.world_size,
+                "parallel": ctx.dist.parallel,
+            },
+            f"{out}/{tag}.pt",
+        )
 
 
 def chain(rank: int, *calls) -> None:
@@ -183,8 +212,10 @@ def grad_sync_rank(rank: int, out: str) -> None:
     sync.finish()
     sync.close()
     summed = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    torch.save({"local": local, "summed": summed, "buckets": len(sync.buckets),
-                "in_backward": sync.launched_in_backward}, f"{out}/sync{rank}.pt")
+    torch.save(
+        {"local": local, "summed": summed, "buckets": len(sync.buckets), "in_backward": sync.launched_in_backward},
+        f"{out}/sync{rank}.pt",
+    )
 
 
 def ddp_update_rank(rank: int, out: str) -> None:
@@ -199,5 +230,4 @@ def ddp_update_rank(rank: int, out: str) -> None:
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
     stats = continue_on_fixed_batch(model, opt, sched, LossConfig("grpo", max_completion_length=6), info)
     if rank == 0:
-        torch.save({"weights": {k: v.detach() for k, v in model.state_dict().items()}, "stats": stats},
-                   f"{out}/ddp.pt")
+        torch.save({"weights": {k: v.detach() for k, v in model.state_dict().items()}, "stats": stats}, f"{out}/ddp.pt")

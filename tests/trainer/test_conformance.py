@@ -83,8 +83,10 @@ def test_a_real_granite_scale_is_found_too():
     r = rows()
     got, _ = completion_logprobs(model, r.p_ids, r.p_mask, r.c_ids, 0.7, lengths=r.c_mask.sum(1), pack=True)
     with torch.no_grad():
-        want_logits = [model(input_ids=torch.tensor([p + c])).logits[0, len(p) - 1 : -1] / 0.7
-                       for p, c in zip(r.prompts, r.completions, strict=True)]
+        want_logits = [
+            model(input_ids=torch.tensor([p + c])).logits[0, len(p) - 1 : -1] / 0.7
+            for p, c in zip(r.prompts, r.completions, strict=True)
+        ]
     for i, (lg, c) in enumerate(zip(want_logits, r.completions, strict=True)):
         want = torch.log_softmax(lg.float(), -1).gather(-1, torch.tensor(c)[:, None])[:, 0]
         assert (got[i, : len(c)] - want).abs().max() <= 1e-4
@@ -139,8 +141,9 @@ def _gpt_neo(window: int, *, declared: bool):
     model is built (the layer keeps it), as an architecture whose windows we do not know would."""
     from _conformance import Arch
 
-    model = build(Arch("gpt_neo", "gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": window},
-                       "eager"))
+    model = build(
+        Arch("gpt_neo", "gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": window}, "eager")
+    )
     if not declared:
         model.config.attention_layers = ["global", "global"]
     return model
@@ -172,8 +175,13 @@ def test_a_model_wrong_in_its_first_check_is_not_tried_at_other_lengths(monkeypa
     model = build(BY_NAME["qwen2"])
     fwd = PolicyForward.of(model)
     real_layout = packing.layout
-    monkeypatch.setattr(packing, "layout", lambda *a: packing.Packed(
-        **{**real_layout(*a).__dict__, "position_ids": torch.zeros_like(real_layout(*a).position_ids)}))
+    monkeypatch.setattr(
+        packing,
+        "layout",
+        lambda *a: packing.Packed(
+            **{**real_layout(*a).__dict__, "position_ids": torch.zeros_like(real_layout(*a).position_ids)}
+        ),
+    )
     r = rows()
     got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), pack=True)
     with torch.no_grad():

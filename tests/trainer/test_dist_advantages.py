@@ -6,11 +6,10 @@ rank 0 [1,0,1,0] and rank 1 [10,0,10,0] in groups of 2, gave +-0.866 on both ran
 
 import pytest
 import torch
-
-from trainer.advantages import batch_moments, group_advantages, std_from_moments
-
 from _dist_helpers import run_ranks
 from _dist_ranks import RANK_REWARDS, batch_advantages_rank
+
+from trainer.advantages import batch_moments, group_advantages, std_from_moments
 
 NAN = float("nan")
 

@@ -40,7 +40,10 @@ def test_two_gloo_ranks_hold_identical_weights(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)],
-        env=env, capture_output=True, text=True, timeout=360,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=360,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "ddp" / "checkpoints" / "step-000003").is_dir()

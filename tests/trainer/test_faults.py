@@ -1,14 +1,13 @@
 """Reward faults never kill a run: unscored samples leave their groups, an all-unscored batch gives no update."""
 
 import torch
+from _trainer_helpers import toy_config
 from safetensors.torch import load_file
 
 from harness.registry import reward
 from harness.types import Score
 from trainer import train
 from trainer.toy import char_tokenizer, tiny_model
-
-from _trainer_helpers import toy_config
 
 
 @reward("trainer_test_flaky", isolation="inline")
@@ -57,7 +56,9 @@ def test_an_all_unscored_batch_warns_and_changes_no_weight(tmp_path):
 
 
 def test_lora_trains_only_the_adapters_and_beta_loads_a_reference(tmp_path):
-    cfg = toy_config(tmp_path, "lora", max_steps=2, beta=0.04, lora={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    cfg = toy_config(
+        tmp_path, "lora", max_steps=2, beta=0.04, lora={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}
+    )
     res = train(cfg, progress=False)
     trainable = [n for n, p in res.model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)

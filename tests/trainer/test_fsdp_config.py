@@ -3,13 +3,12 @@
 import logging
 
 import pytest
+from _trainer_helpers import toy_config
 
 from harness.errors import ConfigError
 from trainer.dist import DistInfo
 from trainer.fsdp import choose_parallel, decoder_layers, prepare
 from trainer.toy import char_tokenizer, tiny_model
-
-from _trainer_helpers import toy_config
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +25,9 @@ def test_auto_picks_ddp_for_one_process_or_one_cpu_node_and_fsdp_across_nodes(mo
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # two nodes of two processes
     assert choose_parallel("auto", model, DistInfo(0, 4)) == "fsdp"
     assert "several nodes" in caplog.text
-    assert choose_parallel("fsdp", model, DistInfo()) == "fsdp" and choose_parallel("ddp", model, DistInfo(0, 4)) == "ddp"
+    assert (
+        choose_parallel("fsdp", model, DistInfo()) == "fsdp" and choose_parallel("ddp", model, DistInfo(0, 4)) == "ddp"
+    )
 
 
 def test_config_field_and_lora_refusal(tmp_path, model):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from _dist_helpers import run_ranks
 from _grad_ranks import batch, grad_rank, loss_of
+
 from trainer.toy import char_tokenizer, tiny_model
 
 pytestmark = pytest.mark.slow
@@ -57,16 +57,47 @@ def test_torchrun_prints_one_summary_and_a_resume_on_fewer_ranks_says_so(tmp_pat
     cfg = tmp_path / "run.yaml"
     cfg.write_text(_TRAIN.format(out=tmp_path / "runs"))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                          "-m", "trainer.cli", "--config", str(cfg), "--no-progress"],
-                         env=env, capture_output=True, text=True, timeout=540)
+    two = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "trainer.cli",
+            "--config",
+            str(cfg),
+            "--no-progress",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
     assert two.returncode == 0, two.stderr[-3000:]
     summaries = [line for line in two.stdout.splitlines() if line.startswith("run fsdp-cli:")]
     assert len(summaries) == 1 and "checkpoint None" not in two.stdout, two.stdout
     assert "step-000002" in summaries[0]
     assert "view tensor" not in two.stderr
-    one = subprocess.run([sys.executable, "-m", "trainer.cli", "--config", str(cfg), "--resume", "--no-progress",
-                          "--set", "trainer.max_steps=3"], env=env, capture_output=True, text=True, timeout=540)
+    one = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.cli",
+            "--config",
+            str(cfg),
+            "--resume",
+            "--no-progress",
+            "--set",
+            "trainer.max_steps=3",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
     assert one.returncode == 0, one.stderr[-3000:]
     assert "written by 2 rank(s), resumed on 1" in one.stderr and "resharded" in one.stderr
     assert "run fsdp-cli: 3 steps" in one.stdout

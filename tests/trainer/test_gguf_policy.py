@@ -27,8 +27,12 @@ def test_gguf_policy_is_plain_trainable_and_saves(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
     directory, name = _smollm2()
-    cfg = load_config({"model": {"name_or_path": directory, "gguf_file": name},
-                       "trainer": {"max_prompt_length": 64, "max_completion_length": 16}})
+    cfg = load_config(
+        {
+            "model": {"name_or_path": directory, "gguf_file": name},
+            "trainer": {"max_prompt_length": 64, "max_completion_length": 16},
+        }
+    )
     model, tok = load_policy(cfg, cfg.trainer.resolved(), "cpu")
     assert getattr(model, "hf_quantizer", None) is None and not getattr(model, "is_quantized", False)
     assert all(p.requires_grad and p.is_floating_point() for p in model.parameters())

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _dist_helpers import run_ranks
+from _dist_ranks import continue_on_fixed_batch, ddp_update_rank, grad_sync_rank
 
 from trainer.dist import DistInfo, GradientSync
 from trainer.losses import LossConfig
 from trainer.toy import char_tokenizer, tiny_model
-
-from _dist_helpers import run_ranks
-from _dist_ranks import continue_on_fixed_batch, ddp_update_rank, grad_sync_rank
 
 
 @pytest.mark.slow
@@ -46,7 +45,7 @@ def test_two_rank_updates_equal_the_single_process_update(tmp_path):
     # AdamW steps at lr 3e-3 move weights by ~1e-2; the summation order differs between 2 ranks and 1 process
     worst = max(float((got["weights"][k] - v.detach()).abs().max()) for k, v in model.state_dict().items())
     assert worst <= 1e-5, f"weights differ by up to {worst:.3g}"
-    for g, w in zip(got["stats"], want):
+    for g, w in zip(got["stats"], want, strict=True):
         assert g["grad_norm"] == pytest.approx(w["grad_norm"], rel=1e-4)
         assert g["loss"] == pytest.approx(w["loss"], rel=1e-4, abs=1e-6)
 

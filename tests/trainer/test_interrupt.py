@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # A reward module given with --plugin: it touches a marker file (so the test knows the loop is running) and can
 # sleep, to keep a step in flight while the test presses Ctrl-C.
-PLUGIN = '''
+PLUGIN = """
 import pathlib, time
 from harness import Score, reward
 
@@ -40,7 +40,7 @@ def interrupt_probe(*, marker: str = "", delay_s: float = 0.0):
         time.sleep(delay_s)
         return Score(value=completion.count("a") / 8.0)
     return score
-'''
+"""
 
 
 class _Proc:
@@ -49,14 +49,20 @@ class _Proc:
     def __init__(self, args: list[str], cwd: Path) -> None:
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", *args], cwd=cwd, env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "harness.cli", *args],
+            cwd=cwd,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.err: list[str] = []
         self.out: list[str] = []
-        self.readers = [threading.Thread(target=self._read, args=(self.proc.stderr, self.err, True), daemon=True),
-                        threading.Thread(target=self._read, args=(self.proc.stdout, self.out, False), daemon=True)]
+        self.readers = [
+            threading.Thread(target=self._read, args=(self.proc.stderr, self.err, True), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stdout, self.out, False), daemon=True),
+        ]
         for t in self.readers:
             t.start()
 
@@ -105,9 +111,17 @@ def _config(tmp_path: Path, *, delay_s: float) -> tuple[Path, Path, Path]:
         "model": {"name_or_path": "toy:char"},
         "data": {"train": "toy:8", "chat_template": False},
         "rewards": {"interrupt_probe": {"weight": 1.0, "params": {"marker": str(marker), "delay_s": delay_s}}},
-        "trainer": {"num_generations": 2, "prompts_per_step": 1, "max_prompt_length": 16,
-                    "max_completion_length": 8, "max_steps": 100000, "save_steps": 0, "lr": 1e-3,
-                    "score_timeout": 3600, "monitors": {"truncated_frac": 1.0}},
+        "trainer": {
+            "num_generations": 2,
+            "prompts_per_step": 1,
+            "max_prompt_length": 16,
+            "max_completion_length": 8,
+            "max_steps": 100000,
+            "save_steps": 0,
+            "lr": 1e-3,
+            "score_timeout": 3600,
+            "monitors": {"truncated_frac": 1.0},
+        },
         "telemetry": {"enabled": False},
     }
     path = tmp_path / "run.yaml"

@@ -10,10 +10,9 @@ the measured numbers sit next to them. ``pytest -m seeds tests/trainer/test_lear
 import statistics
 
 import pytest
+from _trainer_helpers import toy_config
 
 from trainer import train
-
-from _trainer_helpers import toy_config
 
 # End (mean of the last 5 steps), measured per loss over seeds 0-4 with 1 thread, on the toy model with 2 heads of
 # 32 (2026-12-02; with 4 heads of 16 earlier, 1 and 2 threads gave the same numbers): grpo 0.991-0.998 (sd 0.002),

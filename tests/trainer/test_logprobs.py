@@ -37,7 +37,7 @@ def _naive(model, p_ids, p_mask, c_ids, temperature):
     ids = torch.cat([p_ids, c_ids], 1)
     attn = torch.cat([p_mask, torch.ones_like(c_ids)], 1)
     out = model(input_ids=ids, attention_mask=attn, position_ids=position_ids_from_mask(attn), use_cache=False)
-    logits = out.logits[:, p_ids.shape[1] - 1:-1]
+    logits = out.logits[:, p_ids.shape[1] - 1 : -1]
     return naive_logprobs(logits, c_ids, temperature), entropy_from_logits(logits.float() / temperature)
 
 
@@ -56,7 +56,7 @@ def test_chunked_logprobs_entropy_and_gradients_equal_the_naive_computation(temp
     w = torch.linspace(-1.0, 1.0, logp.numel()).reshape(logp.shape)
     (logp * w).sum().backward()
     (ref_logp * w).sum().backward()
-    for (name, a), (_, b) in zip(model.named_parameters(), twin.named_parameters()):
+    for (name, a), (_, b) in zip(model.named_parameters(), twin.named_parameters(), strict=True):
         assert torch.allclose(a.grad, b.grad, atol=1e-5, rtol=1e-4), name
 
 

@@ -42,7 +42,9 @@ def test_bnpo_dapo_dr_grpo_normalizers():
     assert dapo == pytest.approx(total / 5)
     assert dr == pytest.approx(total / (2 * 8))  # constant: sequences * max_completion_length, not lengths
     # dapo normalizes by the tokens of the whole step, given from outside
-    assert policy_loss(logp, old, adv, mask, LossConfig("dapo", 0.2, 0.28), num_tokens=10).loss.item() == pytest.approx(total / 10)
+    assert policy_loss(logp, old, adv, mask, LossConfig("dapo", 0.2, 0.28), num_tokens=10).loss.item() == pytest.approx(
+        total / 10
+    )
 
 
 def test_clip_higher_changes_which_tokens_are_clipped():
@@ -86,6 +88,7 @@ def test_gspo_uses_the_sequence_level_ratio():
     out = policy_loss(logp, old, adv, mask, cfg)
     s0 = math.exp(((-1.0 + 1.1) + (-0.5 + 0.2)) / 2)  # exp(-0.1) = 0.905: below 1 - 3e-4, A > 0: unclipped
     s1 = math.exp(((-2.0 + 1.5) + 0.0 + (-0.3 + 0.6)) / 3)  # exp(-0.0667), A < 0: clipped at 1 - 3e-4
+    assert s1 < 1 - 3e-4  # the premise of ``want``: sequence 1's ratio is below the clip range
     want = (-(s0 * 1.0) + -((1 - 3e-4) * -2.0)) / 2
     assert out.loss.item() == pytest.approx(want, rel=1e-6)
     assert out.clip_low_frac == pytest.approx(0.5)
@@ -137,8 +140,10 @@ def test_micro_batches_sum_to_the_full_batch_gradient(loss):
     cfg = LossConfig(loss, 0.2, 0.28, max_completion_length=5)
     (full,) = torch.autograd.grad(policy_loss(logp, old, adv, mask, cfg).loss, logp)
     n_tok = int(mask.sum())
-    parts = [policy_loss(logp[s], old[s], adv[s], mask[s], cfg, num_sequences=4, num_tokens=n_tok).loss
-             for s in (slice(0, 2), slice(2, 4))]
+    parts = [
+        policy_loss(logp[s], old[s], adv[s], mask[s], cfg, num_sequences=4, num_tokens=n_tok).loss
+        for s in (slice(0, 2), slice(2, 4))
+    ]
     (acc,) = torch.autograd.grad(sum(parts), logp)
     if loss == "bnpo":  # normalized per micro-batch by definition: equal only when micro-batches hold equal tokens
         assert not torch.allclose(full, acc)

@@ -7,8 +7,16 @@ from trainer.monitors import MetricsWriter, Monitors
 
 
 def _healthy(step, **over):
-    m = {"step": step, "frac_reward_zero_std": 0.1, "reward/total/scored_frac": 1.0, "reward/total/mean": 0.1 * step,
-         "completions/mean_length": 20.0, "completions/clipped_ratio": 0.0, "kl": 0.01, "reward/r/unscored_frac": 0.0}
+    m = {
+        "step": step,
+        "frac_reward_zero_std": 0.1,
+        "reward/total/scored_frac": 1.0,
+        "reward/total/mean": 0.1 * step,
+        "completions/mean_length": 20.0,
+        "completions/clipped_ratio": 0.0,
+        "kl": 0.01,
+        "reward/r/unscored_frac": 0.0,
+    }
     m.update(over)
     return m
 
@@ -40,8 +48,19 @@ def test_length_bias_when_length_climbs_and_reward_is_flat():
 
 def test_kl_truncation_unscored_and_all_unscored():
     mon = Monitors(MonitorSection(window=5, kl_max=0.5, truncated_frac=0.5, unscored_frac=0.1), ["r"])
-    out = mon.update(1, _healthy(1, kl=0.9, **{"completions/clipped_ratio": 0.75, "reward/r/unscored_frac": 0.25,
-                                              "reward/r/statuses": "4 timeout", "reward/total/scored_frac": 0.0}))
+    out = mon.update(
+        1,
+        _healthy(
+            1,
+            kl=0.9,
+            **{
+                "completions/clipped_ratio": 0.75,
+                "reward/r/unscored_frac": 0.25,
+                "reward/r/statuses": "4 timeout",
+                "reward/total/scored_frac": 0.0,
+            },
+        ),
+    )
     text = "\n".join(out)
     assert "KL to the reference is 0.9" in text
     assert "75% of completions" in text

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from _batches import batch_of, rollout_batch
 
 from trainer import packing
 from trainer.head import PolicyForward
 from trainer.losses import LossConfig
-from trainer.rollout.base import RolloutBatch, left_pad, right_pad
 from trainer.setup import disable_dropout, enable_checkpointing
 from trainer.toy import tiny_model
 from trainer.update import UpdateInputs, completion_logprobs, policy_update
@@ -22,9 +22,8 @@ VOCAB = 301
 
 
 def _rows(prompts: list[list[int]], completions: list[list[int]]) -> tuple[torch.Tensor, ...]:
-    p_ids, p_mask = left_pad([torch.tensor(p) for p in prompts], 0)
-    c_ids, c_mask = right_pad([torch.tensor(c) for c in completions], 0)
-    return p_ids, p_mask, c_ids, c_mask
+    b = rollout_batch(prompts, completions)
+    return b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask
 
 
 def test_segments_are_runs_of_consecutive_rows_with_equal_prompt_tokens():
@@ -60,8 +59,9 @@ def test_an_empty_prompt_cannot_be_packed():
 
 
 def test_cost_model_packs_long_shared_prompts_and_keeps_long_completions_plain():
-    w = packing.cost_weights(SimpleNamespace(hidden_size=576, num_attention_heads=9, num_key_value_heads=3,
-                                             intermediate_size=1536))
+    w = packing.cost_weights(
+        SimpleNamespace(hidden_size=576, num_attention_heads=9, num_key_value_heads=3, intermediate_size=1536)
+    )
     group = [(0, 8), (8, 16)]
     assert packing.pays([80] * 16, [24] * 16, group, w)  # the word-problem demo's shape
     assert not packing.pays([20] * 16, [1024] * 16, group, w)  # long completions: quadratic attention wins
@@ -105,8 +105,9 @@ def test_packed_logprobs_entropies_and_gradients_equal_the_plain_pass(impl, chec
         plain.train()
     packed = copy.deepcopy(plain)
     p_ids, p_mask, c_ids, c_mask = _grouped()
-    a, ea = completion_logprobs(packed, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4,
-                                lengths=c_mask.sum(1), pack=True)
+    a, ea = completion_logprobs(
+        packed, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4, lengths=c_mask.sum(1), pack=True
+    )
     b, eb = completion_logprobs(plain, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4, pack=False)
     real = c_mask.bool()
     assert a.shape == b.shape == c_ids.shape
@@ -138,15 +139,26 @@ def test_auto_packing_follows_the_cost_model(monkeypatch):
 def test_a_packed_update_takes_the_plain_update_s_step():
     base = tiny_model(VOCAB, seed=2)
     p_ids, p_mask, c_ids, c_mask = _grouped(seed=9)
-    batch = RolloutBatch(p_ids, p_mask, c_ids, c_mask, torch.zeros(6, dtype=torch.bool), [""] * 6)
+    batch = batch_of(p_ids, p_mask, c_ids, c_mask)
     inputs = UpdateInputs(torch.tensor([1.0, -0.5, -0.5, 0.7, 0.1, -0.8]), c_mask.float())
     stats, models = [], []
     for pack in (True, False):
         m = copy.deepcopy(base)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
-        stats.append(policy_update(m, opt, sched, batch, inputs, LossConfig("grpo", max_completion_length=6),
-                                   temperature=0.8, micro_batch_size=3, pack=pack))
+        stats.append(
+            policy_update(
+                m,
+                opt,
+                sched,
+                batch,
+                inputs,
+                LossConfig("grpo", max_completion_length=6),
+                temperature=0.8,
+                micro_batch_size=3,
+                pack=pack,
+            )
+        )
         models.append(m)
     assert stats[0]["loss"] == pytest.approx(stats[1]["loss"], abs=1e-6)
     assert stats[0]["entropy"] == pytest.approx(stats[1]["entropy"], abs=1e-5)
@@ -210,8 +222,11 @@ def test_packed_lora_gradients_equal_the_plain_pass():
     assert (a - b)[real].abs().max() <= 1e-5
     (a * c_mask).sum().backward()
     (b * c_mask).sum().backward()
-    trained = [(n, p, q) for (n, p), (_, q) in zip(packed.named_parameters(), plain.named_parameters(), strict=True)
-               if p.requires_grad]
+    trained = [
+        (n, p, q)
+        for (n, p), (_, q) in zip(packed.named_parameters(), plain.named_parameters(), strict=True)
+        if p.requires_grad
+    ]
     assert trained and all("lora_" in n for n, _, _ in trained)
     for name, p, q in trained:
         assert torch.allclose(p.grad, q.grad, atol=1e-5, rtol=1e-4), name
@@ -230,8 +245,9 @@ def test_a_training_step_with_packing_takes_the_plain_step(tmp_path, monkeypatch
     for pack in (None, False):
         calls: list = []
         monkeypatch.setattr(packing, "layout", lambda *a, c=calls: c.append(1) or real_layout(*a))
-        res[pack] = train(toy_config(tmp_path / str(pack), max_steps=1, save_steps=1, pack_prompts=pack),
-                          progress=False)
+        res[pack] = train(
+            toy_config(tmp_path / str(pack), max_steps=1, save_steps=1, pack_prompts=pack), progress=False
+        )
         packed_passes[pack] = len(calls)
     assert packed_passes[None] >= 1 and packed_passes[False] == 0  # the default packs the toy task's groups
     a, b = res[None].metrics[0], res[False].metrics[0]

@@ -8,10 +8,9 @@ import sys
 import textwrap
 
 import pytest
+from _trainer_helpers import toy_config
 
 from trainer import train
-
-from _trainer_helpers import toy_config
 
 _CHILD = textwrap.dedent(
     """

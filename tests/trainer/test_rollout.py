@@ -1,6 +1,7 @@
 """The transformers rollout backend on a random-init tiny Qwen2 model (no download)."""
 
 import torch
+from _batches import rollout_batch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from trainer.rollout.base import RolloutBatch, SamplingConfig, left_pad
@@ -11,8 +12,17 @@ from trainer.update import completion_logprobs
 
 def _model(tok, std=0.5):
     # a larger init spread than the default makes greedy outputs differ per position (a real test of the cache)
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, initializer_range=std, pad_token_id=0, eos_token_id=1)
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        initializer_range=std,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
     torch.manual_seed(3)
     return Qwen2ForCausalLM(cfg).eval()
 
@@ -25,7 +35,7 @@ def test_cached_greedy_decode_matches_transformers_generate_with_left_padding():
     out = r.generate(prompts, 1, SamplingConfig(12, temperature=1e-5))
     for i, p in enumerate(prompts):
         ids = torch.tensor([tok(p)["input_ids"]])
-        ref = model.generate(ids, max_new_tokens=12, do_sample=False, eos_token_id=1, pad_token_id=0)[0, ids.shape[1]:]
+        ref = model.generate(ids, max_new_tokens=12, do_sample=False, eos_token_id=1, pad_token_id=0)[0, ids.shape[1] :]
         got = out.completion_ids[i][out.completion_mask[i].bool()]
         assert got.tolist() == ref.tolist()[: len(got)]
         assert len(set(got.tolist())) > 1  # not a degenerate constant output
@@ -38,7 +48,9 @@ def test_groups_are_adjacent_and_truncation_is_flagged():
     assert len(b) == 8
     assert (b.prompt_ids[:4] == b.prompt_ids[0]).all() and (b.prompt_ids[4:] == b.prompt_ids[4]).all()
     assert b.prompt_mask[4].sum() == 8  # cut to max_prompt_length from the left
-    ends_eos = torch.tensor([bool((row[m.bool()] == 1).any()) for row, m in zip(b.completion_ids, b.completion_mask)])
+    ends_eos = torch.tensor(
+        [bool((row[m.bool()] == 1).any()) for row, m in zip(b.completion_ids, b.completion_mask, strict=True)]
+    )
     assert (b.truncated == (~ends_eos & (b.completion_lengths == 6))).all()
     assert all("<eos>" not in t for t in b.texts)
 
@@ -54,8 +66,9 @@ def test_sampling_logprobs_match_the_training_forward_pass():
     for i in range(len(b)):
         pm = b.prompt_mask[i].bool()
         n = int(b.completion_mask[i].sum())
-        one, _ = completion_logprobs(model, b.prompt_ids[i][pm][None], torch.ones(1, int(pm.sum())),
-                                     b.completion_ids[i, :n][None], 1.0)
+        one, _ = completion_logprobs(
+            model, b.prompt_ids[i][pm][None], torch.ones(1, int(pm.sum())), b.completion_ids[i, :n][None], 1.0
+        )
         assert torch.allclose(one[0], logp[i, :n], atol=1e-4)
 
 
@@ -67,8 +80,8 @@ def test_top_p_keeps_only_the_nucleus():
 
 
 def test_concat_repads_batches():
-    a = RolloutBatch(*left_pad([[5, 6]], 0), torch.tensor([[7, 1]]), torch.tensor([[1, 1]]), torch.tensor([False]), ["x"])
-    b = RolloutBatch(*left_pad([[5, 6, 8]], 0), torch.tensor([[9]]), torch.tensor([[1]]), torch.tensor([True]), ["y"])
+    a = rollout_batch([[5, 6]], [[7, 1]], texts=["x"])
+    b = rollout_batch([[5, 6, 8]], [[9]], truncated=[True], texts=["y"])
     c = RolloutBatch.concat([a, b], pad_id=0)
     assert c.prompt_ids.tolist() == [[0, 5, 6], [5, 6, 8]]
     assert c.completion_ids.tolist() == [[7, 1], [9, 0]] and c.texts == ["x", "y"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from _trainer_helpers import toy_config
+
 from trainer.loop import train
 
 
@@ -20,4 +20,3 @@ def test_one_steps_total_and_per_reward_std_use_one_convention(tmp_path):
     assert line["reward/total/std"] is not None
     assert line["reward/total/std"] == pytest.approx(line["reward/char_count/std"], rel=1e-9)
     assert 0.0 <= line["frac_reward_zero_std"] <= 1.0
-

@@ -10,7 +10,10 @@ from trainer.cli import add_parser, main, parse_sets
 
 def test_parse_sets_reads_values_as_yaml():
     assert parse_sets(["trainer.lr=1e-5", "trainer.loss=dapo", "trainer.bf16=true"]) == {
-        "trainer.lr": 1e-5, "trainer.loss": "dapo", "trainer.bf16": True}
+        "trainer.lr": 1e-5,
+        "trainer.loss": "dapo",
+        "trainer.bf16": True,
+    }
     with pytest.raises(ConfigError, match="SECTION.FIELD=VALUE"):
         parse_sets(["trainer.lr"])
 
@@ -24,8 +27,10 @@ def test_add_parser_registers_train():
 
 def test_bad_batch_shape_fails_before_loading_a_model(tmp_path, capsys):
     cfg = tmp_path / "run.yaml"
-    cfg.write_text("model: {name_or_path: /nonexistent/model}\ndata: {train: toy:8}\nrewards: {char_count: 1.0}\n"
-                   "trainer: {num_generations: 4, prompts_per_step: 3, micro_batch_size: 5}\n")
+    cfg.write_text(
+        "model: {name_or_path: /nonexistent/model}\ndata: {train: toy:8}\nrewards: {char_count: 1.0}\n"
+        "trainer: {num_generations: 4, prompts_per_step: 3, micro_batch_size: 5}\n"
+    )
     assert main(["--config", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert "trainer: micro_batch_size=5 does not divide" in err or "micro_batch_size=5" in err

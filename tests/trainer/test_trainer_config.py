@@ -8,8 +8,14 @@ from trainer.setup import check_lengths, validate
 
 
 def _cfg(**trainer):
-    return load_config({"model": {"name_or_path": "toy:char"}, "data": {"train": "toy:8"},
-                        "rewards": {"char_count": 1.0}, "trainer": trainer})
+    return load_config(
+        {
+            "model": {"name_or_path": "toy:char"},
+            "data": {"train": "toy:8"},
+            "rewards": {"char_count": 1.0},
+            "trainer": trainer,
+        }
+    )
 
 
 def test_dr_grpo_gets_both_of_its_settings():

@@ -9,23 +9,16 @@ import math
 
 import pytest
 import torch
+from _batches import random_rollout_batch
 
 from harness.cfg.trainer import TrainerSection
 from harness.config import load_config
 from harness.errors import ConfigError
 from trainer.losses import LossConfig, policy_loss, tis_weights
-from trainer.rollout.base import RolloutBatch, left_pad, right_pad
+from trainer.rollout.base import right_pad
 from trainer.setup import disable_dropout, enable_checkpointing, load_policy, use_bf16, validate
 from trainer.toy import char_tokenizer, tiny_model
 from trainer.update import UpdateInputs, completion_logprobs, micro_batches, policy_update
-
-
-def _batch(vocab: int, lengths: list[int], prompt_lengths: list[int] | None = None, seed: int = 0) -> RolloutBatch:
-    g = torch.Generator().manual_seed(seed)
-    prompt_lengths = prompt_lengths or [3 + i % 3 for i in range(len(lengths))]
-    p_ids, p_mask = left_pad([torch.randint(2, vocab, (n,), generator=g) for n in prompt_lengths], 0)
-    c_ids, c_mask = right_pad([torch.randint(2, vocab, (n,), generator=g) for n in lengths], 0)
-    return RolloutBatch(p_ids, p_mask, c_ids, c_mask, torch.zeros(len(lengths), dtype=torch.bool), [""] * len(lengths))
 
 
 def _update(model, batch, **kw):
@@ -33,8 +26,7 @@ def _update(model, batch, **kw):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
     adv = torch.linspace(-1.0, 1.0, len(batch))
     inputs = UpdateInputs(adv, batch.completion_mask.float())
-    return policy_update(model, opt, sched, batch, inputs, kw.pop("loss", LossConfig("grpo")),
-                         temperature=0.8, **kw)
+    return policy_update(model, opt, sched, batch, inputs, kw.pop("loss", LossConfig("grpo")), temperature=0.8, **kw)
 
 
 def test_micro_batches_respect_the_row_and_token_bounds():
@@ -52,14 +44,14 @@ def test_micro_batches_respect_the_row_and_token_bounds():
 def test_token_budget_micro_batches_give_the_one_batch_loss_and_step(loss):
     tok = char_tokenizer()
     base = tiny_model(len(tok), seed=2)
-    batch = _batch(len(tok), [3, 9, 2, 7, 5, 1])
+    batch = random_rollout_batch(len(tok), [3, 9, 2, 7, 5, 1])
     cfg = LossConfig(loss, max_completion_length=9)
     one, split = copy.deepcopy(base), copy.deepcopy(base)
     a = _update(one, batch, loss=cfg)
     b = _update(split, batch, loss=cfg, micro_batch_tokens=30)
     assert a["micro_batches"] == 1 and b["micro_batches"] >= 3
     assert b["loss"] == pytest.approx(a["loss"], abs=1e-6)
-    for (name, p), (_, q) in zip(one.named_parameters(), split.named_parameters()):
+    for (name, p), (_, q) in zip(one.named_parameters(), split.named_parameters(), strict=True):
         assert torch.allclose(p, q, atol=1e-6), name
 
 
@@ -72,12 +64,12 @@ def test_gradient_checkpointing_gives_the_same_gradients():
     enable_checkpointing(ckpt)
     ckpt.train()
     assert any(getattr(m, "gradient_checkpointing", False) for m in ckpt.modules())
-    batch = _batch(len(tok), [4, 8, 6])
+    batch = random_rollout_batch(len(tok), [4, 8, 6])
     w = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
     for m in (plain, ckpt):
         logp, _ = completion_logprobs(m, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, 1.0)
         (logp * w * batch.completion_mask).sum().backward()
-    for (name, p), (_, q) in zip(plain.named_parameters(), ckpt.named_parameters()):
+    for (name, p), (_, q) in zip(plain.named_parameters(), ckpt.named_parameters(), strict=True):
         assert torch.allclose(p.grad, q.grad, atol=1e-6, rtol=1e-5), name
 
 
@@ -99,13 +91,15 @@ def _saved_model_config(tmp_path, dtype, **trainer):
     tok = char_tokenizer()
     tiny_model(len(tok), seed=5).save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
-    return load_config({
-        "run": {"id": "p", "output_dir": str(tmp_path / "runs")},
-        "model": {"name_or_path": str(tmp_path / "m"), "dtype": dtype},
-        "data": {"train": "toy:8", "chat_template": False},
-        "rewards": {"char_count": 1.0},
-        "trainer": {"num_generations": 2, "max_prompt_length": 8, "max_completion_length": 8, **trainer},
-    })
+    return load_config(
+        {
+            "run": {"id": "p", "output_dir": str(tmp_path / "runs")},
+            "model": {"name_or_path": str(tmp_path / "m"), "dtype": dtype},
+            "data": {"train": "toy:8", "chat_template": False},
+            "rewards": {"char_count": 1.0},
+            "trainer": {"num_generations": 2, "max_prompt_length": 8, "max_completion_length": 8, **trainer},
+        }
+    )
 
 
 def test_bfloat16_config_trains_float32_master_weights_under_autocast(tmp_path):
@@ -114,7 +108,7 @@ def test_bfloat16_config_trains_float32_master_weights_under_autocast(tmp_path):
     model, tok = load_policy(cfg, t, "cpu")
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     assert use_bf16(cfg, t, "cpu") is True
-    batch = _batch(len(tok), [6, 6, 6, 6])
+    batch = random_rollout_batch(len(tok), [6, 6, 6, 6])
 
     def changed_fraction(m: torch.nn.Module) -> float:
         before = [p.detach().clone() for p in m.parameters()]
@@ -122,7 +116,7 @@ def test_bfloat16_config_trains_float32_master_weights_under_autocast(tmp_path):
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
         inputs = UpdateInputs(torch.tensor([1.0, -1.0, 0.5, -0.5]), batch.completion_mask.float())
         policy_update(m, opt, sched, batch, inputs, LossConfig("grpo"), temperature=1.0, bf16=True)
-        moved = sum(int((p.detach() != b).sum()) for p, b in zip(m.parameters(), before))
+        moved = sum(int((p.detach() != b).sum()) for p, b in zip(m.parameters(), before, strict=True))
         return moved / sum(b.numel() for b in before)
 
     bf16_weights = copy.deepcopy(model).to(torch.bfloat16)
@@ -164,7 +158,7 @@ def test_is_weight_scales_each_token_loss():
 def test_update_applies_the_correction_with_the_sampler_logprobs():
     tok = char_tokenizer()
     model = tiny_model(len(tok), seed=6)
-    batch = _batch(len(tok), [4, 2, 3])
+    batch = random_rollout_batch(len(tok), [4, 2, 3])
     with torch.no_grad():
         trainer_logp, _ = completion_logprobs(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, 0.8)
     shift = torch.tensor([[0.5, -0.5, 0.0, 0.2], [0.0, 1.5, 0.0, 0.0], [-0.3, 0.0, 0.1, 0.0]])
@@ -186,11 +180,12 @@ def test_a_run_with_checkpointing_and_token_micro_batches_equals_the_plain_run(t
     from trainer import train
 
     plain = train(toy_config(tmp_path, "plain", max_steps=3), progress=False)
-    split = train(toy_config(tmp_path, "split", max_steps=3, gradient_checkpointing=True, micro_batch_tokens=48),
-                  progress=False)
+    split = train(
+        toy_config(tmp_path, "split", max_steps=3, gradient_checkpointing=True, micro_batch_tokens=48), progress=False
+    )
     assert [m["micro_batches"] for m in plain.metrics] == [1.0] * 3
     assert all(m["micro_batches"] >= 3 for m in split.metrics)
-    for a, b in zip(plain.metrics, split.metrics):
+    for a, b in zip(plain.metrics, split.metrics, strict=True):
         assert b["loss"] == pytest.approx(a["loss"], abs=1e-5)
         assert b["reward/total/mean"] == pytest.approx(a["reward/total/mean"], abs=1e-9)
     assert split.model.training and not plain.model.training
@@ -205,8 +200,16 @@ def test_bf16_default_on_cpu_follows_the_cpu_and_the_model_size(tmp_path):
     t = cfg.trainer.resolved()
     small, _ = load_policy(cfg, t, "cpu")  # hidden 64: casts would cost more than they save
     assert use_bf16(cfg, t, "cpu", small) is False
-    wide = Qwen2ForCausalLM(Qwen2Config(vocab_size=64, hidden_size=512, intermediate_size=64, num_hidden_layers=1,
-                                        num_attention_heads=4, num_key_value_heads=4))  # random-init, hidden 512
+    wide = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=64,
+            hidden_size=512,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+        )
+    )  # random-init, hidden 512
     assert use_bf16(cfg, t, "cpu", wide) is cpu_has_bf16_matmul()
     off = t.model_copy(update={"bf16": False})
     assert use_bf16(cfg, off, "cpu", wide) is False

@@ -52,7 +52,8 @@ class _FakeLLM:
         engine_model = types.SimpleNamespace(load_weights=load_weights)
         runner = types.SimpleNamespace(model=engine_model)
         self.llm_engine = types.SimpleNamespace(
-            model_executor=types.SimpleNamespace(driver_worker=types.SimpleNamespace(model_runner=runner)))
+            model_executor=types.SimpleNamespace(driver_worker=types.SimpleNamespace(model_runner=runner))
+        )
         _FakeLLM.instances.append(self)
 
     def generate(self, prompts, sampling_params, use_tqdm=False):
@@ -129,7 +130,8 @@ def test_generate_builds_group_major_rows_with_truncation_flags(fake_vllm):
     assert b.texts[0] == tok.decode([3]) and (b.prompt_ids[:4] == b.prompt_ids[0]).all()
     assert b.sampler_logp[0, :2].tolist() == pytest.approx([-0.1, -0.2])  # the sampled tokens' log-probs
     assert b.sampler_logp[0, 2:].abs().sum() == 0 and b.sampler_logp[1].tolist() == pytest.approx(
-        [-0.1, -0.2, -0.3, -0.4, -0.5])
+        [-0.1, -0.2, -0.3, -0.4, -0.5]
+    )
 
 
 def test_engine_memory_seed_port_and_options(fake_vllm):
@@ -138,22 +140,35 @@ def test_engine_memory_seed_port_and_options(fake_vllm):
 
     tok = char_tokenizer()
     model = tiny_model(len(tok))  # 2 layers, 2 KV heads of 32: 512 bytes of 16-bit KV per token
-    VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20, seed=7, max_num_seqs=16,
-                settings=VLLMSection(enforce_eager=True))
+    VLLMRollout(
+        model,
+        tok,
+        max_prompt_length=10,
+        max_completion_length=20,
+        seed=7,
+        max_num_seqs=16,
+        settings=VLLMSection(enforce_eager=True),
+    )
     kw = _FakeLLM.instances[-1].kwargs
     # 16 sequences x 2 pages of 16 tokens, plus the reserved page
     assert kw["kv_cache_memory_bytes"] == kv_cache_bytes(model.config, 16, 30) == int(512 * 33 * 16 * 1.25)
     assert kw["worker_extension_cls"] == "harness.vllm_engine.worker.WeightSyncWorker"
     n_params = sum(p.numel() for p in model.parameters())
-    assert kw["gpu_memory_utilization"] == pytest.approx((kw["kv_cache_memory_bytes"] + 2 * n_params + 2 * 2**30)
-                                                         / (80 * 2**30), abs=1e-4)
+    assert kw["gpu_memory_utilization"] == pytest.approx(
+        (kw["kv_cache_memory_bytes"] + 2 * n_params + 2 * 2**30) / (80 * 2**30), abs=1e-4
+    )
     assert kw["seed"] == 7 and kw["max_num_seqs"] == 16 and kw["enforce_eager"] is True
     assert kw["enable_sleep_mode"] is True and kw["logprobs_mode"] == "processed_logprobs"
     port = int(os.environ["MASTER_PORT"])
     with socket.socket() as s:  # a free port, bindable now
         s.bind(("127.0.0.1", port))
-    VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20,
-                settings=VLLMSection(kv_cache_bytes=12345, gpu_memory_utilization=0.5))
+    VLLMRollout(
+        model,
+        tok,
+        max_prompt_length=10,
+        max_completion_length=20,
+        settings=VLLMSection(kv_cache_bytes=12345, gpu_memory_utilization=0.5),
+    )
     kw = _FakeLLM.instances[-1].kwargs
     assert kw["kv_cache_memory_bytes"] == 12345 and kw["gpu_memory_utilization"] == 0.5
 
@@ -165,8 +180,13 @@ def test_an_engine_that_does_not_fit_the_free_memory_is_a_config_error(fake_vllm
     monkeypatch.setattr("trainer.rollout.vllm._gpu_memory", lambda: (3 * 2**30, 80 * 2**30))
     tok = char_tokenizer()
     with pytest.raises(ConfigError, match="GiB are free"):
-        VLLMRollout(tiny_model(len(tok)), tok, max_prompt_length=4, max_completion_length=5,
-                    settings=VLLMSection(kv_cache_bytes=2 * 2**30))
+        VLLMRollout(
+            tiny_model(len(tok)),
+            tok,
+            max_prompt_length=4,
+            max_completion_length=5,
+            settings=VLLMSection(kv_cache_bytes=2 * 2**30),
+        )
 
 
 def test_launcher_env_keeps_torchrun_values_and_picks_a_free_port():
@@ -194,8 +214,12 @@ def test_sleep_during_the_update_then_wake_weights_load_and_wake_cache(fake_vllm
     r.release_memory()  # idempotent
     r.sync_weights()
     n = len(list(r.model.parameters()))
-    assert llm.events == [("sleep", 2), ("wake_up", ["weights"]), ("sync_weights", n, "sampled"),
-                          ("wake_up", ["kv_cache"])]
+    assert llm.events == [
+        ("sleep", 2),
+        ("wake_up", ["weights"]),
+        ("sync_weights", n, "sampled"),
+        ("wake_up", ["kv_cache"]),
+    ]
 
 
 def test_sync_weights_pushes_every_parameter(fake_vllm):
@@ -235,10 +259,19 @@ def test_cpu_platform_pages_no_sleep_and_the_kv_override(fake_vllm, monkeypatch,
     VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20, platform=forced, bf16=True)
     kw = _FakeLLM.instances[-1].kwargs
     assert kw["kv_cache_memory_bytes"] == 2**31 and kw["dtype"] == "bfloat16"
-    with pytest.raises(ConfigError, match="VLLM_CPU_KVCACHE_SPACE=2 .*trainer.vllm.kv_cache_bytes|"
-                       "trainer.vllm.kv_cache_bytes=12345.*VLLM_CPU_KVCACHE_SPACE=2"):
-        VLLMRollout(model, tok, max_prompt_length=10, max_completion_length=20, platform=forced,
-                    settings=VLLMSection(kv_cache_bytes=12345))
+    with pytest.raises(
+        ConfigError,
+        match="VLLM_CPU_KVCACHE_SPACE=2 .*trainer.vllm.kv_cache_bytes|"
+        "trainer.vllm.kv_cache_bytes=12345.*VLLM_CPU_KVCACHE_SPACE=2",
+    ):
+        VLLMRollout(
+            model,
+            tok,
+            max_prompt_length=10,
+            max_completion_length=20,
+            platform=forced,
+            settings=VLLMSection(kv_cache_bytes=12345),
+        )
 
 
 def test_missing_vllm_is_a_config_error(monkeypatch):

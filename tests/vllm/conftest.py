@@ -25,5 +25,3 @@ def vllm_venv() -> Path:
             pytrace=False,
         )
     return VENV
-
-

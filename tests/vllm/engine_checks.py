@@ -36,9 +36,18 @@ def build_model(directory: Path | None, *, tied: bool, seed: int) -> tuple[Any, 
 
     tok = char_tokenizer()
     cfg = Qwen2Config(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=tied, pad_token_id=0,
-        eos_token_id=1, bos_token_id=None, initializer_range=0.2,
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=tied,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=None,
+        initializer_range=0.2,
     )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(cfg).eval()
@@ -64,8 +73,9 @@ def _engine_logprobs(llm: Any, vllm: Any, prompt_rows: list[list[int]], completi
 
 def _on(model: Any, batch: Any) -> tuple[torch.device, list[torch.Tensor]]:
     device = next(model.parameters()).device
-    return device, [t.to(device) for t in (batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                                           batch.completion_lengths)]
+    return device, [
+        t.to(device) for t in (batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_lengths)
+    ]
 
 
 def _policy_logprobs(model: Any, batch: Any, temperature: float, bf16: bool) -> torch.Tensor:
@@ -113,11 +123,21 @@ def run_sync(args: argparse.Namespace) -> dict[str, Any]:
     model.to(args.device)
     started = time.perf_counter()
     rollout = VLLMRollout(
-        model, tok, max_prompt_length=16, max_completion_length=16, seed=args.seed, max_num_seqs=32, bf16=bf16,
+        model,
+        tok,
+        max_prompt_length=16,
+        max_completion_length=16,
+        seed=args.seed,
+        max_num_seqs=32,
+        bf16=bf16,
         settings=VLLMSection(dtype=args.dtype, enforce_eager=True, sleep=False, sync_check=args.check),
     )
-    result: dict[str, Any] = {"engine_start_s": time.perf_counter() - started, "dtype": args.dtype,
-                              "tied": not args.untied, "seed": args.seed}
+    result: dict[str, Any] = {
+        "engine_start_s": time.perf_counter() - started,
+        "dtype": args.dtype,
+        "tied": not args.untied,
+        "seed": args.seed,
+    }
     if args.sampler:
         result["sampler"] = {}
         for temperature in (1.0, 0.7):
@@ -125,8 +145,10 @@ def run_sync(args: argparse.Namespace) -> dict[str, Any]:
             mine = _policy_logprobs(model, batch, temperature, bf16)
             result["sampler"][str(temperature)] = _max_gap(mine, batch.sampler_logp, batch.completion_mask.float())
     fixed = rollout.generate(PROMPTS, 2, SamplingConfig(16, temperature=1.0))
-    prompts = [[t for t, m in zip(p.tolist(), pm.tolist(), strict=True) if m] for p, pm in
-               zip(fixed.prompt_ids, fixed.prompt_mask, strict=True)]
+    prompts = [
+        [t for t, m in zip(p.tolist(), pm.tolist(), strict=True) if m]
+        for p, pm in zip(fixed.prompt_ids, fixed.prompt_mask, strict=True)
+    ]
     comps = [c[: int(n)].tolist() for c, n in zip(fixed.completion_ids, fixed.completion_lengths, strict=True)]
     mask = fixed.completion_mask.float()
 

@@ -63,8 +63,28 @@ def test_after_a_training_step_the_engine_scores_with_the_new_policy(vllm_venv, 
         assert r["control_raised"] is None and r["control_gap"] <= tol, r
 
 
-HELDOUT = ["abc:", "hello:", "xyz 12:", "the cat:", "q?", "mno pq:", "7+8=", "zz top:", "a b c:", "dog!", "12345:",
-           "hi there:", "k:", "cool.", "x*y=", "lmn:", "foo bar:", "(a)", "sun:", "wxyz:"]
+HELDOUT = [
+    "abc:",
+    "hello:",
+    "xyz 12:",
+    "the cat:",
+    "q?",
+    "mno pq:",
+    "7+8=",
+    "zz top:",
+    "a b c:",
+    "dog!",
+    "12345:",
+    "hi there:",
+    "k:",
+    "cool.",
+    "x*y=",
+    "lmn:",
+    "foo bar:",
+    "(a)",
+    "sun:",
+    "wxyz:",
+]
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +98,18 @@ def trained_run(vllm_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
         "model": {"name_or_path": str(model)},
         "data": {"train": "toy:64", "chat_template": False},
         "rewards": {"char_count": {"weight": 1.0, "params": {"char": "a", "norm": 16.0}}},
-        "trainer": {"backend": "vllm", "num_generations": 8, "prompts_per_step": 2, "max_prompt_length": 16,
-                    "max_completion_length": 16, "lr": 1e-2, "max_steps": 3, "save_steps": 1,
-                    "vllm": {"enforce_eager": True, "sleep": False}, "monitors": {"truncated_frac": 1.0}},
+        "trainer": {
+            "backend": "vllm",
+            "num_generations": 8,
+            "prompts_per_step": 2,
+            "max_prompt_length": 16,
+            "max_completion_length": 16,
+            "lr": 1e-2,
+            "max_steps": 3,
+            "save_steps": 1,
+            "vllm": {"enforce_eager": True, "sleep": False},
+            "monitors": {"truncated_frac": 1.0},
+        },
         "eval": {"vllm_enforce_eager": True},
     }
     (tmp / "config.yaml").write_text(yaml.safe_dump(config))
@@ -108,27 +137,70 @@ def test_harness_eval_with_one_vllm_engine_over_two_checkpoints(vllm_venv: Path,
 
     run, _ = trained_run
     data = tmp_path / "heldout.jsonl"
-    data.write_text("".join(json.dumps({"id": f"h{i}", "prompt": p, "answer": "a"}) + "\n" for i, p in
-                            enumerate(HELDOUT)))
-    common = ["--data", str(data), "--temperature", "0", "--k", "1", "--max-new-tokens", "16", "--no-telemetry",
-              "--no-progress"]
+    data.write_text(
+        "".join(json.dumps({"id": f"h{i}", "prompt": p, "answer": "a"}) + "\n" for i, p in enumerate(HELDOUT))
+    )
+    common = [
+        "--data",
+        str(data),
+        "--temperature",
+        "0",
+        "--k",
+        "1",
+        "--max-new-tokens",
+        "16",
+        "--no-telemetry",
+        "--no-progress",
+    ]
     shared = tmp_path / "shared"  # one engine: built on step 1, weights synced for steps 2 and 3; vLLM's default
     # layout (the engine in its own process), so the sync's calls cross a process boundary as they do for users
-    log = run_in(vllm_venv, ["harness", "eval", "--checkpoints", str(run), "--backend", "vllm", "--output",
-                             str(shared), *common], worker_process=True)
+    log = run_in(
+        vllm_venv,
+        ["harness", "eval", "--checkpoints", str(run), "--backend", "vllm", "--output", str(shared), *common],
+        worker_process=True,
+    )
     assert log.count("vllm weight sync:") == 2, log[-3000:]
     last_two = sorted(p.name for p in (run / "checkpoints").iterdir())[-2:]
     outputs = {}
     for name in last_two:
         fresh = tmp_path / f"fresh-{name}"
-        run_in(vllm_venv, ["harness", "eval", "--checkpoint", str(run / "checkpoints" / name), "--backend", "vllm",
-                           "--output", str(fresh), *common])
+        run_in(
+            vllm_venv,
+            [
+                "harness",
+                "eval",
+                "--checkpoint",
+                str(run / "checkpoints" / name),
+                "--backend",
+                "vllm",
+                "--output",
+                str(fresh),
+                *common,
+            ],
+        )
         outputs[name] = (_greedy(shared / name), _greedy(fresh))
     hf = tmp_path / "hf"
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "harness.cli", "eval", "--checkpoints", str(run), "--backend", "hf",
-                    "--output", str(hf), *common], check=True, cwd=ROOT, capture_output=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "eval",
+            "--checkpoints",
+            str(run),
+            "--backend",
+            "hf",
+            "--output",
+            str(hf),
+            *common,
+        ],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+        timeout=600,
+    )
     a, b = (outputs[n][0] for n in last_two)
     assert sum(a[k] != b[k] for k in a) >= 3, (a, b)  # the checkpoints differ, so a stale engine would show
     for name in last_two:

@@ -36,8 +36,12 @@ def run_in(
     ``worker_process``: vLLM's default layout, the engine in a process of its own (slower to start)."""
     extra = {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"} if worker_process else {}
     proc = subprocess.run(
-        [str(venv / "bin" / args[0]), *args[1:]], env=engine_env(**extra), cwd=cwd or ROOT, capture_output=True,
-        text=True, timeout=timeout,
+        [str(venv / "bin" / args[0]), *args[1:]],
+        env=engine_env(**extra),
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if proc.returncode != 0:
         pytest.fail(f"{' '.join(args)} exited {proc.returncode}:\n{(proc.stdout + proc.stderr)[-6000:]}")

@@ -19,9 +19,13 @@ from typing import Any
 
 
 def chat_reply(text: str, *, model: str = "scripted", prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:
-    return {"id": "x", "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+    }
 
 
 @dataclass

@@ -25,19 +25,37 @@ def _verdict(body: dict) -> str:
 def test_judge_agreement_command(scripted: ScriptedServer, tmp_path: Path, capsys) -> None:
     scripted.responder = _verdict
     rows = [
-        {"prompt": "1+1", "answer": "2", "completion": r"\boxed{2}"},           # judge pass, math pass
-        {"prompt": "2+2", "answer": "4", "completion": r"\boxed{5}"},           # fail, fail
-        {"prompt": "1/2", "answer": "0.5", "completion": r"\boxed{\frac12}"},   # judge fail, math pass
-        {"prompt": "3+3", "answer": "6", "completion": r"\boxed{7} not 6"},     # judge pass, math fail
-        {"prompt": "3+4", "answer": "7", "completion": r"seven \boxed{7}"},     # judge unscored (error: no verdict)
-        {"prompt": "5+5", "answer": "10", "completion": r"\boxed{10}"},         # pass, pass
+        {"prompt": "1+1", "answer": "2", "completion": r"\boxed{2}"},  # judge pass, math pass
+        {"prompt": "2+2", "answer": "4", "completion": r"\boxed{5}"},  # fail, fail
+        {"prompt": "1/2", "answer": "0.5", "completion": r"\boxed{\frac12}"},  # judge fail, math pass
+        {"prompt": "3+3", "answer": "6", "completion": r"\boxed{7} not 6"},  # judge pass, math fail
+        {"prompt": "3+4", "answer": "7", "completion": r"seven \boxed{7}"},  # judge unscored (error: no verdict)
+        {"prompt": "5+5", "answer": "10", "completion": r"\boxed{10}"},  # pass, pass
     ]
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n")
     out = tmp_path / "agreement.json"
-    rc = main(["judge-agreement", "--reward", "llm_judge", "--param", f"llm_judge.base_url={scripted.url}",
-               "--param", "llm_judge.model=scripted", "--param", f"llm_judge.cache_dir={tmp_path / 'cache'}",
-               "--against", "math", "--data", str(data), "--output", str(out), "--workers", "1"])
+    rc = main(
+        [
+            "judge-agreement",
+            "--reward",
+            "llm_judge",
+            "--param",
+            f"llm_judge.base_url={scripted.url}",
+            "--param",
+            "llm_judge.model=scripted",
+            "--param",
+            f"llm_judge.cache_dir={tmp_path / 'cache'}",
+            "--against",
+            "math",
+            "--data",
+            str(data),
+            "--output",
+            str(out),
+            "--workers",
+            "1",
+        ]
+    )
     assert rc == 0
     res = json.loads(out.read_text())
     assert res["pairs"] == 5 and res["bad_rows"] == 1 and res["judge_unscored"] == 1

@@ -59,8 +59,12 @@ def test_429_waits_for_retry_after(scripted: ScriptedServer, make_judge) -> None
 
 def test_429_with_a_retry_after_too_long_is_an_error(scripted: ScriptedServer) -> None:
     scripted.default = Action("status", status=429, headers={"Retry-After": "3600"})
-    judge = Judge(ChatClient(scripted.url, timeout=5, max_retry_after_s=60), model="m",
-                  rubric=load_rubric("correctness"), scale=parse_scale("binary"))
+    judge = Judge(
+        ChatClient(scripted.url, timeout=5, max_retry_after_s=60),
+        model="m",
+        rubric=load_rubric("correctness"),
+        scale=parse_scale("binary"),
+    )
     s = judge(ROW, "5")
     assert s.status == "error" and s.info["http_status"] == 429 and "Retry-After 3600" in s.info["reason"]
     assert scripted.count == 1
@@ -127,21 +131,25 @@ def test_failures_are_not_cached(scripted: ScriptedServer, make_judge) -> None:
     assert make_judge(scripted.url, retries=0)(ROW, "5").status == "ok" and scripted.count == 2
 
 
-def test_the_key_is_sent_as_a_bearer_token_from_the_named_variable(scripted: ScriptedServer, make_judge,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_key_is_sent_as_a_bearer_token_from_the_named_variable(
+    scripted: ScriptedServer, make_judge, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("JUDGE_TEST_KEY", "sk-test-123")
     make_judge(scripted.url, api_key_env="JUDGE_TEST_KEY")(ROW, "5")
     assert scripted.requests[0]["headers"]["Authorization"] == "Bearer sk-test-123"
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"api_key_env": "sk-live-abc123"}, "api_key_env"),
-    ({"scale": "1-1"}, "scale"),
-    ({"rubric": "no_such_rubric"}, "rubric"),
-    ({"votes": 0}, "votes"),
-    ({"aggregate": "median"}, "aggregate"),
-    ({"base_url": "127.0.0.1:8000"}, "base_url"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"api_key_env": "sk-live-abc123"}, "api_key_env"),
+        ({"scale": "1-1"}, "scale"),
+        ({"rubric": "no_such_rubric"}, "rubric"),
+        ({"votes": 0}, "votes"),
+        ({"aggregate": "median"}, "aggregate"),
+        ({"base_url": "127.0.0.1:8000"}, "base_url"),
+    ],
+)
 def test_bad_parameters_fail_at_load(make_judge, params: dict, field: str) -> None:
     url = params.pop("base_url", "http://127.0.0.1:9/v1")
     with pytest.raises(RewardParameterError, match=field) as e:
@@ -153,8 +161,14 @@ def test_span_attributes_use_genai_names(scripted: ScriptedServer, tmp_path: Pat
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    judge = Judge(ChatClient(scripted.url, timeout=5), model="scripted", rubric=load_rubric("correctness"),
-                  scale=parse_scale("binary"), cache=DiskCache(tmp_path), tracer=provider.get_tracer("t"))
+    judge = Judge(
+        ChatClient(scripted.url, timeout=5),
+        model="scripted",
+        rubric=load_rubric("correctness"),
+        scale=parse_scale("binary"),
+        cache=DiskCache(tmp_path),
+        tracer=provider.get_tracer("t"),
+    )
     judge(ROW, "5")
     scripted.default = Action("status", status=500)
     judge({"prompt": "x", "answer": "y"}, "z")
@@ -170,8 +184,10 @@ def test_a_batch_submit_does_not_wait_for_the_judge(scripted: ScriptedServer, tm
     same batch are there once the requests are let go. At most max_concurrency requests are in flight.
     With the scoring path that ran inline rewards synchronously inside submit(), this test fails: submit blocks."""
     scripted.default = Action("hold")
-    spec = {"name": "llm_judge", "params": {"base_url": scripted.url, "model": "m", "max_concurrency": 3,
-                                            "cache_dir": str(tmp_path)}}
+    spec = {
+        "name": "llm_judge",
+        "params": {"base_url": scripted.url, "model": "m", "max_concurrency": 3, "cache_dir": str(tmp_path)},
+    }
     rows = [dict(ROW, id=str(i), answer=str(i)) for i in range(8)]
     with ScoringSession([spec, "boxed_present"], timeout=120, cache=False) as session:
         submitted = threading.Event()

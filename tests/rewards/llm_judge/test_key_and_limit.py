@@ -20,9 +20,23 @@ ROW = {"id": "1", "prompt": "What is 2+3?", "answer": "5"}
 def _score(tmp_path: Path, url: str, *params: str, timeout: str | None = None) -> int:
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({**ROW, "completion": "5"}) + "\n")
-    args = ["score", "--reward", "llm_judge", "--input", str(inp), "--output", str(tmp_path / "out.jsonl"),
-            "--param", f"llm_judge.base_url={url}", "--param", "llm_judge.model=scripted",
-            "--param", f"llm_judge.cache_dir={tmp_path / 'cache'}", "--workers", "1"]
+    args = [
+        "score",
+        "--reward",
+        "llm_judge",
+        "--input",
+        str(inp),
+        "--output",
+        str(tmp_path / "out.jsonl"),
+        "--param",
+        f"llm_judge.base_url={url}",
+        "--param",
+        "llm_judge.model=scripted",
+        "--param",
+        f"llm_judge.cache_dir={tmp_path / 'cache'}",
+        "--workers",
+        "1",
+    ]
     for p in params:
         args += ["--param", f"llm_judge.{p}"]
     return main([*args, *(["--timeout", timeout] if timeout else [])])
@@ -30,7 +44,10 @@ def _score(tmp_path: Path, url: str, *params: str, timeout: str | None = None) -
 
 @pytest.mark.parametrize("value", [None, "", "  "])
 def test_a_named_key_variable_unset_or_empty_fails_the_command_naming_it(
-    scripted: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    scripted: ScriptedServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     value: str | None,
 ) -> None:
     """Regression: on the old main an unset variable sent requests without a key; the user saw only HTTP 401s."""

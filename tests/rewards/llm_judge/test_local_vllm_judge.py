@@ -57,8 +57,11 @@ def venv() -> Path:
     if not (VENV / "bin" / "python").exists():
         if os.environ.get(OPT_OUT) == "1":
             pytest.skip(f"{OPT_OUT}=1: the real vLLM tests are left out on purpose")
-        pytest.fail(f"{VENV} is missing: build it with `make vllm-env` (`make test` builds it), or set {OPT_OUT}=1 "
-                    "to leave the real vLLM tests out knowingly", pytrace=False)
+        pytest.fail(
+            f"{VENV} is missing: build it with `make vllm-env` (`make test` builds it), or set {OPT_OUT}=1 "
+            "to leave the real vLLM tests out knowingly",
+            pytrace=False,
+        )
     return VENV
 
 
@@ -68,9 +71,15 @@ def judge_server(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     convert = subprocess.run(
-        [str(venv / "bin" / "python"), "-c",
-         f"from harness.demo import smollm2_float32; print(smollm2_float32({str(work)!r}))"],
-        env=env, capture_output=True, text=True, timeout=600,
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            f"from harness.demo import smollm2_float32; print(smollm2_float32({str(work)!r}))",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert convert.returncode == 0, convert.stderr[-4000:]
     model_dir = convert.stdout.strip().splitlines()[-1]
@@ -78,10 +87,26 @@ def judge_server(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     env.update(VLLM_CPU_KVCACHE_SPACE="1", VLLM_ENABLE_V1_MULTIPROCESSING="0")
     log = (work / "server.log").open("w")
     proc = subprocess.Popen(
-        [str(venv / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir,
-         "--served-model-name", "smollm2-judge", "--host", "127.0.0.1", "--port", str(port),
-         "--max-model-len", "2048", "--enforce-eager"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model_dir,
+            "--served-model-name",
+            "smollm2-judge",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--max-model-len",
+            "2048",
+            "--enforce-eager",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -114,8 +139,9 @@ def test_the_documented_agreement_command_against_a_local_vllm_judge(judge_serve
     args[args.index("--output") + 1] = str(tmp_path / "agreement.json")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(GRPO_HARNESS_JUDGE_CACHE=str(tmp_path / "judge-cache"), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-6000:]
     res = json.loads((tmp_path / "agreement.json").read_text())
     assert res["rows"] == 20 and res["pairs"] == 20, res

@@ -20,10 +20,19 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = "sk-judge-secret-4f1c9e27b"
-CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'][0] }}:{{ m['content'] }}\n{% endfor %}"
-                 "{% if add_generation_prompt %}a:{% endif %}")
-ROWS = [{"id": f"r{i}", "prompt": f"What is {i} + {i + 1}?", "answer": str(2 * i + 1),
-         "completion": f"{i} + {i + 1} = \\boxed{{{2 * i + 1 if i % 2 else 2 * i}}}"} for i in range(8)]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'][0] }}:{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}a:{% endif %}"
+)
+ROWS = [
+    {
+        "id": f"r{i}",
+        "prompt": f"What is {i} + {i + 1}?",
+        "answer": str(2 * i + 1),
+        "completion": f"{i} + {i + 1} = \\boxed{{{2 * i + 1 if i % 2 else 2 * i}}}",
+    }
+    for i in range(8)
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +55,33 @@ def requests_served(base: str) -> int:
 
 
 def _score(run: Path, server: str, out: str) -> list[dict]:
-    judge = {"base_url": server, "model": "tiny-test-model", "api_key_env": "JUDGE_TEST_KEY", "max_tokens": 24,
-             "timeout": 100,  # below --timeout 120: the judge's own limit must end first
-             "max_concurrency": 4, "cache_dir": str(run / "judge-cache")}
-    args = [sys.executable, "-m", "harness.cli", "score", "--reward", "math", "--reward", "llm_judge=0",
-            "--input", str(run / "in.jsonl"), "--output", str(run / out), "--workers", "1", "--timeout", "120"]
+    judge = {
+        "base_url": server,
+        "model": "tiny-test-model",
+        "api_key_env": "JUDGE_TEST_KEY",
+        "max_tokens": 24,
+        "timeout": 100,  # below --timeout 120: the judge's own limit must end first
+        "max_concurrency": 4,
+        "cache_dir": str(run / "judge-cache"),
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "score",
+        "--reward",
+        "math",
+        "--reward",
+        "llm_judge=0",
+        "--input",
+        str(run / "in.jsonl"),
+        "--output",
+        str(run / out),
+        "--workers",
+        "1",
+        "--timeout",
+        "120",
+    ]
     for k, v in judge.items():
         args += ["--param", f"llm_judge.{k}={v}"]
     env = dict(os.environ, JUDGE_TEST_KEY=KEY, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
@@ -89,8 +120,9 @@ def test_score_run_twice_second_from_cache_and_the_key_is_nowhere(server: str, t
     assert leaked == []
 
 
-def test_held_out_evaluation_with_math_and_the_judge(server: str, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_held_out_evaluation_with_math_and_the_judge(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``evaluate`` through the same server as generator and judge, with traces on; the key is in no file."""
     from evals import evaluate
     from harness.cfg.eval import EvalSection
@@ -104,11 +136,27 @@ def test_held_out_evaluation_with_math_and_the_judge(server: str, tmp_path: Path
     tok.save_pretrained(ckpt)
     data = tmp_path / "heldout.jsonl"
     data.write_text("".join(json.dumps({k: r[k] for k in ("id", "prompt", "answer")}) + "\n" for r in ROWS[:3]))
-    judge = {"name": "llm_judge", "weight": 0.0, "params": {
-        "base_url": server, "model": "tiny-test-model", "api_key_env": "JUDGE_TEST_KEY", "max_tokens": 16,
-        "cache_dir": str(tmp_path / "run" / "judge-cache")}}
-    settings = EvalSection(backend="openai", base_url=server, k=2, temperature=1.0, top_p=1.0, max_new_tokens=8,
-                           workers=1, api_key_env="JUDGE_TEST_KEY")
+    judge = {
+        "name": "llm_judge",
+        "weight": 0.0,
+        "params": {
+            "base_url": server,
+            "model": "tiny-test-model",
+            "api_key_env": "JUDGE_TEST_KEY",
+            "max_tokens": 16,
+            "cache_dir": str(tmp_path / "run" / "judge-cache"),
+        },
+    }
+    settings = EvalSection(
+        backend="openai",
+        base_url=server,
+        k=2,
+        temperature=1.0,
+        top_p=1.0,
+        max_new_tokens=8,
+        workers=1,
+        api_key_env="JUDGE_TEST_KEY",
+    )
     res = evaluate(ckpt, data, ["math", judge], settings=settings, output_dir=tmp_path / "run" / "eval")
     assert set(res.results["rewards"]) == {"math", "llm_judge"}
     recs = [json.loads(x) for x in (res.output_dir / "samples.jsonl").read_text().splitlines()]

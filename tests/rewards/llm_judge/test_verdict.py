@@ -23,39 +23,45 @@ from rewards.llm_judge import (
 BIN, FIVE = Scale(), Scale(5)
 
 
-@pytest.mark.parametrize("text, scale, raw, value", [
-    ("The answer is right.\nVERDICT: yes", BIN, "yes", 1.0),
-    ("wrong value\nverdict: NO", BIN, "no", 0.0),
-    ("**VERDICT:** yes", BIN, "yes", 1.0),
-    ("Reasoning...\n```\nVERDICT: no\n```", BIN, "no", 0.0),
-    ("VERDICT: yes\n\nAgain, to be clear:\nVERDICT: yes", BIN, "yes", 1.0),  # repeated, same
-    ('{"rationale": "matches", "verdict": "yes"}', BIN, "yes", 1.0),
-    ('Here you go:\n```json\n{"rationale": "off by one", "verdict": 2}\n```', FIVE, 2, 0.25),
-    ("Mostly good.\nVERDICT: 5", FIVE, 5, 1.0),
-    ("VERDICT: 1.", FIVE, 1, 0.0),
-    ("VERDICT = 3", FIVE, 3, 0.5),
-])
+@pytest.mark.parametrize(
+    "text, scale, raw, value",
+    [
+        ("The answer is right.\nVERDICT: yes", BIN, "yes", 1.0),
+        ("wrong value\nverdict: NO", BIN, "no", 0.0),
+        ("**VERDICT:** yes", BIN, "yes", 1.0),
+        ("Reasoning...\n```\nVERDICT: no\n```", BIN, "no", 0.0),
+        ("VERDICT: yes\n\nAgain, to be clear:\nVERDICT: yes", BIN, "yes", 1.0),  # repeated, same
+        ('{"rationale": "matches", "verdict": "yes"}', BIN, "yes", 1.0),
+        ('Here you go:\n```json\n{"rationale": "off by one", "verdict": 2}\n```', FIVE, 2, 0.25),
+        ("Mostly good.\nVERDICT: 5", FIVE, 5, 1.0),
+        ("VERDICT: 1.", FIVE, 1, 0.0),
+        ("VERDICT = 3", FIVE, 3, 0.5),
+    ],
+)
 def test_valid_verdicts_parse_to_their_normalized_value(text: str, scale: Scale, raw: object, value: float) -> None:
     v = parse_verdict(text, scale)
     assert (v.raw, v.value) == (raw, value)
 
 
-@pytest.mark.parametrize("text, scale, why", [
-    ("", BIN, "no text"),
-    ("I think the verdict is yes.", BIN, "no 'VERDICT"),  # prose does not count
-    ("VERDICT: yes\nHmm, actually the units are wrong.\nVERDICT: no", BIN, "conflicting"),  # changed mid-text
-    ("VERDICT: maybe", BIN, "not yes or no"),
-    ("VERDICT: yes or no", BIN, "not yes or no"),  # the rubric's instruction echoed
-    ("VERDICT: 7", FIVE, "out of range"),
-    ("VERDICT: 0", FIVE, "out of range"),
-    ("VERDICT: 4.5", FIVE, "not an integer"),
-    ("VERDICT: <one integer from 1 to 5>", FIVE, "not an integer"),
-    ("VERDICT:", BIN, "has no value"),
-    ('{"verdict": true}', FIVE, "not an integer"),
-    ('{"verdict": 9}', FIVE, "out of range"),
-    ('{"rationale": "no verdict key"}', BIN, "no 'VERDICT"),
-    ("```\nVERDICT: 2\n```\nOn reflection:\nVERDICT: 4", FIVE, "conflicting"),
-])
+@pytest.mark.parametrize(
+    "text, scale, why",
+    [
+        ("", BIN, "no text"),
+        ("I think the verdict is yes.", BIN, "no 'VERDICT"),  # prose does not count
+        ("VERDICT: yes\nHmm, actually the units are wrong.\nVERDICT: no", BIN, "conflicting"),  # changed mid-text
+        ("VERDICT: maybe", BIN, "not yes or no"),
+        ("VERDICT: yes or no", BIN, "not yes or no"),  # the rubric's instruction echoed
+        ("VERDICT: 7", FIVE, "out of range"),
+        ("VERDICT: 0", FIVE, "out of range"),
+        ("VERDICT: 4.5", FIVE, "not an integer"),
+        ("VERDICT: <one integer from 1 to 5>", FIVE, "not an integer"),
+        ("VERDICT:", BIN, "has no value"),
+        ('{"verdict": true}', FIVE, "not an integer"),
+        ('{"verdict": 9}', FIVE, "out of range"),
+        ('{"rationale": "no verdict key"}', BIN, "no 'VERDICT"),
+        ("```\nVERDICT: 2\n```\nOn reflection:\nVERDICT: 4", FIVE, "conflicting"),
+    ],
+)
 def test_invalid_verdicts_are_errors_that_say_why(text: str, scale: Scale, why: str) -> None:
     with pytest.raises(VerdictError, match=why):
         parse_verdict(text, scale)
@@ -100,14 +106,17 @@ def test_a_missing_column_is_named() -> None:
         load_rubric("hallucination").render({"prompt": "q"}, "a", BIN.instruction)
 
 
-@pytest.mark.parametrize("template, why", [
-    ("{completion} {prompt.__class__} {verdict_format}", "not a plain column name"),
-    ("{completion} {x[0]} {verdict_format}", "not a plain column name"),
-    ("{completion} {x!r} {verdict_format}", "not a plain column name"),
-    ("{prompt} {verdict_format}", "never shows the judge"),
-    ("{completion}", "verdict_format"),
-    ("{completion {verdict_format}", "bad braces"),
-])
+@pytest.mark.parametrize(
+    "template, why",
+    [
+        ("{completion} {prompt.__class__} {verdict_format}", "not a plain column name"),
+        ("{completion} {x[0]} {verdict_format}", "not a plain column name"),
+        ("{completion} {x!r} {verdict_format}", "not a plain column name"),
+        ("{prompt} {verdict_format}", "never shows the judge"),
+        ("{completion}", "verdict_format"),
+        ("{completion {verdict_format}", "bad braces"),
+    ],
+)
 def test_bad_template_files_are_refused_at_load(tmp_path: Path, template: str, why: str) -> None:
     f = tmp_path / "rubric.txt"
     f.write_text(template)
