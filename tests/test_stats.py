@@ -12,6 +12,7 @@ from harness.stats import (
     mean_std,
     percentile,
     score_summary,
+    window_mean,
     zero_variance_group_frac,
 )
 
@@ -80,3 +81,10 @@ def test_advantages_zero_variance_groups_follow_the_same_rule():
     flags = group_advantages(torch.tensor(rewards, dtype=torch.float64), 2).zero_variance.tolist()
     assert flags == [group_has_zero_variance(rewards[i : i + 2]) for i in range(0, 8, 2)] == [True, False, True, True]
     assert sum(flags) / len(flags) == zero_variance_group_frac(rewards, 2)
+
+
+def test_window_mean_takes_the_scored_steps_after_the_previous_checkpoint_up_to_this_one():
+    points = [(1, 0.1), (2, 0.3), (3, None), (4, float("nan")), (5, 0.5), (6, 0.9)]
+    assert window_mean(points, 1, 5) == (pytest.approx(0.4), 2)  # steps 2..5, unscored ones left out
+    assert window_mean(points, None, 2) == (pytest.approx(0.2), 2)  # no previous checkpoint: from the first step
+    assert window_mean(points, 5, 5) == (None, 0) and window_mean(points, 2, 4) == (None, 0)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cfg.telemetry import AlarmSection
+from harness.stats import window_mean
 from harness.telemetry._evals import Evaluation, group_evaluations, select_evaluations
 
 __all__ = [
@@ -173,17 +174,15 @@ def _eval_rows(
         for step in sorted(evals[name]):
             s = evals[name][step]
             a = s["attributes"]
-            window = [m for st, m in curve.get(name, ()) if (prev is None or st > prev) and st <= step]
-            train_mean = sum(window) / len(window) if window else _num(a.get("harness.reward.train_mean"))
+            window, n = window_mean(curve.get(name, ()), prev, step)  # the trainer's own rule for the context
+            train_mean = window if n else _num(a.get("harness.reward.train_mean"))
             heldout = _num(a.get("harness.reward.heldout"))
             gap = train_mean - heldout if train_mean is not None and heldout is not None else None
             if s["links"]:
                 link = "resolved" if all(ln["span_id"] in known for ln in s["links"]) else "dangling"
             else:
                 link = "none"
-            reward_rows.append(
-                CheckpointRow(step, name, train_mean, heldout, gap, len(window), link, None, ev.id, ev.data, ev.k)
-            )
+            reward_rows.append(CheckpointRow(step, name, train_mean, heldout, gap, n, link, None, ev.id, ev.data, ev.k))
             prev = step
         for row, msg in zip(
             reward_rows,
