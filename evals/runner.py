@@ -28,7 +28,7 @@ from evals.config import BackendName, EvalSection
 from evals.errors import ContaminationError, EvalError
 from evals.identity import describe_evaluation, evaluation_key
 from evals.outputs import EvalOutput, read_records
-from evals.results import TRUNCATION_WARN_FRAC, build_results, flat_metrics, format_table, package_versions
+from evals.results import TRUNCATION_WARN_FRAC, build_results, format_table, headline_metrics, package_versions
 from harness.cfg.common import FieldMap
 from harness.contamination import check_contamination
 from harness.data import LoadResult, load_samples
@@ -267,7 +267,7 @@ def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any], evaluati
     )
     try:
         with tel.eval_checkpoint(info.step, info.telemetry_ctx, evaluation) as ev:
-            ev.set_metrics(flat_metrics(results))
+            ev.set_metrics(headline_metrics(results))
             for name, r in results["rewards"].items():
                 extra = {"stderr": r["stderr"], "scored": r["scored"], "count": r["count"]}
                 ev.record_reward(name, r["mean"], {key: v for key, v in extra.items() if v is not None})

@@ -108,8 +108,8 @@ class EvalSpan:
         self._ctx = ctx or {}
         self._evaluation = eval_attributes(evaluation)
 
-    def set_metrics(self, metrics: Mapping[str, float]) -> None:
-        """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` attributes."""
+    def set_metrics(self, metrics: Mapping[str, float | None]) -> None:
+        """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` numbers; None: left out."""
         self.span.set_attributes(flat_metrics("harness.metric.", metrics))
 
     def record_reward(self, name: str, heldout: float | None, metrics: Mapping[str, float] | None = None) -> None:

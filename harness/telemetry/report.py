@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.cfg.telemetry import AlarmSection
 from harness.stats import window_mean
+from harness.table import align_columns
 from harness.telemetry._evals import Evaluation, group_evaluations, select_evaluations
 
 __all__ = [
@@ -279,14 +280,9 @@ def format_table(report: Report) -> str:
     """A plain-text table for the terminal, followed by one line per alarm."""
     if not report.rows:
         return f"run {report.run_id}: no evaluated checkpoints found ({_train_summary(report)})"
-    rows = [_HEADER, *(_cells(report, r) for r in report.rows)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     lines = [f"run {report.run_id}" + (f" ({report.source})" if report.source else "")]
     lines += [e.describe() for e in report.evaluations]
-    for k, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines += align_columns([_HEADER, *(_cells(report, r) for r in report.rows)], rule=True)
     lines.extend(f"ALARM {r.reward} @ step {r.step}: {r.alarm}" for r in report.alarms)
     if not report.alarms:
         lines.append("no divergence alarm")
