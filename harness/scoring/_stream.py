@@ -1,4 +1,4 @@
-"""Score while generating: the loop the trainer and the evaluator share to keep reward workers busy.
+"""Score while generating: the loop the trainer, the evaluator and ``harness score`` share to keep workers busy.
 
 Parts (a slice of prompts, a batch of held-out prompts) are generated one after another, and each part's scoring is
 *submitted* to a :class:`~harness.scoring.ScoringSession` as soon as that part is generated, so the workers score
@@ -9,6 +9,7 @@ part ``i`` while part ``i + 1`` is generated. Two ways to take the scores:
 * ``on_scored``: part ``i``'s scores are awaited right after part ``i + 1`` is submitted and handed over in order
   (at most two parts in flight); when generating a part fails, the part already generated is still handed over
   before the error propagates, so the work done is kept (the evaluator appends it to its output and resumes there).
+  ``harness score`` reads its file this way: the next chunk of rows is read while one scores.
 
 This module does not generate (``generate`` is the caller's) and does not run rewards (the session does).
 """
