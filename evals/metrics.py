@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.stats import mean_and_stderr, score_summary, scored_values
+from harness.stats import mean_and_stderr, scored_values
 from harness.types import Score
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "mean_and_stderr",
     "normalize_answer",
     "majority_vote",
-    "reward_summary",
     "prompt_metrics",
 ]
 
@@ -117,25 +116,6 @@ def majority_vote(answers: Sequence[str | None]) -> tuple[str | None, int]:
         if a is not None and counts[a] == top:
             return a, top
     raise AssertionError("unreachable: a counted answer was not found")
-
-
-def reward_summary(scores: Sequence[Score]) -> dict[str, Any]:
-    """Mean, sample std (n - 1), standard error over scored samples; counts per status; how many are unscored.
-
-    The statistics are :func:`harness.stats.score_summary`'s. The standard error here treats samples as
-    independent (it is for the per-reward mean over all completions); per-prompt metrics use :func:`prompt_metrics`.
-    """
-    summary = score_summary([s.value for s in scores], [s.status for s in scores])
-    _, stderr, _ = mean_and_stderr(s.value for s in scores)
-    return {
-        "mean": summary["mean"],
-        "std": summary["std"],
-        "stderr": stderr,
-        "count": summary["count"],
-        "scored": summary["scored"],
-        "unscored": summary["count"] - summary["scored"],
-        "statuses": dict(sorted(summary["statuses"].items())),
-    }
 
 
 def _ks(n: int) -> list[int]:

@@ -15,10 +15,12 @@ import platform
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evals.metrics import mean_and_stderr, prompt_metrics, reward_summary
+from evals.metrics import mean_and_stderr, prompt_metrics
+from harness.scoring import reward_summary
+from harness.table import align_columns
 from harness.types import RewardSpec, Score
 
-__all__ = ["build_results", "format_table", "package_versions", "TRUNCATION_WARN_FRAC", "flat_metrics"]
+__all__ = ["build_results", "format_table", "package_versions", "TRUNCATION_WARN_FRAC", "headline_metrics"]
 
 #: Warn when more than this share of completions stopped at the token limit.
 TRUNCATION_WARN_FRAC = 0.5
@@ -102,21 +104,18 @@ def build_results(
     }
 
 
-def flat_metrics(results: Mapping[str, Any]) -> dict[str, float]:
-    """The headline numbers as a flat ``name -> float`` map (for spans and logs); None values are left out."""
-    out: dict[str, float] = {}
-    for j, v in results.get("pass@k", {}).items():
-        if v.get("value") is not None:
-            out[f"pass@{j}"] = float(v["value"])
-    for j, v in results.get("maj@k", {}).items():
-        if v.get("value") is not None:
-            out[f"maj@{j}"] = float(v["value"])
+def headline_metrics(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline numbers by name: pass@j, maj@j, avg@k, total/mean, completions/truncated_frac (None: not computed).
+
+    The evaluation span records them with :meth:`harness.telemetry.EvalSpan.set_metrics`, whose one flattener turns
+    them into ``harness.metric.<name>`` numbers and leaves out the None ones.
+    """
+    out: dict[str, Any] = {f"pass@{j}": v.get("value") for j, v in results.get("pass@k", {}).items()}
+    out.update({f"maj@{j}": v.get("value") for j, v in results.get("maj@k", {}).items()})
     avg = results.get("avg@k", {})
-    if avg.get("value") is not None:
-        out[f"avg@{avg.get('k')}"] = float(avg["value"])
-    if results.get("total", {}).get("mean") is not None:
-        out["total/mean"] = float(results["total"]["mean"])
-    out["completions/truncated_frac"] = float(results.get("completions", {}).get("truncated_frac") or 0.0)
+    out[f"avg@{avg.get('k')}"] = avg.get("value")
+    out["total/mean"] = results.get("total", {}).get("mean")
+    out["completions/truncated_frac"] = results.get("completions", {}).get("truncated_frac") or 0.0
     return out
 
 
@@ -151,8 +150,7 @@ def format_table(results: Mapping[str, Any]) -> str:
         )
     total = results.get("total", {})
     rows.append(("total", "", _fmt(total.get("mean"), total.get("stderr")), str(total.get("scored", "")), ""))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = align_columns(rows)
     succ = results.get("success", {})
     k = int(results.get("k") or results.get("avg@k", {}).get("k") or 1)
     lines.append("")

@@ -22,19 +22,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from evals.backends import Backend, PromptRequest, SamplingParams, make_backend, prompt_seed
+from evals.backends import Backend, Generation, PromptRequest, SamplingParams, make_backend, prompt_seed
 from evals.checkpoint import CheckpointInfo, resolve_checkpoint
 from evals.config import BackendName, EvalSection
 from evals.errors import ContaminationError, EvalError
 from evals.identity import describe_evaluation, evaluation_key
 from evals.outputs import EvalOutput, read_records
-from evals.results import TRUNCATION_WARN_FRAC, build_results, flat_metrics, format_table, package_versions
+from evals.results import TRUNCATION_WARN_FRAC, build_results, format_table, headline_metrics, package_versions
 from harness.cfg.common import FieldMap
 from harness.contamination import check_contamination
 from harness.data import LoadResult, load_samples
 from harness.errors import DataError
 from harness.plugins import add_plugins
-from harness.scoring import ScoringSession, weighted_total
+from harness.scoring import BatchResult, ScoringSession, Submitted, score_while_generating, weighted_total
 from harness.types import RewardSpec, Sample
 
 __all__ = ["evaluate", "EvalResult", "resolve_specs", "resolve_settings"]
@@ -163,7 +163,7 @@ def resolve_settings(info: CheckpointInfo, settings: EvalSection | None, k: int 
 def _records(
     chunk: Sequence[Sample],
     gens: Sequence[Sequence[Any]],
-    result: Any,
+    result: BatchResult,
     specs: Sequence[RewardSpec],
     seeds: Sequence[int],
     k: int,
@@ -200,6 +200,10 @@ def _chunk_size(settings: EvalSection) -> int:
     return settings.batch_size
 
 
+#: What a batch of prompts generated: the seed of each prompt and its ``k`` generations.
+_Generated = tuple[list[int], list[list[Generation]]]
+
+
 def _generate_and_score(
     backend: Backend,
     todo: Sequence[Sample],
@@ -209,7 +213,11 @@ def _generate_and_score(
     output: EvalOutput,
     progress: bool,
 ) -> dict[str, float]:
-    """Sample and score every prompt in ``todo``, appending records batch by batch; returns timings."""
+    """Sample and score every prompt in ``todo``, appending records batch by batch; returns timings.
+
+    Batch ``i`` is scored while batch ``i + 1`` is generated (:func:`harness.scoring.score_while_generating`); a
+    batch already generated is written even when generating the next one fails, so a resume starts after it.
+    """
     k, step = settings.k, _chunk_size(settings)
     timing = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
     bar = None
@@ -217,39 +225,24 @@ def _generate_and_score(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(todo), desc="prompts", unit="prompt")
-    session = ScoringSession(specs, timeout=settings.score_timeout, workers=settings.workers)
-    pending: tuple[Any, ...] | None = None
 
-    def collect(p: tuple[Any, ...]) -> None:
-        handle, chunk, gens, seeds = p
-        t0 = time.perf_counter()
-        result = handle.result()
-        timing["score_wait_s"] += time.perf_counter() - t0
+    def generate(chunk: list[Sample]) -> tuple[_Generated, list[Sample], list[str]]:
+        seeds = [prompt_seed(params.seed, s.id) for s in chunk]
+        requests = [PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds, strict=True)]
+        gens = backend.generate(requests, k, params)
+        return (seeds, gens), [s for s in chunk for _ in range(k)], [g.text for row in gens for g in row]
+
+    def write(done: Submitted[list[Sample], _Generated], result: BatchResult) -> None:
+        seeds, gens = done.generated
         timing["score_call_s"] += sum(sum(v) for v in result.latency_s.values())
-        output.append(_records(chunk, gens, result, specs, seeds, k))
+        output.append(_records(done.part, gens, result, specs, seeds, k))
         if bar is not None:
-            bar.update(len(chunk))
+            bar.update(len(done.part))
 
+    session = ScoringSession(specs, timeout=settings.score_timeout, workers=settings.workers)
     try:
-        for start in range(0, len(todo), step):
-            chunk = list(todo[start : start + step])
-            seeds = [prompt_seed(params.seed, s.id) for s in chunk]
-            t0 = time.perf_counter()
-            try:
-                gens = backend.generate(
-                    [PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds, strict=True)], k, params
-                )
-            except BaseException:
-                if pending is not None:  # keep the batch already generated: a resume then starts after it
-                    collect(pending)
-                raise
-            timing["generate_s"] += time.perf_counter() - t0
-            handle = session.submit([s for s in chunk for _ in range(k)], [g.text for row in gens for g in row])
-            if pending is not None:
-                collect(pending)  # score batch i while batch i+1 was generated
-            pending = (handle, chunk, gens, seeds)
-        if pending is not None:
-            collect(pending)
+        chunks = [list(todo[start : start + step]) for start in range(0, len(todo), step)]
+        score_while_generating(session, chunks, generate, on_scored=write, timing=timing)
     finally:
         session.close()
         if bar is not None:
@@ -267,7 +260,7 @@ def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any], evaluati
     )
     try:
         with tel.eval_checkpoint(info.step, info.telemetry_ctx, evaluation) as ev:
-            ev.set_metrics(flat_metrics(results))
+            ev.set_metrics(headline_metrics(results))
             for name, r in results["rewards"].items():
                 extra = {"stderr": r["stderr"], "scored": r["scored"], "count": r["count"]}
                 ev.record_reward(name, r["mean"], {key: v for key, v in extra.items() if v is not None})
@@ -461,7 +454,7 @@ def evaluate(
     todo = [s for s in plan.held.samples if s.id not in finished]
     be: Backend | None = None if backend is None or isinstance(backend, str) else backend
     owned = be is None  # a Backend object passed in stays the caller's to close
-    timing: dict[str, float] = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0}
+    timing: dict[str, float] = {"generate_s": 0.0, "score_wait_s": 0.0, "score_call_s": 0.0, "score_submit_s": 0.0}
     t0 = time.perf_counter()
     try:
         if todo:

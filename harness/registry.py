@@ -52,6 +52,7 @@ from harness.types import RewardSpec, Sample, Score
 __all__ = [
     "reward",
     "get_reward",
+    "build_reward",
     "list_rewards",
     "get_entry",
     "RewardEntry",
@@ -463,6 +464,23 @@ def as_score(out: Any, name: str = "?") -> Score:
     if isinstance(out, (bool, int, float)):
         return Score(value=float(out))
     return Score.unscored("error", f"reward {name!r} returned {type(out).__name__}, expected Score or float")
+
+
+def build_reward(name: str, params: Mapping[str, Any], module: str = "") -> RewardFn:
+    """Build reward ``name`` with ``params``: the one place the scoring path calls a reward's factory.
+
+    The scoring session builds each reward once when it loads (a bad value fails there, and ``inline`` rewards
+    run that very object); each worker process builds its own with this function. ``module`` is where the reward
+    was registered in the parent: a worker that does not know the name imports it (user code that registered the
+    reward on import) and looks again.
+    """
+    try:
+        return RewardFn(get_entry(name), params)
+    except UnknownRewardError:
+        if module in ("", "__main__", "__mp_main__"):
+            raise
+        importlib.import_module(module)
+        return RewardFn(get_entry(name), params)
 
 
 def get_reward(name: str, **params: Any) -> RewardFn:

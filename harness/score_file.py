@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import DataError
-from harness.scoring import BatchResult, ScoringSession
+from harness.scoring import BatchResult, ScoringSession, score_while_generating
 from harness.scoring._result import reward_summary
 from harness.types import RewardSpec, Sample, Score
 
@@ -155,46 +155,51 @@ def score_file(
     bar = tqdm(total=total_lines, desc="scoring", unit="row", disable=not show)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a" if resume else "w", encoding="utf-8") as f:
-        chunk: list[tuple[int, str, Sample | None, str]] = []
-        pending = None
-        for lineno, line in _read_rows(src):
-            parsed = parse_row(line, lineno)
-            entry: tuple[int, str, Sample | None, str]
-            if isinstance(parsed[0], Sample):
-                sample, completion = parsed
-                rid = sample.id
-                entry = (lineno, rid, sample, completion)
-            else:
-                rid, reason = parsed
-                entry = (lineno, rid, None, reason)
-            if rid in done:
-                report.skipped += 1
-                bar.update(1)
-                continue
-            chunk.append(entry)
-            if len(chunk) >= _CHUNK:
-                pending = _flush(session, pending, chunk, f, report, bar)
-                chunk = []
-        pending = _flush(session, pending, chunk, f, report, bar)
-        _flush(session, pending, [], f, report, bar)
+        chunks = _chunks(_read_rows(src), done, report, bar)
+        score_while_generating(  # chunk i is written while chunk i + 1 is read and scored
+            session, chunks, _good_rows, on_scored=lambda sub, res: _write(session, sub.part, res, f, report, bar)
+        )
     bar.close()
     session.close()
     return report
 
 
-def _flush(session: ScoringSession, pending: Any, chunk: list, f: TextIO, report: ScoreFileReport, bar: Any) -> Any:
-    """Submit ``chunk`` and write the previous one while it scores; returns the new pending pair."""
-    new = None
-    good = [(s, c) for (_, _, s, c) in chunk if s is not None]
+_Entry = tuple[int, str, Sample | None, str]  # line number, id, the sample (None: a bad row), completion or reason
+
+
+def _chunks(
+    rows: Iterator[tuple[int, str]], done: set[str], report: ScoreFileReport, bar: Any
+) -> Iterator[list[_Entry]]:
+    """The rows not yet scored, parsed, ``_CHUNK`` at a time (read lazily: the next chunk is read while one scores)."""
+    chunk: list[_Entry] = []
+    for lineno, line in rows:
+        parsed = parse_row(line, lineno)
+        entry: _Entry
+        if isinstance(parsed[0], Sample):
+            sample, completion = parsed
+            entry = (lineno, sample.id, sample, completion)
+        else:
+            rid, reason = parsed
+            entry = (lineno, rid, None, reason)
+        if entry[1] in done:
+            report.skipped += 1
+            bar.update(1)
+            continue
+        chunk.append(entry)
+        if len(chunk) >= _CHUNK:
+            yield chunk
+            chunk = []
     if chunk:
-        new = (chunk, session.submit([s for s, _ in good], [c for _, c in good]) if good else None)
-    if pending is not None:
-        _write(session, pending[0], pending[1].result() if pending[1] is not None else None, f, report, bar)
-    return new
+        yield chunk
+
+
+def _good_rows(chunk: list[_Entry]) -> tuple[list[_Entry], list[Sample], list[str]]:
+    good = [(s, c) for (_, _, s, c) in chunk if s is not None]
+    return chunk, [s for s, _ in good], [c for _, c in good]
 
 
 def _write(
-    session: ScoringSession, chunk: list, res: BatchResult | None, f: TextIO, report: ScoreFileReport, bar: Any
+    session: ScoringSession, chunk: list[_Entry], res: BatchResult, f: TextIO, report: ScoreFileReport, bar: Any
 ) -> None:
     j = 0
     for lineno, rid, sample, payload in chunk:
@@ -203,7 +208,6 @@ def _write(
             report.bad_rows.append((lineno, payload))
             lats = {s.name: 0.0 for s in session.specs}
         else:
-            assert res is not None
             scores = res.row(j)
             total = res.totals[j]
             lats = {n: res.latency_s[n][j] for n in res.scores}

@@ -31,6 +31,7 @@ __all__ = [
     "group_has_zero_variance",
     "zero_variance_group_frac",
     "score_summary",
+    "window_mean",
 ]
 
 #: The largest spread of a group's scored values that still counts as no variance (float noise, not signal).
@@ -133,3 +134,18 @@ def mean_and_stderr(values: Iterable[float | None]) -> tuple[float | None, float
     xs = scored_values(values)
     mean, std = mean_std(xs)
     return mean, (std / math.sqrt(len(xs)) if std is not None else None), len(xs)
+
+
+def window_mean(points: Iterable[tuple[int, float | None]], since: int | None, until: int) -> tuple[float | None, int]:
+    """``(mean, count)`` of the scored values at steps in ``(since, until]``; ``since`` None: from the first step.
+
+    The training reward a checkpoint is compared with: the mean of the per-step means since the previous checkpoint.
+    The trainer computes it for the checkpoint's context and ``harness report`` again from the spans; both call this.
+
+    >>> window_mean([(1, 0.2), (2, None), (3, 0.4), (4, 0.9)], 1, 3)
+    (0.4, 1)
+    >>> window_mean([(1, 0.2), (3, 0.4)], None, 3), window_mean([], 2, 3)
+    ((0.30000000000000004, 2), (None, 0))
+    """
+    xs = scored_values(v for step, v in points if (since is None or step > since) and step <= until)
+    return (sum(xs) / len(xs) if xs else None), len(xs)

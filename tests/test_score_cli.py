@@ -184,3 +184,27 @@ def test_a_row_without_a_gold_answer_is_bad_input_with_the_mapping_hint(tmp_path
     score = json.loads(out.read_text())["scores"]["math"]
     assert score["status"] == "bad_input" and score["value"] is None
     assert "no `answer` field; map one with data.fields.answer=COLUMN" in score["info"]["reason"]
+
+
+def test_a_file_of_many_chunks_keeps_row_order_and_scores_with_bad_rows_anywhere(tmp_path: Path) -> None:
+    """Over two chunks of 64 rows, read while the previous chunk scores: rows stay in input order with their
+    own scores, and a chunk of bad rows only is written too (Python API)."""
+    from harness.score_file import score_file
+    from harness.types import RewardSpec
+
+    lines = []
+    for i in range(150):
+        if i % 7 == 3 or 64 <= i < 128:  # the whole second chunk is bad rows
+            lines.append(json.dumps({"id": f"r{i}", "prompt": "p"}))  # no completion
+        else:
+            lines.append(json.dumps({"id": f"r{i}", "completion": "\\boxed{1}" if i % 2 else "none"}))
+    src, out = tmp_path / "many.jsonl", tmp_path / "many.out.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    report = score_file(src, out, [RewardSpec(name="boxed_present")], workers=1, progress=False)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == [f"r{i}" for i in range(150)]
+    bad = {i for i in range(150) if i % 7 == 3 or 64 <= i < 128}
+    for i, r in enumerate(rows):
+        want = None if i in bad else (1.0 if i % 2 else 0.0)
+        assert r["rewards"]["boxed_present"] == want, r
+    assert report.rows == 150 and len(report.bad_rows) == len(bad)

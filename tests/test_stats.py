@@ -12,6 +12,7 @@ from harness.stats import (
     mean_std,
     percentile,
     score_summary,
+    window_mean,
     zero_variance_group_frac,
 )
 
@@ -57,7 +58,7 @@ def test_score_summary_counts_statuses_and_latency_percentiles():
 def test_every_summary_of_one_batch_agrees_with_harness_stats():
     """The scoring path, the span statistics and the evaluator report the same mean and std for one column
     (before, the scoring summary and the spans divided by n and the metrics total and advantages by n - 1)."""
-    from evals.metrics import reward_summary as eval_summary
+    from evals.results import build_results
     from harness.scoring import BatchResult
     from harness.telemetry import RewardStats
     from harness.types import RewardSpec, Score
@@ -65,7 +66,9 @@ def test_every_summary_of_one_batch_agrees_with_harness_stats():
     col = [Score(value=1.0), Score(value=0.0), Score.unscored("error", "boom"), Score(value=0.5)]
     res = BatchResult(specs=[RewardSpec(name="r")], scores={"r": col})
     want_mean, want_std = mean_std([s.value for s in col])
-    for summary in (res.summary()["r"], eval_summary(col)):
+    records = [{"prompt_id": str(i), "sample_index": 0, "scores": {"r": s.model_dump()}} for i, s in enumerate(col)]
+    held_out = build_results(records, [RewardSpec(name="r")], k=1, success_reward="r", threshold=1.0)["rewards"]["r"]
+    for summary in (res.summary()["r"], held_out):
         assert summary["mean"] == want_mean and summary["std"] == pytest.approx(want_std)
     stats = RewardStats.from_batch(res, "r", group_size=2)
     assert stats.mean == want_mean and stats.std == pytest.approx(want_std)
@@ -80,3 +83,21 @@ def test_advantages_zero_variance_groups_follow_the_same_rule():
     flags = group_advantages(torch.tensor(rewards, dtype=torch.float64), 2).zero_variance.tolist()
     assert flags == [group_has_zero_variance(rewards[i : i + 2]) for i in range(0, 8, 2)] == [True, False, True, True]
     assert sum(flags) / len(flags) == zero_variance_group_frac(rewards, 2)
+
+
+def test_window_mean_takes_the_scored_steps_after_the_previous_checkpoint_up_to_this_one():
+    points = [(1, 0.1), (2, 0.3), (3, None), (4, float("nan")), (5, 0.5), (6, 0.9)]
+    assert window_mean(points, 1, 5) == (pytest.approx(0.4), 2)  # steps 2..5, unscored ones left out
+    assert window_mean(points, None, 2) == (pytest.approx(0.2), 2)  # no previous checkpoint: from the first step
+    assert window_mean(points, 5, 5) == (None, 0) and window_mean(points, 2, 4) == (None, 0)
+
+
+@pytest.mark.parametrize(
+    "module", ["harness.stats", "harness.table", "harness.scoring._result", "harness.telemetry._attrs"]
+)
+def test_the_examples_of_the_shared_helpers_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0

@@ -2,11 +2,11 @@
 
 Without dynamic sampling the batch is generated in ``chunks`` parts; each part's scoring is *submitted* (not
 awaited) as soon as it is generated, so the reward workers run while the next part is generated and while the update
-does its first forward pass. All parts are sampled by the same weights, so the step stays on-policy. With dynamic
-sampling (DAPO 2503.14476, section 3.2) groups whose scored rewards are all equal are dropped and more prompts are
-sampled, at most ``max_resample_rounds`` times; when the batch still is not full a warning says so and the step
-trains on the groups it has. Reward statistics are taken over the first round, an unbiased sample of the current
-policy.
+does its first forward pass (the evaluator's loop too: :func:`harness.scoring.score_while_generating`). All parts
+are sampled by the same weights, so the step stays on-policy. With dynamic sampling (DAPO 2503.14476, section 3.2)
+groups whose scored rewards are all equal are dropped and more prompts are sampled, at most ``max_resample_rounds``
+times; when the batch still is not full a warning says so and the step trains on the groups it has. Reward
+statistics are taken over the first round, an unbiased sample of the current policy.
 
 This module does not compute advantages or losses.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness.scoring import BatchResult, PendingBatch, ScoringSession
+from harness.scoring import BatchResult, PendingBatch, ScoringSession, score_while_generating
 from harness.types import Sample
 from trainer.advantages import zero_variance_groups
 from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
@@ -93,21 +93,19 @@ def _collect_streaming(
     chunks: int,
 ) -> Collected:
     size = max(1, math.ceil(len(prompts) / max(1, chunks)))
-    parts, samples, pending = [], [], []
-    gen_s = submit_s = 0.0
-    for i in range(0, len(prompts), size):
-        t0 = time.perf_counter()
-        b, s = _generate(rollout, prompts[i : i + size], render, group_size, sampling)
-        t1 = time.perf_counter()
-        pending.append(session.submit(s, b.texts))
-        gen_s, submit_s = gen_s + t1 - t0, submit_s + time.perf_counter() - t1
-        parts.append(b)
-        samples += s
+
+    def generate(part: list[Sample]) -> tuple[RolloutBatch, list[Sample], list[str]]:
+        batch, samples = _generate(rollout, part, render, group_size, sampling)
+        return batch, samples, batch.texts
+
+    timing: dict[str, float] = {}
+    parts = [prompts[i : i + size] for i in range(0, len(prompts), size)]
+    done = score_while_generating(session, parts, generate, timing=timing)  # nothing awaited yet
     return Collected(
-        RolloutBatch.concat(parts, pad_id),
-        samples,
-        pending=pending,
-        stats={"timing/generate_s": gen_s, "timing/score_submit_s": submit_s},
+        RolloutBatch.concat([d.generated for d in done], pad_id),
+        [s for d in done for s in d.part for _ in range(group_size)],
+        pending=[d.pending for d in done],
+        stats={"timing/generate_s": timing["generate_s"], "timing/score_submit_s": timing["score_submit_s"]},
     )
 
 

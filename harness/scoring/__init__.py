@@ -7,11 +7,14 @@ scoring overlaps generation. Rewards run in warm worker processes with a hard wa
 from harness.scoring._pool import WorkerPool, default_pool, shutdown_default_pool
 from harness.scoring._result import BatchResult, reward_summary, weighted_total
 from harness.scoring._session import DEFAULT_TIMEOUT_S, PendingBatch, ScoringSession, score_batch
+from harness.scoring._stream import Submitted, score_while_generating
 
 __all__ = [
     "score_batch",
     "ScoringSession",
     "PendingBatch",
+    "score_while_generating",
+    "Submitted",
     "BatchResult",
     "weighted_total",
     "reward_summary",

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.stats import score_summary
+from harness.stats import mean_and_stderr, score_summary
 from harness.types import RewardSpec, Score
 
 __all__ = ["BatchResult", "weighted_total", "reward_summary"]
@@ -42,11 +42,24 @@ def weighted_total(scores: Mapping[str, Score], specs: Sequence[RewardSpec]) -> 
 
 
 def reward_summary(scores: Sequence[Score], latencies: Sequence[float] = ()) -> dict[str, Any]:
-    """Mean and sample std over scored values, counts per status, latency percentiles.
+    """One reward's summary over scores: what the trainer logs, ``harness score`` prints and ``results.json`` holds.
 
-    The statistics are :func:`harness.stats.score_summary`'s (std with n - 1, None below two scored values).
+    Keys: ``mean``, ``std`` (sample std, n - 1) and ``stderr`` over scored values; ``count``, ``scored``,
+    ``unscored``; ``statuses`` (count per status, sorted by status); ``p50_s``/``p99_s`` latency (None without
+    latencies). The statistics are :mod:`harness.stats`'s; the standard error treats the values as independent.
+
+    >>> s = reward_summary([Score(value=1.0), Score(value=0.0), Score.unscored("timeout", "slow")])
+    >>> s["mean"], s["scored"], s["unscored"], s["statuses"]
+    (0.5, 2, 1, {'ok': 2, 'timeout': 1})
     """
-    return score_summary([s.value for s in scores], [s.status for s in scores], latencies)
+    values = [s.value for s in scores]
+    summary = score_summary(values, [s.status for s in scores], latencies)
+    return {
+        **summary,
+        "stderr": mean_and_stderr(values)[1],
+        "unscored": summary["count"] - summary["scored"],
+        "statuses": dict(sorted(summary["statuses"].items())),
+    }
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from harness.errors import ScoringError
-from harness.registry import RewardEntry, get_entry
+from harness.registry import RewardEntry, RewardFn, build_reward, get_entry
 from harness.scoring._inline import DEFAULT_THREADS, InlineRunner
 from harness.scoring._pool import Task, WorkerPool, default_pool
 from harness.scoring._result import BatchResult
@@ -76,18 +76,19 @@ def _cache_key(entry: RewardEntry, pkey: str, sample: dict[str, Any], completion
     return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
 
 
-def _validate(entry: RewardEntry, spec: RewardSpec, timeout: float) -> None:
+def _build_checked(entry: RewardEntry, spec: RewardSpec, timeout: float) -> RewardFn:
     """Build the plugin once here so a bad parameter value fails at load, not as an error on every sample.
+
+    The session keeps what this builds: ``inline`` rewards run it; ``process`` ones are built again in each worker.
 
     A score function with its own ``time_limit_s`` (an LLM judge: requests, retries, waits) must end before the
     scoring path's ``timeout`` does, so one limit bounds a call and the plugin reports its own failure.
     """
     from harness.errors import RewardParameterError
-    from harness.registry import RewardFn
 
     entry.check_params(spec.params)
     try:
-        fn = RewardFn(entry, spec.params)
+        fn = build_reward(spec.name, spec.params)
     except RewardParameterError:
         raise
     except Exception as e:
@@ -102,6 +103,7 @@ def _validate(entry: RewardEntry, spec: RewardSpec, timeout: float) -> None:
             "the scoring limit (--timeout of harness score and judge-agreement, --score-timeout of harness eval, "
             "trainer.score_timeout or eval.score_timeout in a run config)"
         )
+    return fn
 
 
 def _to_sample(raw: Sample | Mapping[str, Any], index: int) -> Sample | str:
@@ -192,8 +194,7 @@ class ScoringSession:
             raise ScoringError(f"reward names must be unique in one session, got {names}")
         self.entries = {s.name: get_entry(s.name) for s in self.specs}
         self.timeout = float(timeout or DEFAULT_TIMEOUT_S)
-        for s in self.specs:
-            _validate(self.entries[s.name], s, self.timeout)
+        self._fns = {s.name: _build_checked(self.entries[s.name], s, self.timeout) for s in self.specs}
         self._pkeys = {s.name: _params_key(s.params) for s in self.specs}
         self._workers, self._mem = workers, memory_limit_mb
         self._pool = pool
@@ -201,7 +202,6 @@ class ScoringSession:
         self._cache = _SHARED_CACHE if cache is True else _Cache(int(cache or 0))
         self.progress = progress
         self._inline: InlineRunner | None = None
-        self._inline_fns: dict[str, Any] = {}
 
     @staticmethod
     def _spec(s: RewardSpec | Mapping[str, Any] | str) -> RewardSpec:
@@ -268,13 +268,9 @@ class ScoringSession:
         return [Task(spec.name, entry.module, dict(spec.params), pkey, sdict, completion, self.timeout, done)]
 
     def _run_inline(self, spec: RewardSpec, entry: RewardEntry, sdict: dict, completion: str, done: Any) -> None:
-        from harness.registry import RewardFn
-
         if self._inline is None:
             self._inline = InlineRunner(self.timeout)
-        fn = self._inline_fns.get(spec.name)
-        if fn is None:
-            fn = self._inline_fns[spec.name] = RewardFn(entry, spec.params)
+        fn = self._fns[spec.name]  # built once, when the session loaded
         task = Task(spec.name, entry.module, {}, "", sdict, completion, self.timeout, done)
         width = getattr(fn._fn, "max_concurrency", DEFAULT_THREADS)  # a plugin waiting on I/O may ask for more
         self._inline.submit(spec.name, fn, width, sdict, completion, lambda s, sec, f: done(task, s, sec, f))

@@ -49,27 +49,13 @@ def _safe_info(info: dict[str, Any]) -> dict[str, Any]:
         return {str(k): v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for k, v in info.items()}
 
 
-def _build(name: str, module: str, params: dict) -> Any:
-    import importlib
-
-    from harness.errors import UnknownRewardError
-    from harness.registry import get_reward
-
-    try:
-        return get_reward(name, **params)
-    except UnknownRewardError:
-        if module in ("", "__main__", "__mp_main__"):
-            raise
-        importlib.import_module(module)  # user code that registered the reward in the parent
-        return get_reward(name, **params)
-
-
 def _build_one(fns: dict, name: str, module: str, params: dict, params_key: str) -> dict | None:
     """Build a plugin into ``fns``; None when built, else the error Score (as a dict) that its call returns."""
+    from harness.registry import build_reward
     from harness.types import Score
 
     try:
-        fns[(name, params_key)] = _build(name, module, params)
+        fns[(name, params_key)] = build_reward(name, params, module)
         return None
     except MemoryError:
         score = Score.unscored("error", f"reward {name!r} ran out of memory (MemoryError)", exception="MemoryError")

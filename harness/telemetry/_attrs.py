@@ -42,6 +42,13 @@ def num(v: Any) -> float | None:
 
 
 def flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
+    """``prefix + key -> float`` for each value that is a number; None, text and the like are left out.
+
+    The one flattener of metrics onto spans: the trainer's step metrics and the evaluator's headline numbers.
+
+    >>> flat_metrics("m.", {"loss": 0.5, "pass@1": None, "n": 3, "note": "x"})
+    {'m.loss': 0.5, 'm.n': 3.0}
+    """
     out = {}
     for k, v in metrics.items():
         if type(v) is float:

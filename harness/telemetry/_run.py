@@ -33,6 +33,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.errors import ConfigError
+from harness.stats import window_mean
 from harness.telemetry._attrs import (
     UrandomIdGenerator,
     eval_attributes,
@@ -107,8 +108,8 @@ class EvalSpan:
         self._ctx = ctx or {}
         self._evaluation = eval_attributes(evaluation)
 
-    def set_metrics(self, metrics: Mapping[str, float]) -> None:
-        """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` attributes."""
+    def set_metrics(self, metrics: Mapping[str, float | None]) -> None:
+        """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` numbers; None: left out."""
         self.span.set_attributes(flat_metrics("harness.metric.", metrics))
 
     def record_reward(self, name: str, heldout: float | None, metrics: Mapping[str, float] | None = None) -> None:
@@ -291,15 +292,17 @@ class RunTelemetry:
         names = sorted({n for s in window for n in self._steps[s]["rewards"]})
         rewards: dict[str, dict[str, Any]] = {}
         for name in names:
-            means = [self._steps[s]["rewards"][name].get("mean") for s in window if name in self._steps[s]["rewards"]]
-            means = [m for m in means if m is not None]
+            points = [
+                (s, self._steps[s]["rewards"][name].get("mean")) for s in window if name in self._steps[s]["rewards"]
+            ]
+            train_mean, n = window_mean(points, prev, step)
             ids = rec.get("rewards", {}).get(name, {})
             rewards[name] = {
                 "trace_id": ids.get("trace_id"),
                 "span_id": ids.get("span_id"),
                 "mean": ids.get("mean"),
-                "train_mean": sum(means) / len(means) if means else None,
-                "steps": len(means),
+                "train_mean": train_mean,
+                "steps": n,
             }
         for s in window:  # later checkpoints average only later steps; keep the linked step for eval_checkpoint
             if s != span_step:

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.cfg.telemetry import AlarmSection
+from harness.stats import window_mean
+from harness.table import align_columns
 from harness.telemetry._evals import Evaluation, group_evaluations, select_evaluations
 
 __all__ = [
@@ -173,17 +175,15 @@ def _eval_rows(
         for step in sorted(evals[name]):
             s = evals[name][step]
             a = s["attributes"]
-            window = [m for st, m in curve.get(name, ()) if (prev is None or st > prev) and st <= step]
-            train_mean = sum(window) / len(window) if window else _num(a.get("harness.reward.train_mean"))
+            window, n = window_mean(curve.get(name, ()), prev, step)  # the trainer's own rule for the context
+            train_mean = window if n else _num(a.get("harness.reward.train_mean"))
             heldout = _num(a.get("harness.reward.heldout"))
             gap = train_mean - heldout if train_mean is not None and heldout is not None else None
             if s["links"]:
                 link = "resolved" if all(ln["span_id"] in known for ln in s["links"]) else "dangling"
             else:
                 link = "none"
-            reward_rows.append(
-                CheckpointRow(step, name, train_mean, heldout, gap, len(window), link, None, ev.id, ev.data, ev.k)
-            )
+            reward_rows.append(CheckpointRow(step, name, train_mean, heldout, gap, n, link, None, ev.id, ev.data, ev.k))
             prev = step
         for row, msg in zip(
             reward_rows,
@@ -280,14 +280,9 @@ def format_table(report: Report) -> str:
     """A plain-text table for the terminal, followed by one line per alarm."""
     if not report.rows:
         return f"run {report.run_id}: no evaluated checkpoints found ({_train_summary(report)})"
-    rows = [_HEADER, *(_cells(report, r) for r in report.rows)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     lines = [f"run {report.run_id}" + (f" ({report.source})" if report.source else "")]
     lines += [e.describe() for e in report.evaluations]
-    for k, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines += align_columns([_HEADER, *(_cells(report, r) for r in report.rows)], rule=True)
     lines.extend(f"ALARM {r.reward} @ step {r.step}: {r.alarm}" for r in report.alarms)
     if not report.alarms:
         lines.append("no divergence alarm")

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.errors import ScoringError
-from harness.registry import get_reward
+from harness.registry import build_reward
 from harness.types import RewardSpec
 
 __all__ = ["completion_text", "normalize_specs", "plain"]
@@ -34,7 +34,7 @@ def normalize_specs(specs: Sequence[RewardSpec | Mapping[str, Any] | str]) -> li
             spec = RewardSpec(name=s)
         else:
             spec = RewardSpec.model_validate(dict(s))
-        get_reward(spec.name, **spec.params)
+        build_reward(spec.name, spec.params)
         out.append(spec)
     names = [s.name for s in out]
     if len(set(names)) != len(names):

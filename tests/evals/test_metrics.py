@@ -15,8 +15,8 @@ from evals.metrics import (
     pass_at_k,
     pass_at_k_all,
     prompt_metrics,
-    reward_summary,
 )
+from harness.scoring import reward_summary
 from harness.types import Score
 
 
@@ -128,3 +128,33 @@ def test_reward_summary_counts_statuses_and_excludes_unscored() -> None:
     assert r["mean"] == pytest.approx(1 / 3)
     assert (r["count"], r["scored"], r["unscored"]) == (4, 3, 1)
     assert r["statuses"] == {"error": 1, "no_answer": 1, "ok": 1, "time_limit": 1}
+
+
+def test_an_evaluation_span_gets_the_headline_numbers_and_leaves_out_the_missing_ones() -> None:
+    from evals.results import build_results, headline_metrics
+    from harness.telemetry._attrs import flat_metrics
+    from harness.types import RewardSpec
+
+    records = [
+        {
+            "prompt_id": p,
+            "sample_index": j,
+            "scores": {"r": {"value": v, "status": "ok" if v is not None else "timeout"}},
+            "total": v,
+            "finish_reason": f,
+        }
+        for p, j, v, f in [
+            ("a", 0, 1.0, "stop"),
+            ("a", 1, 0.0, "length"),
+            ("b", 0, None, "stop"),
+            ("b", 1, None, "stop"),
+        ]
+    ]
+    results = build_results(records, [RewardSpec(name="r")], k=2, success_reward="r", threshold=1.0)
+    attrs = flat_metrics("harness.metric.", headline_metrics(results))
+    assert attrs["harness.metric.pass@1"] == pytest.approx(0.5) and attrs["harness.metric.pass@2"] == 1.0
+    assert attrs["harness.metric.total/mean"] == pytest.approx(0.5)
+    assert attrs["harness.metric.completions/truncated_frac"] == pytest.approx(0.25)
+    assert all(isinstance(v, float) for v in attrs.values())
+    assert headline_metrics({"pass@k": {"1": {"value": None}}})["pass@1"] is None  # not computed ...
+    assert "harness.metric.pass@1" not in flat_metrics("harness.metric.", headline_metrics({"pass@k": {"1": {}}}))

@@ -76,3 +76,27 @@ def test_closing_reports_calls_that_never_ran() -> None:
         time.sleep(0.05)
     assert len(got) == 3
     assert all(score is None and failure and "closed" in failure[1] for score, failure in got)
+
+
+_BUILDS: list[int] = []
+
+
+@reward("test_inline_builds", isolation="inline", reads=(), cacheable=False)
+def counted_builds(*, bonus: float = 0.0):
+    """Counts how often its factory runs (the session's one build is the only one in this process)."""
+    _BUILDS.append(threading.get_ident())
+
+    def score(sample, completion):
+        return Score(value=len(completion) + bonus)
+
+    return score
+
+
+def test_an_inline_reward_runs_the_object_the_session_built_when_it_loaded() -> None:
+    _BUILDS.clear()
+    with ScoringSession([{"name": "test_inline_builds", "params": {"bonus": 0.5}}], cache=False) as s:
+        assert len(_BUILDS) == 1  # built once at load: a bad parameter value would fail here
+        first = s.score([{"id": "a"}, {"id": "b"}], ["xy", "xyz"])
+        second = s.score([{"id": "c"}], ["x"])
+    assert first.values("test_inline_builds") == [2.5, 3.5] and second.values("test_inline_builds") == [1.5]
+    assert len(_BUILDS) == 1  # neither batch built it again
