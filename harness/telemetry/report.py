@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cfg.telemetry import AlarmSection
+from harness.telemetry._attrs import num
 from harness.telemetry._evals import Evaluation, group_evaluations, select_evaluations
 
 __all__ = [
@@ -108,11 +109,8 @@ def _pick_run(spans: list[dict[str, Any]], run_id: str | None) -> tuple[str | No
 
 
 def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
+    f = num(v)
+    return None if f is None or math.isnan(f) else f
 
 
 def _latest(spans: list[dict[str, Any]], prefix: str) -> dict[str, dict[int, dict[str, Any]]]:
