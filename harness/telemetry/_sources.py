@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.telemetry._store import iter_spans
+from harness.telemetry._store import flat_span, iter_spans
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
 
@@ -122,40 +123,19 @@ def _b64_hex(s: str | None) -> str:
         return s
 
 
-def _pb_value(v: dict[str, Any]) -> Any:
-    for key, conv in (("string_value", str), ("bool_value", bool), ("int_value", int), ("double_value", float)):
-        if key in v:
-            return conv(v[key])
-    if "array_value" in v:
-        return [_pb_value(x) for x in v["array_value"].get("values", ())]
-    return None
-
-
-def _pb_attrs(items: Any) -> dict[str, Any]:
-    return {kv["key"]: _pb_value(kv.get("value") or {}) for kv in items or ()}
-
-
 def _mlflow_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": sp.get("name", ""),
-        "trace_id": _b64_hex(sp.get("trace_id")),
-        "span_id": _b64_hex(sp.get("span_id")),
-        "parent_span_id": _b64_hex(sp.get("parent_span_id")) or None,
-        "start_ns": int(sp.get("start_time_unix_nano") or 0),
-        "end_ns": int(sp.get("end_time_unix_nano") or 0),
-        "attributes": {**resource, **_pb_attrs(sp.get("attributes"))},
-        "events": [
-            {"name": e.get("name", ""), "attributes": _pb_attrs(e.get("attributes"))} for e in sp.get("events") or ()
-        ],
-        "links": [
-            {
-                "trace_id": _b64_hex(ln.get("trace_id")),
-                "span_id": _b64_hex(ln.get("span_id")),
-                "attributes": _pb_attrs(ln.get("attributes")),
-            }
-            for ln in sp.get("links") or ()
-        ],
-    }
+    """MLflow returns OTLP spans in protobuf's JSON form with proto field names and base64 ids."""
+    sp = _camel(sp)
+    for obj in (sp, *(sp.get("links") or ())):
+        for k in ("traceId", "spanId", "parentSpanId"):
+            obj[k] = _b64_hex(obj.get(k))
+    return flat_span(sp, resource)
+
+
+def _camel(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {re.sub(r"_([a-z])", lambda m: m[1].upper(), k): _camel(v) for k, v in obj.items()}
+    return [_camel(x) for x in obj] if isinstance(obj, list) else obj
 
 
 def load_mlflow(

@@ -36,6 +36,7 @@ __all__ = [
     "json_to_request",
     "read_requests",
     "iter_spans",
+    "flat_span",
     "any_value",
     "drop_steps_after",
 ]
@@ -270,6 +271,31 @@ def _attrs(items: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
     return {kv["key"]: any_value(kv.get("value", {})) for kv in items or ()}
 
 
+def flat_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
+    """One OTLP/JSON span (hex ids) as a flat dict, ``resource`` attributes merged under its own (see
+    :func:`iter_spans`)."""
+    return {
+        "name": sp.get("name", ""),
+        "trace_id": sp.get("traceId", ""),
+        "span_id": sp.get("spanId", ""),
+        "parent_span_id": sp.get("parentSpanId") or None,
+        "start_ns": int(sp.get("startTimeUnixNano") or 0),
+        "end_ns": int(sp.get("endTimeUnixNano") or 0),
+        "attributes": {**resource, **_attrs(sp.get("attributes"))},
+        "events": [
+            {"name": e.get("name", ""), "attributes": _attrs(e.get("attributes"))} for e in sp.get("events") or ()
+        ],
+        "links": [
+            {
+                "trace_id": ln.get("traceId", ""),
+                "span_id": ln.get("spanId", ""),
+                "attributes": _attrs(ln.get("attributes")),
+            }
+            for ln in sp.get("links") or ()
+        ],
+    }
+
+
 def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
     """Every span of a file store as a flat dict.
 
@@ -281,28 +307,7 @@ def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
         for rs in req.get("resourceSpans", ()):
             res = _attrs(rs.get("resource", {}).get("attributes"))
             for ss in rs.get("scopeSpans", ()):
-                for sp in ss.get("spans", ()):
-                    yield {
-                        "name": sp.get("name", ""),
-                        "trace_id": sp.get("traceId", ""),
-                        "span_id": sp.get("spanId", ""),
-                        "parent_span_id": sp.get("parentSpanId") or None,
-                        "start_ns": int(sp.get("startTimeUnixNano", 0)),
-                        "end_ns": int(sp.get("endTimeUnixNano", 0)),
-                        "attributes": {**res, **_attrs(sp.get("attributes"))},
-                        "events": [
-                            {"name": e.get("name", ""), "attributes": _attrs(e.get("attributes"))}
-                            for e in sp.get("events", ())
-                        ],
-                        "links": [
-                            {
-                                "trace_id": ln.get("traceId", ""),
-                                "span_id": ln.get("spanId", ""),
-                                "attributes": _attrs(ln.get("attributes")),
-                            }
-                            for ln in sp.get("links", ())
-                        ],
-                    }
+                yield from (flat_span(sp, res) for sp in ss.get("spans", ()))
 
 
 def _span_step(span: dict[str, Any]) -> int:
