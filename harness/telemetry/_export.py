@@ -71,10 +71,6 @@ def parse_headers(text: str) -> dict[str, str]:
     return out
 
 
-def _traces_url(base: str) -> str:
-    return base.rstrip("/") + "/v1/traces"
-
-
 def resolve_otlp(section: TelemetrySection, environ: Mapping[str, str] | None = None) -> OtlpSettings | None:
     """The OTLP destination from ``OTEL_*`` variables over ``section``; None when there is none.
 
@@ -100,7 +96,7 @@ def resolve_otlp(section: TelemetrySection, environ: Mapping[str, str] | None = 
         endpoint = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].strip()
     elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         base = env["OTEL_EXPORTER_OTLP_ENDPOINT"].strip()
-        endpoint = _traces_url(base) if protocol == "http/protobuf" else base
+        endpoint = base.rstrip("/") + "/v1/traces" if protocol == "http/protobuf" else base
     elif section.otlp_endpoint:
         endpoint = section.otlp_endpoint
     else:

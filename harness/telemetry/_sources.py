@@ -32,8 +32,8 @@ class SourceError(HarnessError):
     """Spans cannot be read from where they were asked for (missing file, backend not answering)."""
 
 
-def load_file_store(path: str | Path, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Spans of a run directory (its ``traces.jsonl``) or of an OTLP-JSON file.
+def load_file_store(path: str | Path) -> list[dict[str, Any]]:
+    """Spans of a run directory (its ``traces.jsonl``) or of an OTLP-JSON file (every run's: the report picks).
 
     Raises:
         SourceError: when the file does not exist.
@@ -43,13 +43,7 @@ def load_file_store(path: str | Path, run_id: str | None = None) -> list[dict[st
         p = p / "traces.jsonl"
     if not p.is_file():
         raise SourceError(f"{p}: no trace file store (expected OTLP JSON lines written by harness.telemetry)")
-    return _only_run(list(iter_spans(p)), run_id)
-
-
-def _only_run(spans: list[dict[str, Any]], run_id: str | None) -> list[dict[str, Any]]:
-    if run_id is None:
-        return spans
-    return [s for s in spans if s["attributes"].get("harness.run.id") == run_id]
+    return list(iter_spans(p))
 
 
 def _get_json(url: str, *, data: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
@@ -94,7 +88,7 @@ def _phoenix_span(sp: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_phoenix(
-    url: str, *, project: str = "grpo-harness", run_id: str | None = None, timeout: float = 30.0, page_size: int = 1000
+    url: str, *, project: str = "grpo-harness", timeout: float = 30.0, page_size: int = 1000
 ) -> list[dict[str, Any]]:
     """All spans of a Phoenix project (``GET /v1/projects/{project}/spans``, followed page by page).
 
@@ -111,7 +105,7 @@ def load_phoenix(
         cursor = page.get("next_cursor")
         if not cursor:
             break
-    return _only_run(spans, run_id)
+    return spans
 
 
 def _b64_hex(s: str | None) -> str:
@@ -143,6 +137,8 @@ def load_mlflow(
 ) -> list[dict[str, Any]]:
     """All spans of the traces of an MLflow experiment (``traces/search`` then ``traces/batchGet``).
 
+    ``run_id`` only skips fetching traces tagged with another run; the report picks the run's spans.
+
     Raises:
         SourceError: when MLflow does not answer or the experiment does not exist.
     """
@@ -172,4 +168,4 @@ def load_mlflow(
             tags = (tr.get("trace_info") or {}).get("tags") or {}
             resource = {k: v for k, v in tags.items() if k in ("harness.run.id", "service.name")}
             spans.extend(_mlflow_span(sp, resource) for sp in tr.get("spans") or ())
-    return _only_run(spans, run_id)
+    return spans
