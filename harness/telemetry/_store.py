@@ -311,13 +311,10 @@ def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
 
 
 def _span_step(span: dict[str, Any]) -> int:
-    for kv in span.get("attributes", ()):
-        if kv.get("key") == "harness.train.step":
-            try:
-                return int(any_value(kv.get("value", {})))
-            except (TypeError, ValueError):
-                return 0
-    return 0
+    try:
+        return int(_attrs(span.get("attributes")).get("harness.train.step") or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def drop_steps_after(path: str | Path, step: int) -> int:

@@ -341,14 +341,7 @@ def plot_report(report: Report, path: str | Path) -> Path:
     for ax, name in zip(axes[:, 0], names, strict=True):
         curve = report.train_curve.get(name, [])
         if curve:
-            ax.plot(
-                [s for s, _ in curve],
-                [m for _, m in curve],
-                color="tab:blue",
-                alpha=0.35,
-                lw=1,
-                label="training (per step)",
-            )
+            ax.plot(*zip(*curve, strict=True), color="tab:blue", alpha=0.35, lw=1, label="training (per step)")
         rows = [r for r in report.rows if r.reward == name]
         first = report.evaluations[0].id if report.evaluations else ""
         tr = [(r.step, r.train_mean) for r in rows if r.train_mean is not None and r.evaluation == first]
