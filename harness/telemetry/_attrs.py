@@ -35,10 +35,9 @@ logger = logging.getLogger("harness.telemetry._run")
 
 def num(v: Any) -> float | None:
     try:
-        f = float(v)
+        return float(v)
     except (TypeError, ValueError):
         return None
-    return f
 
 
 def flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -51,14 +50,11 @@ def flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
     """
     out = {}
     for k, v in metrics.items():
-        if type(v) is float:
-            out[prefix + k] = v
-            continue
-        f = num(v)
+        f = v if type(v) is float else num(v)
         if f is None:
             logger.debug("metric %s=%r is not a number; not recorded", k, v)
             continue
-        out[f"{prefix}{k}"] = f
+        out[prefix + k] = f
     return out
 
 

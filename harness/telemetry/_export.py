@@ -9,11 +9,9 @@ run instead of one log record per failed batch, and after a failure no network c
 dead backend then costs nothing but dropped spans). The SDK's exporters retry within ``export_timeout_s``.
 
 Why the SDK's path and nothing of the former export process (a second process fed OTLP-JSON lines through a
-pipe, with a hand-written protobuf encoder and sender): measured with ``benchmarks/tracing_overhead.py`` on a
-loaded 2-core machine (``docs/TRACING.md``), all tracing work is 10-20 ms CPU per SmolLM2-135M step of 18-29 s,
-under 0.1%, and a dead or hung backend never blocks training (the processor's queue drops, counted). On the toy
-step (50-70 ms there) the SDK's protobuf-then-JSON encoding of the file store costs about 0.3-1 ms per step
-more CPU than the hand-written JSON did, which the 2% rule for a real step does not weigh. Which spans exist is
+pipe, with a hand-written protobuf encoder and sender): a dead or hung backend never blocks training (the
+processor's queue drops, counted), and what it costs is measured in ``docs/TRACING.md`` ("What tracing costs").
+Which spans exist is
 decided in :mod:`harness.telemetry._run`; the file store is :mod:`harness.telemetry._store`.
 """
 
@@ -73,10 +71,6 @@ def parse_headers(text: str) -> dict[str, str]:
     return out
 
 
-def _traces_url(base: str) -> str:
-    return base.rstrip("/") + "/v1/traces"
-
-
 def resolve_otlp(section: TelemetrySection, environ: Mapping[str, str] | None = None) -> OtlpSettings | None:
     """The OTLP destination from ``OTEL_*`` variables over ``section``; None when there is none.
 
@@ -102,7 +96,7 @@ def resolve_otlp(section: TelemetrySection, environ: Mapping[str, str] | None = 
         endpoint = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].strip()
     elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         base = env["OTEL_EXPORTER_OTLP_ENDPOINT"].strip()
-        endpoint = _traces_url(base) if protocol == "http/protobuf" else base
+        endpoint = base.rstrip("/") + "/v1/traces" if protocol == "http/protobuf" else base
     elif section.otlp_endpoint:
         endpoint = section.otlp_endpoint
     else:

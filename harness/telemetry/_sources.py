@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.telemetry._store import iter_spans
+from harness.telemetry._store import flat_span, iter_spans
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
 
@@ -31,8 +32,8 @@ class SourceError(HarnessError):
     """Spans cannot be read from where they were asked for (missing file, backend not answering)."""
 
 
-def load_file_store(path: str | Path, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Spans of a run directory (its ``traces.jsonl``) or of an OTLP-JSON file.
+def load_file_store(path: str | Path) -> list[dict[str, Any]]:
+    """Spans of a run directory (its ``traces.jsonl``) or of an OTLP-JSON file (every run's: the report picks).
 
     Raises:
         SourceError: when the file does not exist.
@@ -42,13 +43,7 @@ def load_file_store(path: str | Path, run_id: str | None = None) -> list[dict[st
         p = p / "traces.jsonl"
     if not p.is_file():
         raise SourceError(f"{p}: no trace file store (expected OTLP JSON lines written by harness.telemetry)")
-    return _only_run(list(iter_spans(p)), run_id)
-
-
-def _only_run(spans: list[dict[str, Any]], run_id: str | None) -> list[dict[str, Any]]:
-    if run_id is None:
-        return spans
-    return [s for s in spans if s["attributes"].get("harness.run.id") == run_id]
+    return list(iter_spans(p))
 
 
 def _get_json(url: str, *, data: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
@@ -93,7 +88,7 @@ def _phoenix_span(sp: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_phoenix(
-    url: str, *, project: str = "grpo-harness", run_id: str | None = None, timeout: float = 30.0, page_size: int = 1000
+    url: str, *, project: str = "grpo-harness", timeout: float = 30.0, page_size: int = 1000
 ) -> list[dict[str, Any]]:
     """All spans of a Phoenix project (``GET /v1/projects/{project}/spans``, followed page by page).
 
@@ -110,7 +105,7 @@ def load_phoenix(
         cursor = page.get("next_cursor")
         if not cursor:
             break
-    return _only_run(spans, run_id)
+    return spans
 
 
 def _b64_hex(s: str | None) -> str:
@@ -122,46 +117,27 @@ def _b64_hex(s: str | None) -> str:
         return s
 
 
-def _pb_value(v: dict[str, Any]) -> Any:
-    for key, conv in (("string_value", str), ("bool_value", bool), ("int_value", int), ("double_value", float)):
-        if key in v:
-            return conv(v[key])
-    if "array_value" in v:
-        return [_pb_value(x) for x in v["array_value"].get("values", ())]
-    return None
-
-
-def _pb_attrs(items: Any) -> dict[str, Any]:
-    return {kv["key"]: _pb_value(kv.get("value") or {}) for kv in items or ()}
-
-
 def _mlflow_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": sp.get("name", ""),
-        "trace_id": _b64_hex(sp.get("trace_id")),
-        "span_id": _b64_hex(sp.get("span_id")),
-        "parent_span_id": _b64_hex(sp.get("parent_span_id")) or None,
-        "start_ns": int(sp.get("start_time_unix_nano") or 0),
-        "end_ns": int(sp.get("end_time_unix_nano") or 0),
-        "attributes": {**resource, **_pb_attrs(sp.get("attributes"))},
-        "events": [
-            {"name": e.get("name", ""), "attributes": _pb_attrs(e.get("attributes"))} for e in sp.get("events") or ()
-        ],
-        "links": [
-            {
-                "trace_id": _b64_hex(ln.get("trace_id")),
-                "span_id": _b64_hex(ln.get("span_id")),
-                "attributes": _pb_attrs(ln.get("attributes")),
-            }
-            for ln in sp.get("links") or ()
-        ],
-    }
+    """MLflow returns OTLP spans in protobuf's JSON form with proto field names and base64 ids."""
+    sp = _camel(sp)
+    for obj in (sp, *(sp.get("links") or ())):
+        for k in ("traceId", "spanId", "parentSpanId"):
+            obj[k] = _b64_hex(obj.get(k))
+    return flat_span(sp, resource)
+
+
+def _camel(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {re.sub(r"_([a-z])", lambda m: m[1].upper(), k): _camel(v) for k, v in obj.items()}
+    return [_camel(x) for x in obj] if isinstance(obj, list) else obj
 
 
 def load_mlflow(
     url: str, *, experiment_id: str = "0", run_id: str | None = None, timeout: float = 30.0, batch: int = 50
 ) -> list[dict[str, Any]]:
     """All spans of the traces of an MLflow experiment (``traces/search`` then ``traces/batchGet``).
+
+    ``run_id`` only skips fetching traces tagged with another run; the report picks the run's spans.
 
     Raises:
         SourceError: when MLflow does not answer or the experiment does not exist.
@@ -192,4 +168,4 @@ def load_mlflow(
             tags = (tr.get("trace_info") or {}).get("tags") or {}
             resource = {k: v for k, v in tags.items() if k in ("harness.run.id", "service.name")}
             spans.extend(_mlflow_span(sp, resource) for sp in tr.get("spans") or ())
-    return _only_run(spans, run_id)
+    return spans

@@ -1,10 +1,11 @@
 """The file store ``traces.jsonl``: one OTLP/JSON ``ExportTraceServiceRequest`` per line, written and read back.
 
-:class:`FileSpanExporter` is an SDK span exporter: each batch the SDK's ``BatchSpanProcessor`` hands it is encoded
-by the OTLP exporters' own encoder (``opentelemetry.exporter.otlp.proto.common``), turned into protobuf's JSON
-form and appended as one line with one ``write`` (so a trainer and an evaluator can share the file). The JSON form
-follows the OTLP/JSON rules: lowerCamelCase names, trace and span ids as hex strings (protobuf's JSON form writes
-bytes as base64; ids are rewritten), enums as integers, 64-bit integers as decimal strings.
+:class:`FileSpanExporter` is an SDK span exporter: each batch the SDK's ``BatchSpanProcessor`` hands it is
+written as one line with one ``write`` (so a trainer and an evaluator can share the file). The line is protobuf's
+JSON form of the OTLP exporters' own encoding (``opentelemetry.exporter.otlp.proto.common``) with hex ids, as the
+OTLP/JSON rules want it (lowerCamelCase names, enums as integers, 64-bit integers as decimal strings), built
+directly from the spans by :func:`spans_to_json`: a third of the CPU of encoding to protobuf and then to JSON,
+and the tests compare the two for equality.
 
 Reading: :func:`read_requests` yields the stored requests, :func:`iter_spans` flattens them to plain dicts,
 :func:`json_to_request` parses one back into the protobuf request (for ``harness traces push``), and
@@ -16,17 +17,18 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.trace import INVALID_SPAN_CONTEXT, Link
 
 __all__ = [
     "FileSpanExporter",
@@ -34,6 +36,7 @@ __all__ = [
     "json_to_request",
     "read_requests",
     "iter_spans",
+    "flat_span",
     "any_value",
     "drop_steps_after",
 ]
@@ -54,11 +57,129 @@ def _convert_ids(req: dict[str, Any], conv: Callable[[str], str]) -> None:
                             link[k] = conv(link[k])
 
 
+_I64 = range(-(2**63), 2**63)
+
+
+def _value(v: Any) -> dict[str, Any]:
+    """The OTLP/JSON ``AnyValue`` of an attribute value, as protobuf's JSON form writes the SDK's encoding."""
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, str):
+        return {"stringValue": v}
+    if isinstance(v, int):
+        if v not in _I64:
+            raise ValueError(f"{v} does not fit in an int64")
+        return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v if math.isfinite(v) else _NONFINITE[str(v)]}
+    if v is None:
+        return {}
+    if isinstance(v, bytes):
+        return {"bytesValue": base64.b64encode(v).decode("ascii")}
+    if isinstance(v, Mapping):
+        return {"kvlistValue": {"values": [{"key": str(k), "value": _value(x)} for k, x in v.items()]} if v else {}}
+    if isinstance(v, Sequence):
+        return {"arrayValue": {"values": [_value(x) for x in v]} if v else {}}
+    raise TypeError(f"an attribute value of type {type(v).__name__}")
+
+
+_NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _kv(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
+    out = []
+    for k, v in (attrs or {}).items():
+        try:
+            out.append({"key": k, "value": _value(v)})
+        except (TypeError, ValueError) as e:  # the SDK's encoder leaves such a key out too (and logs it)
+            logger.debug("attribute %s not stored: %s", k, e)
+    return {"values": out} if out else {}
+
+
+def _attrs_field(doc: dict[str, Any], attrs: Mapping[str, Any] | None, dropped: int = 0) -> dict[str, Any]:
+    values = _kv(attrs).get("values")
+    if values:
+        doc["attributes"] = values
+    if dropped:
+        doc["droppedAttributesCount"] = dropped
+    return doc
+
+
+def _span(sp: ReadableSpan) -> dict[str, Any]:
+    ctx, parent = sp.get_span_context() or INVALID_SPAN_CONTEXT, sp.parent
+    doc: dict[str, Any] = {"traceId": f"{ctx.trace_id:032x}", "spanId": f"{ctx.span_id:016x}"}
+    if ctx.trace_state:
+        doc["traceState"] = ",".join(f"{k}={v}" for k, v in ctx.trace_state.items())
+    if parent:
+        doc["parentSpanId"] = f"{parent.span_id:016x}"
+    doc["flags"] = 0x300 if parent is not None and parent.is_remote else 0x100
+    if sp.name:
+        doc["name"] = sp.name
+    doc["kind"] = sp.kind.value + 1  # SpanKind.INTERNAL (0) is SPAN_KIND_INTERNAL (1), and so on
+    for key, t in (("startTimeUnixNano", sp.start_time), ("endTimeUnixNano", sp.end_time)):
+        if t:
+            doc[key] = str(t)
+    _attrs_field(doc, sp.attributes, sp.dropped_attributes)
+    if sp.events:
+        doc["events"] = [_event(e) for e in sp.events]
+    if sp.dropped_events:
+        doc["droppedEventsCount"] = sp.dropped_events
+    if sp.links:
+        doc["links"] = [_link(ln) for ln in sp.links]
+    if sp.dropped_links:
+        doc["droppedLinksCount"] = sp.dropped_links
+    status: dict[str, Any] = {}
+    if sp.status.description:
+        status["message"] = sp.status.description
+    if sp.status.status_code.value:
+        status["code"] = sp.status.status_code.value
+    doc["status"] = status
+    return doc
+
+
+def _event(e: Event) -> dict[str, Any]:
+    doc: dict[str, Any] = {"timeUnixNano": str(e.timestamp)} if e.timestamp else {}
+    if e.name:
+        doc["name"] = e.name
+    return _attrs_field(doc, e.attributes, e.dropped_attributes)
+
+
+def _link(ln: Link) -> dict[str, Any]:
+    doc = {"traceId": f"{ln.context.trace_id:032x}", "spanId": f"{ln.context.span_id:016x}"}
+    _attrs_field(doc, ln.attributes, ln.dropped_attributes)
+    return {**doc, "flags": 0x300 if ln.context.is_remote else 0x100}
+
+
 def spans_to_json(spans: Sequence[ReadableSpan]) -> str:
-    """One OTLP/JSON request line (no newline) for ``spans``: the SDK's protobuf encoding in JSON form."""
-    doc = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    _convert_ids(doc, lambda s: base64.b64decode(s).hex())
-    return json.dumps(doc, separators=(",", ":"))
+    """One OTLP/JSON request line (no newline) for ``spans``.
+
+    Equal, once parsed, to protobuf's JSON form of the SDK's own OTLP encoding (``encode_spans``) with the ids
+    written as hex (the test suite checks this on spans with every attribute type, events, links and statuses);
+    built directly from the spans because going through protobuf cost about three times as much CPU.
+    """
+    groups: dict[Any, dict[Any, list[dict[str, Any]]]] = {}
+    for sp in spans:
+        groups.setdefault(sp.resource, {}).setdefault(sp.instrumentation_scope, []).append(_span(sp))
+    out = []
+    for resource, scopes in groups.items():
+        scope_spans = []
+        for scope, docs in scopes.items():
+            sdoc: dict[str, Any] = {}
+            if scope is not None:
+                if scope.name:
+                    sdoc["name"] = scope.name
+                if scope.version:
+                    sdoc["version"] = scope.version
+                _attrs_field(sdoc, scope.attributes)
+            entry: dict[str, Any] = {"scope": sdoc, "spans": docs}
+            if scope is not None and scope.schema_url:
+                entry["schemaUrl"] = scope.schema_url
+            scope_spans.append(entry)
+        rs: dict[str, Any] = {"resource": _attrs_field({}, resource.attributes), "scopeSpans": scope_spans}
+        if resource.schema_url:
+            rs["schemaUrl"] = resource.schema_url
+        out.append(rs)
+    return json.dumps({"resourceSpans": out}, separators=(",", ":"))
 
 
 def json_to_request(doc: dict[str, Any]) -> ExportTraceServiceRequest:
@@ -150,6 +271,31 @@ def _attrs(items: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
     return {kv["key"]: any_value(kv.get("value", {})) for kv in items or ()}
 
 
+def flat_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
+    """One OTLP/JSON span (hex ids) as a flat dict, ``resource`` attributes merged under its own (see
+    :func:`iter_spans`)."""
+    return {
+        "name": sp.get("name", ""),
+        "trace_id": sp.get("traceId", ""),
+        "span_id": sp.get("spanId", ""),
+        "parent_span_id": sp.get("parentSpanId") or None,
+        "start_ns": int(sp.get("startTimeUnixNano") or 0),
+        "end_ns": int(sp.get("endTimeUnixNano") or 0),
+        "attributes": {**resource, **_attrs(sp.get("attributes"))},
+        "events": [
+            {"name": e.get("name", ""), "attributes": _attrs(e.get("attributes"))} for e in sp.get("events") or ()
+        ],
+        "links": [
+            {
+                "trace_id": ln.get("traceId", ""),
+                "span_id": ln.get("spanId", ""),
+                "attributes": _attrs(ln.get("attributes")),
+            }
+            for ln in sp.get("links") or ()
+        ],
+    }
+
+
 def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
     """Every span of a file store as a flat dict.
 
@@ -161,38 +307,14 @@ def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
         for rs in req.get("resourceSpans", ()):
             res = _attrs(rs.get("resource", {}).get("attributes"))
             for ss in rs.get("scopeSpans", ()):
-                for sp in ss.get("spans", ()):
-                    yield {
-                        "name": sp.get("name", ""),
-                        "trace_id": sp.get("traceId", ""),
-                        "span_id": sp.get("spanId", ""),
-                        "parent_span_id": sp.get("parentSpanId") or None,
-                        "start_ns": int(sp.get("startTimeUnixNano", 0)),
-                        "end_ns": int(sp.get("endTimeUnixNano", 0)),
-                        "attributes": {**res, **_attrs(sp.get("attributes"))},
-                        "events": [
-                            {"name": e.get("name", ""), "attributes": _attrs(e.get("attributes"))}
-                            for e in sp.get("events", ())
-                        ],
-                        "links": [
-                            {
-                                "trace_id": ln.get("traceId", ""),
-                                "span_id": ln.get("spanId", ""),
-                                "attributes": _attrs(ln.get("attributes")),
-                            }
-                            for ln in sp.get("links", ())
-                        ],
-                    }
+                yield from (flat_span(sp, res) for sp in ss.get("spans", ()))
 
 
 def _span_step(span: dict[str, Any]) -> int:
-    for kv in span.get("attributes", ()):
-        if kv.get("key") == "harness.train.step":
-            try:
-                return int(any_value(kv.get("value", {})))
-            except (TypeError, ValueError):
-                return 0
-    return 0
+    try:
+        return int(_attrs(span.get("attributes")).get("harness.train.step") or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def drop_steps_after(path: str | Path, step: int) -> int:

@@ -34,15 +34,8 @@ def _alarm_config(args: argparse.Namespace) -> AlarmSection:
             if args.config:
                 raise
             logger.warning("alarm thresholds: defaults used, %s does not load: %s", cfg_path, e)
-    overrides = {
-        k: v
-        for k, v in (
-            ("window", args.window),
-            ("train_rise", args.train_rise),
-            ("heldout_min_rise", args.heldout_min_rise),
-        )
-        if v is not None
-    }
+    names = ("window", "train_rise", "heldout_min_rise")
+    overrides = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
     try:
         return AlarmSection.model_validate({**base.model_dump(), **overrides})
     except ValueError as e:
@@ -55,10 +48,10 @@ def _load_spans(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     if args.source is None:
         if not args.run_dir:
             raise HarnessError("give RUN_DIR (its traces.jsonl is read) or --from phoenix|mlflow URL")
-        return load_file_store(args.run_dir, args.run_id), f"file store {Path(args.run_dir) / 'traces.jsonl'}"
+        return load_file_store(args.run_dir), f"file store {Path(args.run_dir) / 'traces.jsonl'}"
     backend, url = args.source
     if backend == "phoenix":
-        return load_phoenix(url, project=args.project, run_id=args.run_id), f"Phoenix {url} project {args.project}"
+        return load_phoenix(url, project=args.project), f"Phoenix {url} project {args.project}"
     if backend == "mlflow":
         return (
             load_mlflow(url, experiment_id=args.experiment_id, run_id=args.run_id),

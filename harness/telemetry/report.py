@@ -29,6 +29,7 @@ from typing import Any
 from harness.cfg.telemetry import AlarmSection
 from harness.stats import window_mean
 from harness.table import align_columns
+from harness.telemetry._attrs import num
 from harness.telemetry._evals import Evaluation, group_evaluations, select_evaluations
 
 __all__ = [
@@ -110,11 +111,8 @@ def _pick_run(spans: list[dict[str, Any]], run_id: str | None) -> tuple[str | No
 
 
 def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
+    f = num(v)
+    return None if f is None or math.isnan(f) else f
 
 
 def _latest(spans: list[dict[str, Any]], prefix: str) -> dict[str, dict[int, dict[str, Any]]]:
@@ -338,14 +336,7 @@ def plot_report(report: Report, path: str | Path) -> Path:
     for ax, name in zip(axes[:, 0], names, strict=True):
         curve = report.train_curve.get(name, [])
         if curve:
-            ax.plot(
-                [s for s, _ in curve],
-                [m for _, m in curve],
-                color="tab:blue",
-                alpha=0.35,
-                lw=1,
-                label="training (per step)",
-            )
+            ax.plot(*zip(*curve, strict=True), color="tab:blue", alpha=0.35, lw=1, label="training (per step)")
         rows = [r for r in report.rows if r.reward == name]
         first = report.evaluations[0].id if report.evaluations else ""
         tr = [(r.step, r.train_mean) for r in rows if r.train_mean is not None and r.evaluation == first]

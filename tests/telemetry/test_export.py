@@ -3,6 +3,7 @@ stalled one, and the file store's encoding against the SDK's own protobuf encode
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import logging
@@ -10,12 +11,24 @@ import threading
 from pathlib import Path
 
 import pytest
+from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Link, Status, StatusCode
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    TraceState,
+    set_span_in_context,
+)
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.telemetry import RewardStats, RunTelemetry, iter_spans
@@ -172,6 +185,40 @@ def test_stored_lines_are_otlp_json_of_the_sdk_encoding() -> None:
     assert json_to_request(doc) == encode_spans(spans)  # back to exactly the SDK's own request
     with pytest.raises(ValueError, match="OTLP/JSON"):
         json_to_request({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
+
+
+def _sdk_json_form(spans) -> dict:
+    """Protobuf's JSON form of the SDK's own encoding, ids as hex (what the file store must equal)."""
+    doc = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                for obj in (sp, *sp.get("links", ())):
+                    for k in ("traceId", "spanId", "parentSpanId"):
+                        if k in obj:
+                            obj[k] = base64.b64decode(obj[k]).hex()
+    return json.loads(json.dumps(doc))
+
+
+def test_stored_encoding_equals_the_sdk_encoding_in_json_form() -> None:
+    spans = _spans()
+    assert json.loads(spans_to_json(spans)) == _sdk_json_form(spans)
+    # a second resource and scope, a remote parent with trace state, other kinds, an empty array
+    mem = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource({"service.name": "x", "n": 3}, schema_url="https://r"))
+    provider.add_span_processor(SimpleSpanProcessor(mem))
+    tracer = provider.get_tracer("other", None, schema_url="https://s", attributes={"sa": True})
+    remote = SpanContext(2**100 + 5, 7, is_remote=True, trace_flags=TraceFlags(1), trace_state=TraceState([("k", "v")]))
+    ctx = set_span_in_context(NonRecordingSpan(remote))
+    with tracer.start_as_current_span("r", context=ctx, kind=SpanKind.CLIENT, attributes={"e": [], "m": "-inf"}) as r:
+        r.set_attribute("ninf", float("-inf"))
+        r.add_event("bare")
+        r.set_status(Status(StatusCode.OK))
+    with tracer.start_as_current_span("", kind=SpanKind.CONSUMER, links=[Link(remote)]):
+        pass
+    both = [*spans, *mem.get_finished_spans()]
+    assert json.loads(spans_to_json(both)) == _sdk_json_form(both)
+    assert json_to_request(json.loads(spans_to_json(both))) == encode_spans(both)
 
 
 def test_stored_values_read_back_as_written(tmp_path: Path) -> None:
