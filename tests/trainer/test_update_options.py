@@ -14,11 +14,12 @@ from _batches import random_rollout_batch
 from harness.cfg.trainer import TrainerSection
 from harness.config import load_config
 from harness.errors import ConfigError
+from trainer.loop import policy_update
 from trainer.losses import LossConfig, policy_loss, tis_weights
 from trainer.rollout.base import right_pad
 from trainer.setup import disable_dropout, enable_checkpointing, load_policy, use_bf16, validate
 from trainer.toy import char_tokenizer, tiny_model
-from trainer.update import UpdateInputs, completion_logprobs, micro_batches, policy_update
+from trainer.update import UpdateInputs, completion_logprobs, micro_batches
 
 
 def _update(model, batch, **kw):
