@@ -2,7 +2,7 @@
 
 Each configuration starts its ranks (``torch.multiprocessing``, gloo on CPU, the environment torchrun gives) on
 a random-init Qwen2-style model of about 3M parameters (4 layers, hidden 256, vocabulary 1024), and takes
-``--steps`` timed GRPO updates (``trainer.update.policy_update``, the trainer's own) of 8 completions per rank
+``--steps`` timed GRPO updates (``trainer.loop.policy_update``, the trainer's own) of 8 completions per rank
 after one warm-up update. Rank 0 reports the bytes it holds of parameters, gradients and AdamW state (a DTensor
 counts its local shard only) and its median update time. Both modes run side by side in one invocation.
 
@@ -58,7 +58,8 @@ def _rank(rank: int, world: int, port: int, mode: str, steps: int, out: str) -> 
     from trainer.fsdp import ensure_process_group, local_bytes, shard_model
     from trainer.losses import LossConfig
     from trainer.head import PolicyForward
-    from trainer.update import UpdateInputs, policy_update
+    from trainer.loop import policy_update
+    from trainer.update import UpdateInputs
 
     info = init_distributed(prefer_cuda=False)
     model = _model()

@@ -115,7 +115,8 @@ def phase_engine(a: argparse.Namespace, models: dict[str, Any]) -> dict[str, Any
     from trainer.rollout.base import RolloutBatch
     from trainer.rollout.vllm import VLLMRollout
     from trainer.setup import load_policy, make_optimizer
-    from trainer.update import UpdateInputs, policy_update
+    from trainer.loop import policy_update
+    from trainer.update import UpdateInputs
 
     cfg = train_config(models["qwen"]["path"], Path(a.work), a, "vllm", 1)
     t = cfg.trainer.resolved()

@@ -53,7 +53,8 @@ def main() -> int:
     from trainer.losses import LossConfig
     from trainer.toy import tiny_model
     from trainer.head import PolicyForward
-    from trainer.update import UpdateInputs, policy_update
+    from trainer.loop import policy_update
+    from trainer.update import UpdateInputs
 
     if cuda:
         torch.cuda.set_device(0)

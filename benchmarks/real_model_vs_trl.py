@@ -6,8 +6,8 @@ rewards (``math`` + ``boxed_present`` at weight 0.2; TRL gets them through our a
 :mod:`rewards.adapters.trl`), G=8, 2 prompts per step, 24 completion tokens, temperature 0.8, learning rate 1e-5,
 loss ``grpo`` with group std scaling, beta 0, the same number of steps and the same torch thread count. Both take
 all 16 completions in one forward/backward pass with gradient checkpointing (TRL's default). Ours packs the 8
-completions of each prompt into one sequence with the prompt computed once (``trainer.pack_prompts``, on by
-default where it saves FLOPs; :mod:`trainer.packing`); ``--no-pack`` turns that off. Each trainer runs in its own
+completions of each prompt into one sequence with the prompt computed once (``trainer.packing: auto``, the
+default, where it saves FLOPs; :mod:`trainer.packing`); ``--no-pack`` turns that off. Each trainer runs in its own
 child process (so peak RSS is its own), one after the other. Afterwards our evaluator
 scores the base model and both trained models on the same held-out problems (k samples each, same rewards).
 
@@ -86,7 +86,7 @@ def run_ours(model: str, data: Path, steps: int, out_dir: str, threads: int, pac
         "trainer": {"loss": "grpo", "num_generations": G, "prompts_per_step": PROMPTS, "max_prompt_length": 128,
                     "max_completion_length": LENGTH, "lr": LR, "max_steps": steps, "temperature": TEMP,
                     "beta": 0.0, "max_grad_norm": 1.0, "save_steps": steps, "score_workers": 2,
-                    "gradient_checkpointing": True, "pack_prompts": None if pack else False,
+                    "gradient_checkpointing": True, "packing": "auto" if pack else "off",
                     "bf16": bf16},
     })
     stamps = [_now()]

@@ -2,8 +2,10 @@
 
 Trains the toy task with ``char_count_slow`` (a plugin, ``slow_reward.py``: the toy reward in a scoring worker,
 sleeping ``--delay`` seconds per call, standing in for a costly verifier) and prints, per step, the summed reward
-time of all calls and the part of the step the trainer spent blocked on rewards (submit + wait). Scoring runs while the update's first
-forward pass does, so the blocked time is the reward time the trainer could not hide.
+time of all calls and the part of the step the trainer spent blocked on rewards (submit + wait), the reward time
+the trainer could not hide. The toy run has ``mu: 1`` and no KL term, so nothing of the update runs before the wait
+(the old and reference log-probs would: ``trainer.update.prepare_update``); only later chunks of the rollout hide
+the scoring of earlier ones.
 
     OMP_NUM_THREADS=1 python benchmarks/reward_overlap.py [--delay 0.005] [--steps 20]
 """

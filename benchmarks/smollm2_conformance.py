@@ -5,7 +5,7 @@ pretrained model at hand, where logits are large and bf16 rounding is real. Two 
 completions sampled from the model (``--tokens`` each, temperature 1), as one GRPO micro-batch. Printed (and saved
 with ``--json``): the probed head map; in float32, max |d log-prob| of the plain and packed paths against each row's
 own ``model(input_ids).logits`` and the max relative gradient difference; under bf16 autocast, the model's own bf16
-forward's distance to float32 and both paths' distances, and whether the default (``pack_prompts: null``) packs.
+forward's distance to float32 and both paths' distances, and whether the default (``packing: auto``) packs.
 
     python benchmarks/smollm2_conformance.py [--group 4] [--tokens 24] [--json out.json]
 """
@@ -92,19 +92,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     twin = copy.deepcopy(model)
     want = _own(twin, prompts, comps, c_ids.shape[1])
     (want * w).sum().backward()
-    for mode, pack in (("plain", False), ("packed", True)):
+    for mode, pack in (("plain", "off"), ("packed", "on")):
         m = copy.deepcopy(model)
         f = PolicyForward(m, fwd.logit_map)
-        got, _ = completion_logprobs(f, p_ids, p_mask, c_ids, 1.0, lengths=lengths, pack=pack)
+        got, _ = completion_logprobs(f, p_ids, p_mask, c_ids, 1.0, lengths=lengths, packing=pack)
         (got * w).sum().backward()
         res[f"float32/{mode}"] = {"dlogp": float((got - want).detach()[real].abs().max()),
                                   "dgrad_rel": grad_rel(m, twin), "packed": bool(f.packing.checked)}
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         own = _own(model, prompts, comps, c_ids.shape[1])
         res["bf16/own_forward"] = float((own - want.detach())[real].abs().max())
-        for mode, pack in (("plain", False), ("default", None)):
+        for mode, pack in (("plain", "off"), ("default", "auto")):
             f = PolicyForward(model, fwd.logit_map)
-            got, _ = completion_logprobs(f, p_ids, p_mask, c_ids, 1.0, lengths=lengths, pack=pack)
+            got, _ = completion_logprobs(f, p_ids, p_mask, c_ids, 1.0, lengths=lengths, packing=pack)
             res[f"bf16/{mode}"] = {"dlogp": float((got - want.detach())[real].abs().max()),
                                    "packed": bool(f.packing.checked.get("bfloat16"))}
     res["seconds"] = round(time.perf_counter() - t0, 1)

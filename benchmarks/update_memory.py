@@ -4,7 +4,7 @@ A random-init Qwen2-style model with a real vocabulary size (151,936, Qwen2.5's)
 batch of ``rows`` completions of ``completion`` tokens after a ``prompt``-token prompt. Each path runs in its own
 subprocess (so neither sees the other's allocations): build the model and batch, compute the log-probs of the
 batch once (kept for the equality check), reset the process's peak-RSS counter (``/proc/self/clear_refs``), take
-one update (forward, loss, backward, AdamW step) through :func:`trainer.update.policy_update`, and report the peak
+one update (forward, loss, backward, AdamW step) through :func:`trainer.loop.policy_update`, and report the peak
 resident memory above the resident memory at the start of the update. The naive path is the same update with
 :func:`trainer.update.completion_logprobs` replaced by the former implementation: full logits from the model,
 a float32 copy divided by the temperature, a log-softmax over the vocabulary, gathered.
@@ -72,6 +72,7 @@ def run_phase(path: str, a: argparse.Namespace, out: Path) -> None:
     torch.set_num_threads(1)
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
+    import trainer.loop as loop
     import trainer.update as upd
     from trainer.losses import LossConfig
     from trainer.rollout.base import RolloutBatch
@@ -100,7 +101,7 @@ def run_phase(path: str, a: argparse.Namespace, out: Path) -> None:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM (peak RSS) to the current RSS
     base = _status_kib("VmRSS")
-    upd.policy_update(model, opt, sched, batch, inputs, LossConfig("grpo"), temperature=a.temperature,
+    loop.policy_update(model, opt, sched, batch, inputs, LossConfig("grpo"), temperature=a.temperature,
                       max_grad_norm=1.0)
     peak = _status_kib("VmHWM")
     out.write_text(json.dumps({"peak_bytes": (peak - base) * 1024, "base_bytes": base * 1024}))

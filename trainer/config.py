@@ -9,6 +9,7 @@ before any model is loaded; checks that need a tokenizer run in the trainer.
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -20,10 +21,14 @@ __all__ = [
     "MonitorSection",
     "LossType",
     "ScaleRewards",
+    "Packing",
     "LOSS_DEFAULTS",
 ]
 
+log = logging.getLogger(__name__)
+
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "gspo", "cispo"]
+Packing = Literal["off", "auto", "on"]
 ScaleRewards = Literal["group", "batch", "none"]
 
 #: Per-loss defaults from the source papers, applied where a field is left as None.
@@ -159,11 +164,11 @@ class TrainerSection(BaseModel):
         description="padded tokens (rows x (prompt + completion)) "
         "per forward/backward; with micro_batch_size, both bound each one",
     )
-    pack_prompts: bool | None = Field(
-        None,
+    packing: Packing = Field(
+        "auto",
         description="run the completions of one prompt as one sequence, the prompt computed once "
-        "(trainer/packing.py); default: where that costs fewer FLOPs (not with FSDP); true: wherever a prompt "
-        "is shared; false: never",
+        "(trainer/packing.py); auto: where that costs fewer FLOPs (not with FSDP); on: wherever a prompt is "
+        "shared; off: never. The former pack_prompts (true/false/null) is read as on/off/auto",
     )
     mu: int = Field(1, ge=1, description="optimizer passes over each generation batch")
     # sampling
@@ -210,6 +215,25 @@ class TrainerSection(BaseModel):
         description="CPU threads for torch's matmuls; auto: OMP_NUM_THREADS when set, else one thread unless the "
         "model is large enough to split and a microbenchmark on idle CPUs shows a speed-up (harness/threads.py)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pack_prompts_alias(cls, data: object) -> object:
+        """The deprecated ``pack_prompts`` (true / false / null) as ``packing`` (on / off / auto)."""
+        if not isinstance(data, dict) or "pack_prompts" not in data:
+            return data
+        data = dict(data)
+        old = data.pop("pack_prompts")
+        if old not in (True, False, None):
+            raise ValueError(f"pack_prompts={old!r}: expected true, false or null (better: packing: on | off | auto)")
+        new = {True: "on", False: "off", None: "auto"}[old]
+        if "packing" in data and data["packing"] != new:
+            raise ValueError(
+                f"pack_prompts={old} and packing={data['packing']!r} disagree; keep only packing (off | auto | on)"
+            )
+        data["packing"] = new
+        log.warning("trainer.pack_prompts is deprecated: read as packing: %s (write that instead)", new)
+        return data
 
     @model_validator(mode="after")
     def _batch_shapes(self) -> TrainerSection:

@@ -31,7 +31,6 @@ import torch
 import torch.distributed as dist
 
 from trainer.dist import DistInfo
-from trainer.logprobs import register_sharded_forward
 
 __all__ = [
     "prepare",
@@ -127,7 +126,6 @@ def shard_model(model: Any, info: DistInfo, *, mixed_precision: bool | None = No
     for m in _fsdp_modules(model):  # neither setter recurses
         m.set_gradient_divide_factor(1.0)  # sum, as DDP's sync_gradients: the loss normalizers are global
         m.set_force_sum_reduction_for_comms(True)  # a plain SUM (gloo has no PREMUL_SUM)
-    register_sharded_forward(model)  # chunked log-probs call backbone and head directly: the root's hooks must run
     return model
 
 

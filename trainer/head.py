@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from harness.errors import ConfigError
-from trainer.logprobs import LogitMap, split_model
+from trainer.logprobs import LogitMap, is_sharded, split_model
 from trainer.packing import PackState
 
 __all__ = ["UnsupportedModelError", "probe_logit_map", "PolicyForward"]
@@ -208,6 +208,11 @@ class PolicyForward:
     model: Any
     logit_map: LogitMap
     packing: PackState = field(default_factory=PackState)
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the model is sharded with FSDP2 (then packing is not checked: see :func:`trainer.packing.choose`)."""
+        return is_sharded(self.model)
 
     @classmethod
     def of(cls, model: Any) -> PolicyForward:

@@ -28,7 +28,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -40,11 +40,12 @@ __all__ = [
     "naive_logprobs",
     "default_chunk",
     "split_model",
-    "register_sharded_forward",
+    "is_sharded",
 ]
 
-#: The method name under which a sharded (FSDP) root model runs :func:`sequence_logprobs` as a forward method.
-SHARDED_FORWARD = "harness_sequence_logprobs"
+#: The name under which FSDP2 is handed :func:`sequence_logprobs` to wrap as a forward method (only for the
+#: moment of wrapping: the wrapped method is kept by the caller, not left on the model).
+_FORWARD_NAME = "_chunked_logprobs"
 
 #: Bytes of float32 logits one chunk may hold (the default chunk is this over 4 * vocab). The backward pass of a
 #: chunk holds about five tensors of this size. On a GPU, chunks are larger (fewer, larger matmuls).
@@ -215,11 +216,10 @@ def sequence_logprobs(
     (:func:`trainer.head.probe_logit_map`).
 
     The backbone and the head are called one by one, not through the model's ``forward``; a model sharded with
-    FSDP2 therefore runs this as a registered forward method (:func:`register_sharded_forward`), so that its root
-    parameters (embeddings, final norm, head) are gathered before and their gradients reduced after.
+    FSDP2 (:func:`is_sharded`) therefore runs this wrapped by FSDP's forward hooks (:func:`_sharded_run`), so that
+    its root parameters (embeddings, final norm, head) are gathered before and their gradients reduced after.
     """
-    sharded = model.__dict__.get(SHARDED_FORWARD)
-    run = sharded if sharded is not None else functools.partial(_sequence_logprobs, model)
+    run = _sharded_run(model) if is_sharded(model) else functools.partial(_sequence_logprobs, model)
     return run(
         input_ids,
         attention_mask,
@@ -233,18 +233,36 @@ def sequence_logprobs(
     )
 
 
-def register_sharded_forward(model: Any) -> None:
-    """Make :func:`sequence_logprobs` a forward method of an FSDP2 root ``model`` (its hooks run around it)."""
+def is_sharded(model: Any) -> bool:
+    """Whether ``model`` is the root of an FSDP2 sharding (``fully_shard`` made it an ``FSDPModule``)."""
+    if not torch.distributed.is_available():
+        return False
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(model, FSDPModule)
+
+
+def _sharded_run(model: Any) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
+    """:func:`_sequence_logprobs` of an FSDP2 root ``model`` between FSDP's pre- and post-forward hooks.
+
+    FSDP2's public way to hook a method other than ``forward`` (``register_fsdp_forward_method``) patches a
+    named method of the module; the name is set only for that call and the wrapped method taken back, so the model
+    carries nothing of ours afterwards.
+    """
     from torch.distributed.fsdp import register_fsdp_forward_method
 
-    def run(self: Any, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-        logp, ent = _sequence_logprobs(self, *args, **kwargs)
+    def run(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        logp, ent = _sequence_logprobs(model, *args, **kwargs)
         # FSDP2 hooks the outputs of a forward for its pre-backward step and warns about views (an in-place op on
         # one would drop that hook); the (B, T) result is a reshape of the chunks: a copy costs B*T floats
         return _own(logp), (None if ent is None else _own(ent))
 
-    setattr(model, SHARDED_FORWARD, run.__get__(model, type(model)))
-    register_fsdp_forward_method(model, SHARDED_FORWARD)
+    model.__dict__[_FORWARD_NAME] = run
+    try:
+        register_fsdp_forward_method(model, _FORWARD_NAME)
+    finally:
+        wrapped = model.__dict__.pop(_FORWARD_NAME)
+    return cast(Callable[..., tuple[torch.Tensor, torch.Tensor | None]], wrapped)
 
 
 def _own(t: torch.Tensor) -> torch.Tensor:

@@ -2,11 +2,12 @@
 
 One step (:func:`grpo_step`; :func:`train_step` wraps it in a ``train.step`` span) samples ``prompts_per_step``
 groups of G completions (split over ranks), submits them to the one scoring path
-(:class:`harness.scoring.ScoringSession`), starts the update's first forward pass while the rewards run, turns
+(:class:`harness.scoring.ScoringSession`), computes the old and reference log-probs while the rewards run, turns
 the weighted total rewards into group-relative advantages (unscored samples excluded), and takes ``mu`` optimizer
-steps. Then it records metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with
-a ``reward/<name>`` child per reward), checks the monitors, and saves a checkpoint every ``save_steps`` (and after
-the step in flight when Ctrl-C stops the run: :mod:`trainer.interrupt`).
+steps (:func:`optimize`: per micro-batch, forward, loss and backward; then clip and step). Then it records
+metrics (console bar, ``metrics.jsonl``, a ``train.step`` span with a ``reward/<name>`` child per reward), checks
+the monitors, and saves a checkpoint every ``save_steps`` (and after the step in flight when Ctrl-C stops the run:
+:mod:`trainer.interrupt`).
 
 What it leaves out on purpose: a critic, reward models on the GPU, asynchronous off-policy generation (the batch
 of step N+1 is sampled by the weights after step N), and callbacks beyond one ``on_step`` hook.
@@ -39,9 +40,10 @@ from trainer import dcp
 from trainer import fsdp as sharding
 from trainer.advantages import GroupAdvantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
-from trainer.config import TrainerSection
+from trainer.config import Packing, TrainerSection
 from trainer.dist import (
     DistInfo,
+    GradientSync,
     all_gather_object,
     barrier,
     broadcast_parameters,
@@ -62,7 +64,7 @@ from trainer.setup import (
     use_bf16,
     validate,
 )
-from trainer.update import UpdateInputs, apply_update, first_forward
+from trainer.update import UpdateBatch, UpdateInputs, UpdateTally, optimizer_step, prepare_update
 
 __all__ = [
     "TrainResult",
@@ -71,6 +73,8 @@ __all__ = [
     "setup_training",
     "train_step",
     "grpo_step",
+    "optimize",
+    "policy_update",
     "update_inputs",
 ]
 
@@ -112,7 +116,8 @@ class StepContext:
 
     ``trainer`` is the resolved trainer section (per-loss defaults filled in); ``dist`` says where this process
     sits (rank, world size, device, ddp or fsdp); ``reference`` is the frozen reference policy (None without a
-    KL term); ``rollout_generator`` seeds HF sampling and is saved in checkpoints.
+    KL term); ``rollout_generator`` seeds HF sampling and is saved in checkpoints; ``forwards`` are the policy's
+    and the reference's forward (:class:`trainer.head.PolicyForward`: model, probed head map, packing checks).
     """
 
     config: RunConfig
@@ -232,8 +237,8 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
     )
     generated = time.perf_counter()
     ctx.rollout.release_memory()  # vLLM: sleep during the update
-    # 2. While the reward workers still score the batch: old and reference log-probs, the first forward pass.
-    passes = first_forward(
+    # 2. While the reward workers still score the batch: micro-batches, old and reference log-probs (no grad).
+    prepared = prepare_update(
         ctx.forwards[0],
         collected.batch,
         temperature=trainer.temperature,
@@ -242,7 +247,7 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
         micro_batch_tokens=trainer.micro_batch_tokens,
         ref_model=ctx.forwards[1],
         bf16=ctx.bf16,
-        pack=trainer.pack_prompts,
+        packing=trainer.packing,
     )
     # 3. Wait for the scores; group-relative advantages of the weighted totals (over every rank's batch).
     waited = time.perf_counter()
@@ -250,8 +255,8 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
     score_wait_s = time.perf_counter() - waited
     advantages = group_advantages_over_ranks(totals_tensor(scores), trainer.num_generations, trainer.scale_rewards)
     # 4. mu optimizer steps on the batch with those advantages.
-    update_stats = apply_update(
-        passes,
+    update_stats = optimize(
+        prepared,
         update_inputs(collected.batch, advantages, mask_truncated=trainer.mask_truncated),
         ctx.optimizer,
         ctx.scheduler,
@@ -270,6 +275,78 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
     # 5. Metrics over every rank's first-round scores.
     rewards = _all_ranks_result(collected, ctx.dist)
     return _step_metrics(step, ctx.config, collected, rewards, {**update_stats, **timing}), rewards
+
+
+def optimize(
+    prepared: UpdateBatch,
+    inputs: UpdateInputs,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    loss_cfg: LossConfig,
+    *,
+    max_grad_norm: float | None = None,
+    dist: DistInfo = DistInfo(),
+    is_cap: float | None = None,
+) -> dict[str, float]:
+    """``prepared.mu`` optimizer steps: per micro-batch, log-probs with grad, the loss, backward; then the
+    gradients summed over ranks, clipped, and one optimizer step. Returns loss, clip fractions, KL, entropy, grad
+    norm, lr (and ``is_ratio/*`` when the off-policy correction ran: :class:`trainer.update.UpdateTally`)."""
+    tally = UpdateTally(prepared, inputs, loss_cfg, dist, is_cap)
+    model, last = prepared.policy.model, len(prepared.slices) - 1
+    sync = GradientSync(model.parameters(), dist)  # sums gradients over ranks while the last backward runs
+    grad_norm = 0.0
+    for it in range(prepared.mu):
+        optimizer.zero_grad(set_to_none=True)
+        for k in range(last + 1):
+            logp, ent = prepared.logprobs(k, with_entropy=it == 0)  # (rows, T), entropies on the first pass
+            out = tally.loss(k, logp, first_pass=it == 0)
+            if k == last:
+                sync.arm()
+            out.loss.backward()
+            if it == 0:
+                tally.add(k, out, ent)
+        grad_norm = optimizer_step(model, optimizer, scheduler, sync, max_grad_norm)
+    sync.close()
+    return tally.metrics(grad_norm, float(scheduler.get_last_lr()[0]))
+
+
+def policy_update(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    batch: RolloutBatch,
+    inputs: UpdateInputs,
+    loss_cfg: LossConfig,
+    *,
+    temperature: float,
+    mu: int = 1,
+    micro_batch_size: int | None = None,
+    micro_batch_tokens: int | None = None,
+    max_grad_norm: float | None = None,
+    ref_model: Any | None = None,
+    dist: DistInfo = DistInfo(),
+    bf16: bool = False,
+    is_cap: float | None = None,
+    logprob_chunk: int | None = None,
+    packing: Packing = "auto",
+) -> dict[str, float]:
+    """One update without a rollout: :func:`trainer.update.prepare_update` then :func:`optimize`, for a batch whose
+    advantages are already known (tests and benchmarks).
+
+    ``model`` is a :class:`trainer.head.PolicyForward` or a bare model (then probed on every call)."""
+    prep = prepare_update(
+        model,
+        batch,
+        temperature=temperature,
+        mu=mu,
+        micro_batch_size=micro_batch_size,
+        micro_batch_tokens=micro_batch_tokens,
+        ref_model=ref_model,
+        bf16=bf16,
+        logprob_chunk=logprob_chunk,
+        packing=packing,
+    )
+    return optimize(prep, inputs, optimizer, scheduler, loss_cfg, max_grad_norm=max_grad_norm, dist=dist, is_cap=is_cap)
 
 
 def _step_metrics(

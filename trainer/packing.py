@@ -30,8 +30,6 @@ from typing import Any
 
 import torch
 
-from trainer.logprobs import SHARDED_FORWARD
-
 __all__ = [
     "Packed",
     "PackState",
@@ -259,6 +257,7 @@ def choose(
     lengths: torch.Tensor,
     *,
     force: bool,
+    sharded: bool = False,
     gap: Callable[[list[tuple[int, int]]], tuple[float, float]],
 ) -> list[tuple[int, int]] | None:
     """The rows' :func:`segments` when this micro-batch is to be packed, else None.
@@ -267,9 +266,9 @@ def choose(
     the packed length is within every one of the model's :func:`windows`, and that length has matched the plain
     pass (``state``). A length beyond those already checked is checked on this micro-batch: ``gap(runs)`` gives
     (packed, plain) largest distances to the float32 plain pass; the packed pass matches when its distance is at
-    most ``GAP_FACTOR`` times the plain pass's own (bf16 autocast) plus ``GAP_FLOOR``. A model sharded with FSDP is
-    not checked (the check's extra forward passes are collectives another rank may not run): it packs only when
-    forced, and only within its windows.
+    most ``GAP_FACTOR`` times the plain pass's own (bf16 autocast) plus ``GAP_FLOOR``. A model sharded with FSDP
+    (``sharded``) is not checked (the check's extra forward passes are collectives another rank may not run): it
+    packs only when forced, and only within its windows.
     """
     if not supported(model):
         return None
@@ -282,7 +281,7 @@ def choose(
     length = packed_length(p_len, c_len, runs)
     if length > min(windows(model.config), default=length):
         return None
-    if SHARDED_FORWARD in model.__dict__:
+    if sharded:
         return runs if force else None
     device = next(model.parameters()).device.type
     mode = (

@@ -1,17 +1,20 @@
-"""One optimizer update of the policy on a scored generation batch: log-probs, loss, backward, step.
+"""The parts of one optimizer update of the policy on a generation batch: log-probs, loss, statistics, step.
 
 :func:`completion_logprobs` runs the model over prompt + completion and returns the log-probability of each sampled
 completion token (at the sampling temperature), through the chunked head of :mod:`trainer.logprobs`, so no
-``[batch, seq, vocab]`` float32 tensor is built. :func:`policy_update` splits the batch into micro-batches (gradient
-accumulation) by a row count and/or a token budget (:func:`micro_batches`), takes ``mu`` optimizer steps over it,
-sums gradients over ranks and clips them. It is two calls, so that the loop can hide reward time:
-:func:`first_forward` (old and reference log-probs, the first micro-batch's forward pass) needs no reward and runs
-while the scores are computed; :func:`apply_update` takes the advantages and steps. Dropout is off in the policy
-(see :func:`trainer.setup.load_policy`), so old, new and reference log-probs compare one deterministic policy; with
+``[batch, seq, vocab]`` float32 tensor is built. :func:`prepare_update` does the part of an update that needs no
+reward, so the loop runs it while the scores are computed: it splits the batch into micro-batches (gradient
+accumulation) by a row count and/or a token budget (:func:`micro_batches`) and computes the old (``mu > 1``) and
+reference log-probs without grad, into an :class:`UpdateBatch`. The forward/loss/backward loop over the
+micro-batches and the ``mu`` passes is :func:`trainer.loop.optimize`, in the loop's own module; here are its parts:
+:meth:`UpdateBatch.logprobs` (one micro-batch's forward), :class:`UpdateTally` (the loss of a micro-batch with the
+global normalizers and importance weights, and the statistics) and :func:`optimizer_step` (sum over ranks, clip,
+step). Dropout is off in the policy (see
+:func:`trainer.setup.load_policy`), so old, new and reference log-probs compare one deterministic policy; with
 gradient checkpointing the policy is in train mode, which then computes the same function. With ``bf16`` the forward
 runs under bfloat16 autocast over float32 weights. Rows of a micro-batch that share a prompt can run as one packed
-sequence, the prompt computed once (:mod:`trainer.packing`, ``pack``: by default where a cost model says it saves
-FLOPs).
+sequence, the prompt computed once (:mod:`trainer.packing`, ``packing``: ``auto`` where a cost model says it saves
+FLOPs, ``on`` wherever a prompt is shared, ``off`` never).
 
 When the batch carries the sampler's log-probs (vLLM) and ``is_cap`` is set, each token's loss is weighted by
 ``min(pi_old / pi_sampler, is_cap)`` (:func:`trainer.losses.tis_weights`), where pi_old is the trainer's own
@@ -24,13 +27,13 @@ This module does not sample, score or compute advantages; the loop hands it a ba
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from trainer import packing
+from trainer import packing as shared_prompt
+from trainer.config import Packing
 from trainer.dist import DistInfo, GradientSync, all_reduce_sum
 from trainer.head import PolicyForward
 from trainer.logprobs import sequence_logprobs
@@ -40,12 +43,12 @@ from trainer.rollout.hf import position_ids_from_mask
 
 __all__ = [
     "UpdateInputs",
-    "FirstPass",
+    "UpdateBatch",
+    "UpdateTally",
     "completion_logprobs",
     "micro_batches",
-    "first_forward",
-    "apply_update",
-    "policy_update",
+    "prepare_update",
+    "optimizer_step",
 ]
 
 
@@ -101,25 +104,34 @@ def completion_logprobs(
     with_entropy: bool = False,
     chunk: int | None = None,
     lengths: torch.Tensor | None = None,
-    pack: bool | None = False,
+    packing: Packing = "off",
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(B, T) log-probs of ``completion_ids`` given the prompts, and (B, T) entropies when asked (no grad).
 
     ``model`` is a :class:`trainer.head.PolicyForward` (the model, its probed head map and its packing state), or a
     bare model, probed on this call. ``lengths`` (B,) are the completions' real lengths (default: all T tokens).
-    ``pack``: run rows that share a prompt as one packed sequence (:mod:`trainer.packing`) where the model's
-    attention and windows allow it and the packed length has matched the plain pass, ``None`` only where that is
-    also cheaper, ``False`` never; positions past a row's length are then 0.
+    ``packing``: ``on`` runs rows that share a prompt as one packed sequence (:mod:`trainer.packing`) where the
+    model's attention and windows allow it and the packed length has matched the plain pass, ``auto`` only where
+    that is also cheaper, ``off`` never; positions past a row's length are then 0.
     """
     fwd = model if isinstance(model, PolicyForward) else PolicyForward.of(model)
     args = (fwd, prompt_ids, prompt_mask, completion_ids, temperature)
-    if pack is not False:
+    if packing != "off":
         n_len = lengths if lengths is not None else torch.full((len(completion_ids),), completion_ids.shape[1])
 
         def gap(runs: list[tuple[int, int]]) -> tuple[float, float]:  # see packing.choose
             return _packing_gap(*args, n_len, runs, chunk)
 
-        runs = packing.choose(fwd.model, fwd.packing, prompt_ids, prompt_mask, n_len, force=bool(pack), gap=gap)
+        runs = shared_prompt.choose(
+            fwd.model,
+            fwd.packing,
+            prompt_ids,
+            prompt_mask,
+            n_len,
+            force=packing == "on",
+            sharded=fwd.sharded,
+            gap=gap,
+        )
         if runs is not None:
             return _packed_logprobs(*args, n_len, runs, with_entropy, chunk)
     return _plain_logprobs(*args, with_entropy, chunk)
@@ -196,11 +208,11 @@ def _packed_logprobs(
     """:func:`completion_logprobs` over the packed layout, scattered back to (B, T) (0 past each row's end)."""
     model = fwd.model
     device = next(model.parameters()).device
-    pk = packing.layout(prompt_ids.cpu(), prompt_mask.cpu(), completion_ids.cpu(), lengths.cpu(), runs)
+    pk = shared_prompt.layout(prompt_ids.cpu(), prompt_mask.cpu(), completion_ids.cpu(), lengths.cpu(), runs)
     logp, ent = sequence_logprobs(
         model,
         pk.input_ids.to(device),
-        packing.attention_mask_for(model, pk.allowed).to(device),
+        shared_prompt.attention_mask_for(model, pk.allowed).to(device),
         pk.position_ids.to(device),
         pk.targets.to(device),
         temperature=temperature,
@@ -223,34 +235,55 @@ def autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextMana
 
 
 @dataclass
-class FirstPass:
-    """The forward passes an update runs before it needs the advantages (see :func:`first_forward`).
+class UpdateBatch:
+    """A generation batch laid out for the update, with what needs no reward computed (:func:`prepare_update`).
 
     Attributes:
-        model: the policy.
+        policy: the policy's forward (model, head map, packing state), held by the loop's step context.
         batch: the generation batch.
+        mu: optimizer steps the update takes on the batch.
         slices: its micro-batches (row slices).
         trimmed: per micro-batch, (prompt ids, prompt mask, completion ids, completion length) without padding.
-        forward: ``forward(model, k, with_entropy)``: (B, T) log-probs (and entropies) of micro-batch ``k``.
-        mu: optimizer steps the update will take on the batch.
-        old_logp: per micro-batch, the log-probs before the first step (no grad; only when ``mu > 1``).
+        lengths: per micro-batch, the completions' real lengths (rows,).
+        temperature: the sampling temperature (log-probs are of the tempered softmax).
+        bf16: the forward passes run under bfloat16 autocast.
+        packing: ``off``, ``auto`` or ``on`` (:func:`completion_logprobs`).
+        chunk: positions per chunk of the output head (None: :func:`trainer.logprobs.default_chunk`).
+        old_logp: per micro-batch, the policy's log-probs before the first step (no grad; only when ``mu > 1``).
         ref_logp: per micro-batch, the reference model's log-probs (no grad; only with a reference model).
-        first: micro-batch 0's log-probs and entropies with grad, the first pass of the first step.
     """
 
-    model: Any
     policy: PolicyForward
     batch: RolloutBatch
+    mu: int
     slices: list[slice]
     trimmed: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]
-    forward: Callable[[PolicyForward, int, bool], tuple[torch.Tensor, torch.Tensor | None]]
-    mu: int
-    old_logp: list[torch.Tensor] | None
-    ref_logp: list[torch.Tensor] | None
-    first: tuple[torch.Tensor, torch.Tensor | None]
+    lengths: list[torch.Tensor]
+    temperature: float
+    bf16: bool
+    packing: Packing
+    chunk: int | None
+    old_logp: list[torch.Tensor] | None = None
+    ref_logp: list[torch.Tensor] | None = None
+
+    def logprobs(
+        self, k: int, *, with_entropy: bool = False, fwd: PolicyForward | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(rows, T) log-probs (and entropies) of micro-batch ``k`` under ``fwd`` (default: the policy)."""
+        fwd = fwd if fwd is not None else self.policy
+        with autocast(next(fwd.model.parameters()).device, self.bf16):
+            return completion_logprobs(
+                fwd,
+                *self.trimmed[k][:3],
+                self.temperature,
+                with_entropy=with_entropy,
+                chunk=self.chunk,
+                lengths=self.lengths[k],
+                packing=self.packing,
+            )
 
 
-def first_forward(
+def prepare_update(
     model: Any,
     batch: RolloutBatch,
     *,
@@ -261,146 +294,93 @@ def first_forward(
     ref_model: Any | None = None,
     bf16: bool = False,
     logprob_chunk: int | None = None,
-    pack: bool | None = None,
-) -> FirstPass:
-    """The part of an update that needs no reward: old and reference log-probs and the first micro-batch's
-    forward pass with grad. The loop runs it while the scoring workers are still judging ``batch``.
+    packing: Packing = "auto",
+) -> UpdateBatch:
+    """The part of an update that needs no reward: the micro-batches, and the old (``mu > 1``) and reference
+    log-probs, without grad. The loop runs it while the scoring workers are still judging ``batch``.
 
     ``model`` and ``ref_model`` are :class:`trainer.head.PolicyForward` objects (the loop builds them once) or
     bare models (probed here)."""
     policy = model if isinstance(model, PolicyForward) else PolicyForward.of(model)
     ref = ref_model if ref_model is None or isinstance(ref_model, PolicyForward) else PolicyForward.of(ref_model)
-    device = next(policy.model.parameters()).device
     slices = micro_batches(batch.prompt_mask, batch.completion_mask, micro_batch_size, micro_batch_tokens)
-    trimmed = [_trim(batch, s) for s in slices]
-
-    lengths = [batch.completion_mask[s].sum(1) for s in slices]
-
-    def forward(m: PolicyForward, k: int, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        with autocast(device, bf16):
-            return completion_logprobs(
-                m,
-                *trimmed[k][:3],
-                temperature,
-                with_entropy=with_entropy,
-                chunk=logprob_chunk,
-                lengths=lengths[k],
-                pack=pack,
-            )
-
-    with torch.no_grad():
-        old_logp = [forward(policy, k)[0] for k in range(len(slices))] if mu > 1 else None
-        ref_logp = [forward(ref, k)[0] for k in range(len(slices))] if ref is not None else None
-    first = forward(policy, 0, True)
-    return FirstPass(policy.model, policy, batch, slices, trimmed, forward, mu, old_logp, ref_logp, first)
-
-
-def apply_update(
-    passes: FirstPass,
-    inputs: UpdateInputs,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    loss_cfg: LossConfig,
-    *,
-    max_grad_norm: float | None = None,
-    dist: DistInfo = DistInfo(),
-    is_cap: float | None = None,
-) -> dict[str, float]:
-    """Take ``passes.mu`` optimizer steps on the batch of ``passes`` with the advantages and mask of ``inputs``;
-    returns loss, clip fractions, KL, entropy, grad norm, lr (and ``is_ratio/*`` when the off-policy correction
-    ran)."""
-    model, batch, slices, trimmed = passes.model, passes.batch, passes.slices, passes.trimmed
-    device = next(model.parameters()).device
-    n_seq, n_tok = all_reduce_sum([float(len(batch)), float(inputs.loss_mask.sum())], dist)
-    stats: dict[str, float] = {
-        "loss": 0.0,
-        "clip_ratio/low_mean": 0.0,
-        "clip_ratio/high_mean": 0.0,
-        "kl": 0.0,
-        "entropy": 0.0,
-        "grad_norm": 0.0,
-    }
-    sampler_logp = batch.sampler_logp if is_cap is not None else None
-    weights: list[torch.Tensor | None] = [None] * len(slices)
-    is_stats: list[tuple[TISStats, float]] = []
-    entropy_tokens = 0.0
-    sync = GradientSync(model.parameters(), dist)  # sums gradients over ranks while the last backward runs
-    for it in range(passes.mu):
-        optimizer.zero_grad(set_to_none=True)
-        for k, rows in enumerate(slices):
-            logp, ent = passes.first if it == 0 and k == 0 else passes.forward(passes.policy, k, it == 0)
-            t_len = trimmed[k][3]
-            mask = inputs.loss_mask[rows, :t_len].to(device)
-            old_k = passes.old_logp[k] if passes.old_logp is not None else logp.detach()
-            if sampler_logp is not None and is_cap is not None and it == 0:
-                weights[k], st = tis_weights(
-                    old_k, sampler_logp[rows, :t_len].to(device), mask, is_cap, sequence=loss_cfg.loss_type == "gspo"
-                )
-                is_stats.append((st, float(mask.sum())))
-            out = policy_loss(
-                logp,
-                old_k,
-                inputs.advantages[rows].to(device),
-                mask,
-                loss_cfg,
-                ref_logp=passes.ref_logp[k] if passes.ref_logp is not None else None,
-                num_sequences=int(n_seq),
-                num_tokens=int(n_tok),
-                is_weight=weights[k],
-            )
-            if k == len(slices) - 1:
-                sync.arm()
-            out.loss.backward()
-            if it == 0:
-                entropy_tokens += _accumulate(stats, out, ent, batch.completion_mask[rows, :t_len].to(device), n_tok)
-        stats["grad_norm"] = _optimizer_step(model, optimizer, scheduler, sync, max_grad_norm)
-    sync.close()
-    stats["entropy"] /= max(entropy_tokens, 1.0)
-    if is_stats:
-        stats.update(_is_metrics(is_stats))
-    stats["lr"] = float(scheduler.get_last_lr()[0])
-    stats["micro_batches"] = float(len(slices))
-    return stats
-
-
-def policy_update(
-    model: Any,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    batch: RolloutBatch,
-    inputs: UpdateInputs,
-    loss_cfg: LossConfig,
-    *,
-    temperature: float,
-    mu: int = 1,
-    micro_batch_size: int | None = None,
-    micro_batch_tokens: int | None = None,
-    max_grad_norm: float | None = None,
-    ref_model: Any | None = None,
-    dist: DistInfo = DistInfo(),
-    bf16: bool = False,
-    is_cap: float | None = None,
-    logprob_chunk: int | None = None,
-    pack: bool | None = None,
-) -> dict[str, float]:
-    """:func:`first_forward` then :func:`apply_update`, for a batch whose advantages are already known.
-
-    ``model`` is a :class:`trainer.head.PolicyForward` or a bare model (then probed on every call)."""
-    passes = first_forward(
-        model,
+    prep = UpdateBatch(
+        policy,
         batch,
-        temperature=temperature,
-        mu=mu,
-        micro_batch_size=micro_batch_size,
-        micro_batch_tokens=micro_batch_tokens,
-        ref_model=ref_model,
-        bf16=bf16,
-        logprob_chunk=logprob_chunk,
-        pack=pack,
+        mu,
+        slices,
+        [_trim(batch, s) for s in slices],
+        [batch.completion_mask[s].sum(1) for s in slices],
+        temperature,
+        bf16,
+        packing,
+        logprob_chunk,
     )
-    return apply_update(
-        passes, inputs, optimizer, scheduler, loss_cfg, max_grad_norm=max_grad_norm, dist=dist, is_cap=is_cap
-    )
+    with torch.no_grad():
+        if mu > 1:
+            prep.old_logp = [prep.logprobs(k)[0] for k in range(len(slices))]
+        if ref is not None:
+            prep.ref_logp = [prep.logprobs(k, fwd=ref)[0] for k in range(len(slices))]
+    return prep
+
+
+class UpdateTally:
+    """One update's loss terms and statistics: the normalizers over every rank, the per-micro-batch
+    importance weights (first pass), and the token-weighted loss, clip fractions, KL and entropy."""
+
+    def __init__(
+        self, prep: UpdateBatch, inputs: UpdateInputs, loss_cfg: LossConfig, dist: DistInfo, is_cap: float | None
+    ) -> None:
+        self.prep, self.inputs, self.loss_cfg, self.is_cap = prep, inputs, loss_cfg, is_cap
+        self.device = next(prep.policy.model.parameters()).device
+        self.n_seq, self.n_tok = all_reduce_sum([float(len(prep.batch)), float(inputs.loss_mask.sum())], dist)
+        self.sampler_logp = prep.batch.sampler_logp if is_cap is not None else None
+        self.weights: list[torch.Tensor | None] = [None] * len(prep.slices)
+        self.is_stats: list[tuple[TISStats, float]] = []
+        self.stats: dict[str, float] = dict.fromkeys(
+            ("loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "kl", "entropy", "grad_norm"), 0.0
+        )
+        self.entropy_tokens = 0.0
+
+    def loss(self, k: int, logp: torch.Tensor, *, first_pass: bool) -> LossOutput:
+        """The loss of micro-batch ``k`` given its log-probs with grad; the old log-probs are the prepared ones,
+        or with ``mu == 1`` these, detached (the weights that sampled the batch)."""
+        rows, t_len, prep = self.prep.slices[k], self.prep.trimmed[k][3], self.prep
+        mask = self.inputs.loss_mask[rows, :t_len].to(self.device)
+        old_k = prep.old_logp[k] if prep.old_logp is not None else logp.detach()
+        if self.sampler_logp is not None and self.is_cap is not None and first_pass:
+            sampled = self.sampler_logp[rows, :t_len].to(self.device)
+            gspo = self.loss_cfg.loss_type == "gspo"
+            self.weights[k], st = tis_weights(old_k, sampled, mask, self.is_cap, sequence=gspo)
+            self.is_stats.append((st, float(mask.sum())))
+        return policy_loss(
+            logp,
+            old_k,
+            self.inputs.advantages[rows].to(self.device),
+            mask,
+            self.loss_cfg,
+            ref_logp=prep.ref_logp[k] if prep.ref_logp is not None else None,
+            num_sequences=int(self.n_seq),
+            num_tokens=int(self.n_tok),
+            is_weight=self.weights[k],
+        )
+
+    def add(self, k: int, out: LossOutput, ent: torch.Tensor | None) -> None:
+        """Add micro-batch ``k``'s statistics of the first pass."""
+        rows, t_len = self.prep.slices[k], self.prep.trimmed[k][3]
+        cmask = self.prep.batch.completion_mask[rows, :t_len].to(self.device)
+        self.entropy_tokens += _accumulate(self.stats, out, ent, cmask, self.n_tok)
+
+    def metrics(self, grad_norm: float, lr: float) -> dict[str, float]:
+        """loss, clip fractions, KL, entropy, grad norm (of the last step), lr, and ``is_ratio/*`` when the
+        off-policy correction ran."""
+        stats = {**self.stats, "grad_norm": grad_norm}
+        stats["entropy"] /= max(self.entropy_tokens, 1.0)
+        if self.is_stats:
+            stats.update(_is_metrics(self.is_stats))
+        stats["lr"] = lr
+        stats["micro_batches"] = float(len(self.prep.slices))
+        return stats
 
 
 def _is_metrics(parts: list[tuple[TISStats, float]]) -> dict[str, float]:
@@ -429,7 +409,7 @@ def _accumulate(
     return float(cm.sum())
 
 
-def _optimizer_step(
+def optimizer_step(
     model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sync: GradientSync, max_grad_norm: float | None
 ) -> float:
     """Finish summing gradients over ranks, clip, step; returns the gradient norm before clipping (0 when not

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from trainer import packing
+from trainer.config import Packing
 from trainer.head import PolicyForward, probe_logit_map
 from trainer.logprobs import sequence_logprobs
 from trainer.rollout.base import left_pad, right_pad
@@ -182,11 +183,11 @@ class Cell:
     tol: float = 1e-4  # what dlogp must be within
 
 
-def _mode(model: Any, r: Rows, pack: bool, *, grads: bool = True) -> Cell:
+def _mode(model: Any, r: Rows, pack: Packing, *, grads: bool = True) -> Cell:
     """The trainer's log-probs (and gradients) of ``model`` against its own forward on a twin copy."""
     twin = copy.deepcopy(model)
     fwd = PolicyForward.of(model)
-    got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), pack=pack)
+    got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), packing=pack)
     want = reference(twin, r)
     real = r.c_mask.bool()
     cell = Cell(float((got - want).detach()[real].abs().max()), None, bool(fwd.packing.checked.get("float32")))
@@ -229,8 +230,8 @@ def _bf16(model: Any, r: Rows) -> Cell:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         own = reference(model, r)
         fwd = PolicyForward.of(model)
-        plain, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), pack=False)
-        packed, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), pack=True)
+        plain, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), packing="off")
+        packed, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), packing="on")
     tol = 2.0 * float((own - want).detach()[real].abs().max()) + 1e-3
     d = max(float((plain - want).detach()[real].abs().max()), float((packed - want).detach()[real].abs().max()))
     return Cell(d, None, bool(fwd.packing.checked.get("bfloat16")), tol)
@@ -288,13 +289,13 @@ def measure(arch: Arch, *, lora: bool = True, bf16: bool = True) -> dict[str, Ce
     r = rows()
     base = build(arch)
     probe_logit_map(base)  # raises for an architecture we cannot match
-    cells = {"plain": _mode(copy.deepcopy(base), r, False), "packed": _mode(copy.deepcopy(base), r, True)}
+    cells = {"plain": _mode(copy.deepcopy(base), r, "off"), "packed": _mode(copy.deepcopy(base), r, "on")}
     ckpt = copy.deepcopy(base)
     enable_checkpointing(ckpt)
     ckpt.train()
-    cells["checkpointed"] = _mode(ckpt, r, True)
+    cells["checkpointed"] = _mode(ckpt, r, "on")
     if lora:
-        cells["lora"] = _mode(_lora(copy.deepcopy(base)), r, True)
+        cells["lora"] = _mode(_lora(copy.deepcopy(base)), r, "on")
     if bf16:
         cells["bf16"] = _bf16(base, r)
     return cells
@@ -339,16 +340,16 @@ def fsdp_rank(rank: int, out: str, arch_name: str) -> None:
     r = rows()
     real_layout = packing.layout
     res: dict[str, Any] = {}
-    for pack in (False, True):
+    for pack in ("off", "on"):
         calls: list[int] = []
         packing.layout = lambda *a, c=calls: c.append(1) or real_layout(*a)  # type: ignore[assignment]
         try:
-            got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), pack=pack)
+            got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), packing=pack)
         finally:
             packing.layout = real_layout  # type: ignore[assignment]
         (got * r.weights).sum().backward()
         grads = {n: p.grad.full_tensor() / info.world_size for n, p in model.named_parameters()}
         model.zero_grad(set_to_none=True)
-        res["packed" if pack else "plain"] = {"logp": got.detach(), "grads": grads, "packed": bool(calls)}
+        res["packed" if pack == "on" else "plain"] = {"logp": got.detach(), "grads": grads, "packed": bool(calls)}
     if rank == 0:
         torch.save(res, out)

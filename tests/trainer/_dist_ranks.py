@@ -49,7 +49,8 @@ def continue_on_fixed_batch(model, optimizer, scheduler, loss_cfg, info, updates
     """``updates`` policy updates on this rank's rows of the fixed batch; loss, KL and grad norm of each (the
     loss and KL summed over ranks: each rank's share uses the global normalizers)."""
     from trainer.dist import all_reduce_sum
-    from trainer.update import UpdateInputs, policy_update
+    from trainer.loop import policy_update
+    from trainer.update import UpdateInputs
 
     batch, adv = fixed_batch(rank_rows(info))
     out = []

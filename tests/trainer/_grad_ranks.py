@@ -25,7 +25,8 @@ def loss_of(model, ids: torch.Tensor, targets: torch.Tensor, weights: torch.Tens
 
 def grad_rank(rank: int, out: str) -> None:
     """Rank ``r`` of 2 backpropagates rows ``2r, 2r+1`` through the sharded model; rank 0 saves the full gradients
-    (summed over ranks by FSDP) and every warning the ranks' forward and backward raised."""
+    (summed over ranks by FSDP), every warning the ranks' forward and backward raised, and the functions left in
+    the model's instance dict (the chunked forward is wrapped by FSDP's hooks per call, never left on the model)."""
     from trainer.dist import init_distributed
     from trainer.fsdp import ensure_process_group, shard_model
     from trainer.toy import char_tokenizer, tiny_model
@@ -40,4 +41,5 @@ def grad_rank(rank: int, out: str) -> None:
         loss_of(model, ids[rows], targets[rows], weights[rows]).backward()
     grads = {n: p.grad.full_tensor() for n, p in model.named_parameters()}  # every rank joins the all-gathers
     if rank == 0:
-        torch.save({"grads": grads, "warnings": [str(w.message) for w in caught]}, f"{out}/grads.pt")
+        left = [k for k, v in vars(model).items() if callable(v) and not isinstance(v, torch.nn.Module)]
+        torch.save({"grads": grads, "warnings": [str(w.message) for w in caught], "left": left}, f"{out}/grads.pt")

@@ -81,7 +81,7 @@ def test_a_real_granite_scale_is_found_too():
     model = build(Arch("granite16", "granite", {"logits_scaling": 16.0}))
     assert probe_logit_map(model).scale == pytest.approx(1 / 16, rel=1e-6)
     r = rows()
-    got, _ = completion_logprobs(model, r.p_ids, r.p_mask, r.c_ids, 0.7, lengths=r.c_mask.sum(1), pack=True)
+    got, _ = completion_logprobs(model, r.p_ids, r.p_mask, r.c_ids, 0.7, lengths=r.c_mask.sum(1), packing="on")
     with torch.no_grad():
         want_logits = [
             model(input_ids=torch.tensor([p + c])).logits[0, len(p) - 1 : -1] / 0.7
@@ -158,7 +158,7 @@ def test_gpt_neo_packs_within_its_window_and_runs_plain_beyond_it(declared, capl
     fwd = PolicyForward.of(model)
     short, long = rows(prompt_lens=(4, 3), comp_lens=(3, 2, 3, 4, 1, 2)), rows()
     for r in (short, long):
-        got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), pack=True)
+        got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), packing="on")
         with torch.no_grad():
             want = reference(model, r)
         assert (got - want).detach()[r.c_mask.bool()].abs().max() <= 1e-4
@@ -183,7 +183,7 @@ def test_a_model_wrong_in_its_first_check_is_not_tried_at_other_lengths(monkeypa
         ),
     )
     r = rows()
-    got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), pack=True)
+    got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), packing="on")
     with torch.no_grad():
         assert (got - reference(model, r)).detach()[r.c_mask.bool()].abs().max() <= 1e-4
     assert "packing is off for Qwen2ForCausalLM from 21 positions" in caplog.text
@@ -216,7 +216,7 @@ def test_bf16_packing_tolerance_follows_the_plain_pass_s_own_bf16_error():
         want = reference(model, r)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             own = reference(model, r)
-            got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), pack=None)
+            got, _ = completion_logprobs(fwd, r.p_ids, r.p_mask, r.c_ids, 1.0, lengths=r.c_mask.sum(1), packing="auto")
     real = r.c_mask.bool()
     own_err = float((own - want)[real].abs().max())
     assert own_err > 1e-2  # bf16 is coarse here: a fixed float32 tolerance would refuse packing

@@ -33,6 +33,7 @@ def test_sharded_gradients_equal_the_unsharded_gradients_without_a_view_warning(
         err = float((got["grads"][name] - g).abs().max())
         assert err <= 1e-5 * max(1.0, scale), f"{name}: sharded gradient differs by {err:.3g} (max |g| {scale:.3g})"
     assert not [w for w in got["warnings"] if "view tensor" in w], got["warnings"]
+    assert got["left"] == []  # nothing of ours hangs off the sharded model after its forward and backward
 
 
 _TRAIN = """

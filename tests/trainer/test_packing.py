@@ -13,10 +13,11 @@ from _batches import batch_of, rollout_batch
 
 from trainer import packing
 from trainer.head import PolicyForward
+from trainer.loop import policy_update
 from trainer.losses import LossConfig
 from trainer.setup import disable_dropout, enable_checkpointing
 from trainer.toy import tiny_model
-from trainer.update import UpdateInputs, completion_logprobs, policy_update
+from trainer.update import UpdateInputs, completion_logprobs
 
 VOCAB = 301
 
@@ -106,9 +107,9 @@ def test_packed_logprobs_entropies_and_gradients_equal_the_plain_pass(impl, chec
     packed = copy.deepcopy(plain)
     p_ids, p_mask, c_ids, c_mask = _grouped()
     a, ea = completion_logprobs(
-        packed, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4, lengths=c_mask.sum(1), pack=True
+        packed, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4, lengths=c_mask.sum(1), packing="on"
     )
-    b, eb = completion_logprobs(plain, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4, pack=False)
+    b, eb = completion_logprobs(plain, p_ids, p_mask, c_ids, 0.7, with_entropy=True, chunk=4, packing="off")
     real = c_mask.bool()
     assert a.shape == b.shape == c_ids.shape
     assert (a - b)[real].abs().max() <= 1e-5 and (ea - eb)[real].abs().max() <= 1e-5
@@ -127,10 +128,10 @@ def test_auto_packing_follows_the_cost_model(monkeypatch):
     calls = []
     real_layout = packing.layout
     monkeypatch.setattr(packing, "layout", lambda *a: calls.append(1) or real_layout(*a))
-    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), packing="auto")
     assert calls  # 7- and 4-token prompts shared 3 times, completions of up to 6 tokens: packing pays
     calls.clear()
-    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=False)
+    completion_logprobs(model, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), packing="off")
     assert not calls
     model.config._attn_implementation = "flex_attention"  # takes no ready 4D mask: never packed
     assert not packing.supported(model)
@@ -142,7 +143,7 @@ def test_a_packed_update_takes_the_plain_update_s_step():
     batch = batch_of(p_ids, p_mask, c_ids, c_mask)
     inputs = UpdateInputs(torch.tensor([1.0, -0.5, -0.5, 0.7, 0.1, -0.8]), c_mask.float())
     stats, models = [], []
-    for pack in (True, False):
+    for pack in ("on", "off"):
         m = copy.deepcopy(base)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0)
@@ -156,7 +157,7 @@ def test_a_packed_update_takes_the_plain_update_s_step():
                 LossConfig("grpo", max_completion_length=6),
                 temperature=0.8,
                 micro_batch_size=3,
-                pack=pack,
+                packing=pack,
             )
         )
         models.append(m)
@@ -180,13 +181,13 @@ def test_a_model_whose_packed_pass_differs_is_never_packed(monkeypatch, caplog):
         return packing.Packed(**{**pk.__dict__, "position_ids": torch.zeros_like(pk.position_ids)})
 
     monkeypatch.setattr(packing, "layout", wrong_positions)
-    got, _ = completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
-    want, _ = completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, pack=False)
+    got, _ = completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), packing="auto")
+    want, _ = completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, packing="off")
     assert torch.equal(got, want)
     assert "shared-prompt packing is off for Qwen2ForCausalLM" in caplog.text
     calls = []
     monkeypatch.setattr(packing, "layout", lambda *a: calls.append(1) or real_layout(*a))
-    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), packing="auto")
     assert not calls  # the verdict is kept (in the PolicyForward, not on the model): no packed pass again
     assert not [k for k in model.__dict__ if "pack" in k]
 
@@ -195,12 +196,12 @@ def test_a_model_that_passes_the_check_keeps_packing(monkeypatch):
     model = tiny_model(VOCAB, seed=1)
     fwd = PolicyForward.of(model)
     p_ids, p_mask, c_ids, c_mask = _grouped()
-    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), packing="auto")
     assert fwd.packing.checked == {"float32": 7 + 6 + 3 + 5}
     calls = []
     real_layout = packing.layout
     monkeypatch.setattr(packing, "layout", lambda *a: calls.append(1) or real_layout(*a))
-    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=None)
+    completion_logprobs(fwd, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), packing="auto")
     assert len(calls) == 1  # packed, with no second check (the packed length is within the checked range)
 
 
@@ -216,8 +217,8 @@ def test_packed_lora_gradients_equal_the_plain_pass():
     plain = copy.deepcopy(packed)
     assert packing.supported(packed)
     p_ids, p_mask, c_ids, c_mask = _grouped(seed=11)
-    a, _ = completion_logprobs(packed, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), pack=True)
-    b, _ = completion_logprobs(plain, p_ids, p_mask, c_ids, 1.0, pack=False)
+    a, _ = completion_logprobs(packed, p_ids, p_mask, c_ids, 1.0, lengths=c_mask.sum(1), packing="on")
+    b, _ = completion_logprobs(plain, p_ids, p_mask, c_ids, 1.0, packing="off")
     real = c_mask.bool()
     assert (a - b)[real].abs().max() <= 1e-5
     (a * c_mask).sum().backward()

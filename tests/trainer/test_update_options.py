@@ -14,11 +14,12 @@ from _batches import random_rollout_batch
 from harness.cfg.trainer import TrainerSection
 from harness.config import load_config
 from harness.errors import ConfigError
+from trainer.loop import policy_update
 from trainer.losses import LossConfig, policy_loss, tis_weights
 from trainer.rollout.base import right_pad
 from trainer.setup import disable_dropout, enable_checkpointing, load_policy, use_bf16, validate
 from trainer.toy import char_tokenizer, tiny_model
-from trainer.update import UpdateInputs, completion_logprobs, micro_batches, policy_update
+from trainer.update import UpdateInputs, completion_logprobs, micro_batches, prepare_update
 
 
 def _update(model, batch, **kw):
@@ -213,3 +214,24 @@ def test_bf16_default_on_cpu_follows_the_cpu_and_the_model_size(tmp_path):
     assert use_bf16(cfg, t, "cpu", wide) is cpu_has_bf16_matmul()
     off = t.model_copy(update={"bf16": False})
     assert use_bf16(cfg, off, "cpu", wide) is False
+
+
+def test_prepare_update_holds_no_graph_and_its_old_and_reference_log_probs_are_the_plain_ones():
+    """What the loop computes before waiting for scores: per micro-batch, the policy's log-probs before the first
+    step (mu > 1) and the reference model's, without grad: nothing of an autograd graph outlives the wait."""
+    vocab = len(char_tokenizer())
+    policy, ref = tiny_model(vocab, seed=0), tiny_model(vocab, seed=1)
+    disable_dropout(policy)
+    batch = random_rollout_batch(vocab, [3, 5, 2, 4], seed=3)
+    prep = prepare_update(policy, batch, temperature=0.8, mu=2, micro_batch_size=2, ref_model=ref, packing="off")
+    assert prep.old_logp is not None and prep.ref_logp is not None and len(prep.old_logp) == 2
+    for k, rows in enumerate(prep.slices):
+        for got, model in ((prep.old_logp[k], policy), (prep.ref_logp[k], ref)):
+            assert not got.requires_grad and got.grad_fn is None
+            p_ids, p_mask, c_ids = (t[rows] for t in (batch.prompt_ids, batch.prompt_mask, batch.completion_ids))
+            want, _ = completion_logprobs(model, p_ids, p_mask, c_ids, 0.8)
+            mask = batch.completion_mask[rows].bool()
+            assert torch.allclose(got[mask[:, : got.shape[1]]], want[mask], atol=1e-5)
+    assert all(p.grad is None for p in policy.parameters())
+    one = prepare_update(policy, batch, temperature=0.8, mu=1, micro_batch_size=2)  # the first pass's, detached
+    assert one.old_logp is None and one.ref_logp is None
