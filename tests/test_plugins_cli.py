@@ -100,36 +100,25 @@ def test_plugins_in_the_run_config_are_relative_to_the_config_file(tmp_path: Pat
 
 def test_a_missing_or_broken_plugin_is_a_clear_error(tmp_path: Path) -> None:
     inp = _inputs(tmp_path)
-    missing = _harness(
-        [
+
+    def score_with(plugin: str):
+        cmd = [
             "score",
             "--plugin",
-            "nope.py",
+            plugin,
             "--reward",
             "shout",
             "--input",
             str(inp),
             "--output",
             str(tmp_path / "o.jsonl"),
-        ],
-        cwd=tmp_path,
-    )
+        ]
+        return _harness(cmd, cwd=tmp_path)
+
+    missing = score_with("nope.py")
     assert missing.returncode == 2 and "plugin nope.py: file not found" in missing.stderr
     (tmp_path / "broken.py").write_text("import not_a_module_xyz\n")
-    broken = _harness(
-        [
-            "score",
-            "--plugin",
-            "broken.py",
-            "--reward",
-            "shout",
-            "--input",
-            str(inp),
-            "--output",
-            str(tmp_path / "o.jsonl"),
-        ],
-        cwd=tmp_path,
-    )
+    broken = score_with("broken.py")
     assert (
         broken.returncode == 2 and "broken.py failed to import" in broken.stderr and "not_a_module_xyz" in broken.stderr
     )

@@ -162,27 +162,24 @@ def test_a_users_rewards_py_next_to_the_script_is_named_instead_of_hiding_every_
     (tmp_path / "rewards.py").write_text("HELPER = 1\n")
     (tmp_path / "script.py").write_text("from harness import get_reward\nget_reward('boxed_present')\n")
     env = {**os.environ, "PYTHONPATH": str(Path(reg.__file__).resolve().parents[1])}
-    proc = subprocess.run(
-        [sys.executable, str(tmp_path / "script.py")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-    )
+
+    def run_script() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(tmp_path / "script.py")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=tmp_path,
+        )
+
+    proc = run_script()
     assert proc.returncode != 0
     assert "RegistryError" in proc.stderr and "registered rewards: none" not in proc.stderr
     assert str(tmp_path / "rewards.py") in proc.stderr and "shadows" in proc.stderr and "rename" in proc.stderr
 
     (tmp_path / "rewards.py").rename(tmp_path / "my_rewards.py")  # the fix the message asks for works
-    ok = subprocess.run(
-        [sys.executable, str(tmp_path / "script.py")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-    )
+    ok = run_script()
     assert ok.returncode == 0, ok.stderr
 
 
