@@ -222,6 +222,7 @@ def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
     from harness.telemetry.report import build_report, format_table, write_report
 
     t0 = time.perf_counter()
+    _quiet_library_bars()
     run_id = s.run_id or "demo-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     run_dir = Path(s.output_dir) / run_id
     train_path, heldout_path, model_dir = _prepare(s, run_dir)
@@ -264,6 +265,13 @@ def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
     out.report_files = write_report(report, run_dir)
     out.seconds = time.perf_counter() - t0
     return out
+
+
+def _quiet_library_bars() -> None:
+    """Hide transformers' own bars (loading 26 tensors, writing one shard): the demo's screen keeps ours only."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def _command(argv: list[str]) -> int:
