@@ -1,7 +1,9 @@
 """The ``code`` reward: run the completion's program in the sandbox against the row's tests.
 
 The code is the last fenced code block of the completion (an unclosed final fence counts), else the whole
-completion. The ``tests`` column (or HumanEval's ``test``) may be:
+completion. With ``complete_prompt=true`` (the ``humaneval`` task), code that does not define the row's
+``entry_point`` continues the row's ``code_prompt`` column: a base model's completion of the function body.
+The ``tests`` column (or HumanEval's ``test``) may be:
 
 * Python source run after the solution, in a separate judge process: ``assert`` lines, a ``check(candidate)``
   function (called with the row's ``entry_point`` when the source defines ``check`` but never calls it, as

@@ -10,9 +10,10 @@ Sources, as a task names them (``Task.source``) or as ``data=`` overrides them:
 
 Ids are the dataset's own (the column ``fields.id``); a task without an id column numbers rows from 0 in dataset
 order, as lm-eval's ``doc_id`` does. Few-shot examples for a row are drawn with ``random.Random`` seeded by the
-task's seed and the row's id (the same examples for a row whatever ``limit`` or order), from a pool that excludes
-the row itself (same id, or same question text). Bad rows are reported as :class:`~harness.data.RowError` and
-skipped, as :func:`harness.data.load_samples` does.
+task's seed and the row's id (the same examples for a row whatever ``limit`` or order), from a pool
+(``fewshot_data``, else ``data``, else the few-shot split, else the train split, else the row's own split) that
+excludes the row itself (same id when the pool is the row's split, or same question text). Bad rows are reported
+as :class:`~harness.data.RowError` and skipped, as :func:`harness.data.load_samples` does.
 
 This module does not render chat templates or tokenize (:func:`harness.data.render_prompt` does) and downloads
 nothing on its own accord (``datasets`` may, for hub sources, when the machine is online).
