@@ -75,3 +75,16 @@ def test_canonical_solutions_pass_and_return_none_mutants_fail(problems, tmp_pat
     no_id = by_kind["no id"][0]["scores"]["code"]
     assert no_id["value"] is None and "missing field 'id' or 'task_id'" in no_id["info"]["reason"]
     assert "2 bad rows not scored" in err
+
+
+def test_a_chat_reply_needs_neither_the_prompts_imports_nor_its_helpers(problems) -> None:
+    from harness import get_reward
+
+    spec = get_task("humaneval").rewards[0]  # code with complete_prompt=True
+    fn = get_reward(spec.name, **spec.params)
+    for s in (problems[0], problems[10]):  # 0 annotates with typing.List; 10 calls the prompt's is_palindrome
+        extra = s.model_extra
+        signature = next(ln for ln in extra["code_prompt"].splitlines() if ln.startswith(f"def {extra['entry_point']}"))
+        reply = f"Sure:\n```python\n{signature}\n{extra['canonical_solution']}```"
+        assert fn(s, reply).status == "pass", s.id
+        assert fn(s, f"```python\n{signature}\n    return None\n```").value == 0.0, s.id
