@@ -94,22 +94,27 @@ def test_one_step_trains_on_the_task(tmp_path: Path) -> None:
             }
         )
     )
-    cfg = load_config(
-        {
-            "run": {"id": "task", "output_dir": str(tmp_path / "runs"), "seed": 0},
-            "model": {"name_or_path": "toy:char"},
-            "data": {"task": "adds_for_training", "chat_template": False},
-            "plugins": [str(task_file)],
-            "trainer": {
-                "num_generations": 4,
-                "prompts_per_step": 2,
-                "max_prompt_length": 16,
-                "max_completion_length": 8,
-                "max_steps": 1,
-                "save_steps": 0,
-            },
-        }
+    config_file = tmp_path / "run.yaml"
+    config_file.write_text(
+        yaml.safe_dump(
+            {
+                "run": {"id": "task", "output_dir": str(tmp_path / "runs"), "seed": 0},
+                "model": {"name_or_path": "toy:char"},
+                "data": {"task": "adds_for_training", "chat_template": False},
+                "plugins": ["adds.yaml"],  # relative to the config file, as users write it
+                "trainer": {
+                    "num_generations": 4,
+                    "prompts_per_step": 2,
+                    "max_prompt_length": 16,
+                    "max_completion_length": 8,
+                    "max_steps": 1,
+                    "save_steps": 0,
+                },
+            }
+        )
     )
+    cfg = load_config(config_file)
+    assert cfg.plugins == [str(task_file)]
     try:
         result = train(cfg, progress=False)
     finally:
