@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 
+from harness.cfg.common import FieldMap
 from harness.config import RunConfig
 from harness.contamination import ContaminationReport, check_contamination
 from harness.errors import ConfigError
@@ -43,6 +44,8 @@ def config_task(config: RunConfig) -> Task | None:
         task = get_task(name)
     except TaskError as e:
         raise ConfigError(f"data.task: {e}") from None
+    if config.data.fields != FieldMap():
+        log.warning("data.fields is ignored with data.task: task %r maps its own columns", name)
     if "train" not in task.splits and not config.data.train:
         raise ConfigError(
             f"data.task: task {name!r} has no train split (splits: {', '.join(task.splits)}); "
