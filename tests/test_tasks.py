@@ -192,3 +192,39 @@ def test_score_task_with_local_data_through_the_cli(tmp_path: Path) -> None:
     assert "scores written to" in proc.stderr
     no_task = _run("score", "--data", str(data), "--input", str(comps), "--reward", "math", check=False)
     assert no_task.returncode == 2 and "--data needs --task" in no_task.stderr
+
+
+def _dist(root: Path, body: str, entry_points: str) -> None:
+    """A real installed distribution (a .dist-info directory on the path) that declares task entry points."""
+    (root / "thirdparty_tasks.py").write_text(body)
+    info = root / "thirdparty_tasks-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-tasks\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[grpo_harness.tasks]\n" + entry_points)
+
+
+def test_another_packages_entry_point_tasks_and_the_kill_switch(tmp_path: Path) -> None:
+    import os
+
+    _dist(
+        tmp_path,
+        "from harness.tasks import Task\nfrom harness.types import RewardSpec\n"
+        "def squares():\n"
+        "    return Task(name='squares', source='hf:someone/squares', rewards=(RewardSpec(name='math'),))\n",
+        "squares = thirdparty_tasks:squares\nbroken = thirdparty_tasks_missing:nothing\n",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([*HARNESS, "tasks", "list"], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    block = proc.stdout[proc.stdout.index("squares") :]
+    assert "source: hf:someone/squares" in block
+    assert "origin: entry point thirdparty-tasks:squares (thirdparty_tasks:squares)" in block
+    assert "task plugin entry point thirdparty-tasks:broken" in proc.stderr and "failed to import" in proc.stderr
+    off = subprocess.run(
+        [*HARNESS, "tasks", "list"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    assert off.returncode == 0 and "squares" not in off.stdout and "gsm8k" in off.stdout
