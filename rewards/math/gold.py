@@ -8,9 +8,10 @@ A gold is trusted (no hedge can hide in it), so its reading is wider than a comp
   delimiters, punctuation and at most two words, one of them "and" or "or" (``\boxed{1}$ and $\boxed{-2}``,
   ``\boxed{1} papers and \boxed{2} bins``, ``\boxed{3}, \boxed{5}``); they are then the unordered list of
   their values (the roots of one equation in any order), though never the *set* of them (``\{1, -2\}`` is
-  another kind of answer). Boxes labelled as parts (``(a) \boxed{3} (b) \boxed{5}``) are an ordered list. Boxes
-  separated by any other text are steps of a solution: the last one is the answer (``\boxed{1} no no no \boxed{2}``
-  is 2, so ``1, 2`` does not match it).
+  another kind of answer). Boxes labelled as parts (``(a) \boxed{3} (b) \boxed{5}``) or by different names
+  (``a = \boxed{3}, b = \boxed{5}``; one name, ``x = \boxed{2}`` or ``x_2 = \boxed{3}``, labels roots) are an
+  ordered list. Boxes separated by any other text are steps of a solution: the last one is the answer
+  (``\boxed{1} no no no \boxed{2}`` is 2, so ``1, 2`` does not match it).
 * **A chain** ``1 = \zzz = x = 0`` whose whole cannot be read states its last side, when that side is a value.
 
 This module only reads the gold's text; parsing and comparing are :mod:`rewards.math.reward`'s.
@@ -36,6 +37,9 @@ _FORMATTING = re.compile(
 )
 _PART = re.compile(r"(?<![\w$^])\((?:[a-z]|i{1,3}|iv|vi{0,3}|\d{1,2})\)|\bpart\b", re.IGNORECASE)
 _CONNECTIVE = {"and", "or"}
+_BOX_OPEN = re.compile(r"\\(?:boxed|fbox)\s*\{?\s*$")
+#: The name right before a box (``a = \boxed{3}``, ``(x, y) = \boxed{...}``): different names label parts.
+_LABEL = re.compile(r"([A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?|\([A-Za-z, ]{1,20}\))\s*=\s*$")
 
 
 def gold_text(gold: Any) -> tuple[str, GoldKind]:
@@ -58,13 +62,22 @@ def _several(text: str, joined: str) -> tuple[str, GoldKind]:
     spans = box_spans(text)
     if len(spans) < 2:
         return joined, "list"
-    betweens = [text[end + 1 : start] for (_, end), (start, _) in zip(spans, spans[1:], strict=False)]
-    if any(_PART.search(b) for b in betweens) or _PART.search(text[: spans[0][0]][-40:]):
-        return joined, "parts"
-    if all(_is_list_join(re.sub(r"\\(?:boxed|fbox)\s*\{?\s*$", "", b)) for b in betweens):
+    betweens = [
+        _BOX_OPEN.sub("", text[end + 1 : start]) for (_, end), (start, _) in zip(spans, spans[1:], strict=False)
+    ]
+    before = [_BOX_OPEN.sub("", text[: spans[0][0]][-40:]), *betweens]
+    labels = {_name(m.group(1)) for b in before if (m := _LABEL.search(_FORMATTING.sub("", b)))}
+    if any(_PART.search(b) for b in before) or len(labels) > 1:
+        return joined, "parts"  # (a) \boxed{3} (b) \boxed{5}; a = \boxed{3}, b = \boxed{5}
+    if all(_is_list_join(b) for b in betweens):
         return joined, "list"
     start, end = spans[-1]
     return text[start:end].strip(), None
+
+
+def _name(label: str) -> str:
+    """``x_1`` and ``x_2`` name the roots of one ``x``; ``(a, b)`` is one name."""
+    return re.sub(r"_\{?\d{1,4}\}?$", "", label.replace(" ", ""))
 
 
 def _is_list_join(between: str) -> bool:

@@ -20,6 +20,12 @@ GOLD_READINGS = [
     # boxes labelled as parts keep their order
     (r"(a) \boxed{3} (b) \boxed{5}", r"\boxed{3, 5}", 1.0),
     (r"(a) \boxed{3} (b) \boxed{5}", r"\boxed{5, 3}", 0.0),
+    # boxes named differently are parts; one name (or its indexed roots) labels roots in any order
+    (r"$a = \boxed{3}$, $b = \boxed{5}$", r"\boxed{3, 5}", 1.0),
+    (r"$a = \boxed{3}$, $b = \boxed{5}$", r"\boxed{5, 3}", 0.0),
+    (r"$x = \boxed{2}$ or $x = \boxed{3}$", r"\boxed{3, 2}", 1.0),
+    (r"$x_1 = \boxed{2}$ and $x_2 = \boxed{3}$", r"\boxed{3, 2}", 1.0),
+    (r"$x_1 = \boxed{2}$ and $x_2 = \boxed{3}$", r"\boxed{3}", 0.0),
     # boxes separated by other text are steps: the last is the answer
     (r"\boxed{1} no no no no no \boxed{2}", r"\boxed{2}", 1.0),
     (r"\boxed{1} no no no no no \boxed{2}", r"\boxed{1,2}", 0.0),
