@@ -93,26 +93,29 @@ def parse_answer(text: str) -> Value:
         raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
 
 
-#: ``\frac{1}{3} \approx 0.333``: an exact value followed by its decimal approximation.
-_APPROX = re.compile(r"^([^=<>]{1,400}?)\\approx\s*(-?\d{0,40}\.(\d{1,40}))$")
+#: ``\frac{1}{3} \approx 0.333``: an exact value followed by its decimal approximation (after ``x =`` or a
+#: chain, whose last side is the exact value).
+_APPROX = re.compile(r"^((?:[^=<>]{0,400}=){0,8})([^=<>]{1,400}?)\\approx\s*(-?\d{0,40}\.(\d{1,40}))$")
 
 
 def _approximated(cleaned: str) -> Value | None:
-    """The exact side of ``A \\approx d`` when the decimal ``d`` is ``A`` rounded or truncated to its digits;
-    None otherwise (then the whole is read as written: a false chain states nothing)."""
+    """``A \\approx d`` read as ``A`` (``x = A \\approx d`` as ``x = A``) when the decimal ``d`` is ``A`` rounded
+    or truncated to its digits; None otherwise (then the whole is read as written: a false chain states nothing)."""
     m = _APPROX.match(cleaned)
     if not m:
         return None
-    exact = parse_value(m.group(1))
+    exact = parse_value(m.group(2))
     if not isinstance(exact, Expr) or exact.e.free_symbols or isinstance(exact.e, sp.MatrixBase):
         return None
     value = numeric_value(exact.e)
     if value is None or not value.is_real:
         return None
-    unit, d = sp.Rational(1, 10 ** len(m.group(3))), sp.Rational(m.group(2))
+    unit, d = sp.Rational(1, 10 ** len(m.group(4))), sp.Rational(m.group(3))
     rounded = abs(value - d) <= unit / 2 * (1 + sp.Rational(1, 10**6))
     truncated = 0 <= (value - d) * (1 if d >= 0 else -1) < unit
-    return exact if rounded or truncated else None
+    if not (rounded or truncated):
+        return None
+    return parse_value(m.group(1) + m.group(2)) if m.group(1) else exact
 
 
 def verify(
