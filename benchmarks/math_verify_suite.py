@@ -104,6 +104,12 @@ def main() -> None:
     for f in sorted({k[0] for k in per}):
         n = sum(per[(f, k)] for k in ("agree", "FP", "FN"))
         print(f"{f:28s} n={n:4d} agree={per[(f, 'agree')] / n:.3f} FP={per[(f, 'FP')]} FN={per[(f, 'FN')]}")
+    verdicts: dict[tuple[str, str], set[bool]] = {}
+    for r in rows:
+        verdicts.setdefault((str(r["gold"]), str(r["pred"])), set()).add(r["expected"])
+    both = sum(1 for v in verdicts.values() if len(v) == 2)
+    if both:
+        print(f"pairs the suite lists with both verdicts (under different settings): {both}; one row of each disagrees")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ $x = 10$.", "So she makes $\$18$ per day." or "∴ x = 10". Such a sentence stat
   yields", or "The ... is / are / equals";
 * it holds exactly one value: one inline-math part with a digit or a command (``$x$`` or ``$AB$`` alone is a
   name, not a value), or one plain number (``18``, ``1,800``, ``3.5``, ``7/2``, ``$18`` as money) after "is",
-  "are", "equals" or ``=`` ("Thus, there are 10 ways", "Hence, x = 10"; "Therefore, Janet makes $18 every day."
-  is not anchored: lenient mode's last number takes it);
+  "are", "equals" or ``=``, or after a change by its amount ("Thus, there are 10 ways", "Hence, x = 10", "So the
+  error increases by 100%"; "Therefore, Janet makes $18 every day." and "Thus we divide by 4." are not anchored:
+  lenient mode's last number takes them);
 * it holds no hedge, negation, comparison or condition ("or", "maybe", "not", "wrong", "at least", "than",
   "between", "if", ...): "So 7 is wrong." and "Thus it is 7 or 8." state nothing.
 
@@ -37,7 +38,11 @@ _DOUBT = re.compile(
     r"believe|seems?|suppose|hope|doubt\w*|uncertain)\b",
     re.IGNORECASE,
 )
-_COPULA = re.compile(r"\b(?:is|are|was|were|equals?|be)\b|=|∴", re.IGNORECASE)
+_COPULA = re.compile(  # "is 10", "= 10", and a change stated by its amount: "increases by 100%", "fell by 3"
+    r"\b(?:is|are|was|were|equals?|be)\b|=|∴|"
+    r"\b(?:(?:increase|decrease|rise|fall|grow|drop|shrink)[sd]?|rose|fell|grew|dropped)[ \t]+by\b",
+    re.IGNORECASE,
+)
 _MATH = re.compile(r"(?<!\\)\$((?:\\\$|[^$]){1,200}?)(?<!\\)\$|\\\((.{1,200}?)\\\)")
 _NUMBER = re.compile(
     r"(?<![\w.^_])\$?-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w-])|(?<![\w.^_])\$?-?\d+(?:\.\d+)?"

@@ -6,7 +6,8 @@ math delimiters, spacing and sizing commands (``$``, ``\(``, ``\left``, ``\,``);
 words; drops thousands separators (``1,000`` and ``1{,}000``); rewrites repeating decimals
 (``0.\overline{36}`` and ``0.3636...`` -> ``(4/11)``) and numerals with a base subscript
 (``1011_2`` -> ``\based{1011}{2}``); strips
-trailing unit words (``12 cm``, ``5 square feet``) but never single letters, so ``3ab`` stays a product.
+trailing unit words (``12 cm``, ``5 square feet``) but never single letters, so ``3ab`` stays a product (a
+length unit with a Unicode power glued to a number, ``12m\u00b2``, is a unit: that is how text typesets it).
 
 It also recognises text answers (words, yes/no, "no solution") and multiple-choice letters. It does not parse
 math (see :mod:`rewards.math.parse`).
@@ -76,6 +77,10 @@ _UNITS = (
     "sq|units?|dollars?|cents?|usd|m/s|km/h|km/hr|ft/s|m\\^?2|cm\\^?2|cm\\^?3|m\\^?3|rs|inr|eur|euros?|pounds?"
 )
 _UNIT_RE = re.compile(rf"^(?:{_UNITS})$", re.IGNORECASE)
+#: A length unit written with a Unicode power, glued to a number, at the end (``12m\u00b2``, ``3.5cm\u00b3``): a
+#: unit, as text typesets it (algebra in LaTeX writes ``m^2``; only ``5 m^2`` with a space, or the glued
+#: multi-letter units below, are units there).
+_TYPESET_UNIT = re.compile("(?<=\\d)(?:[kcdm]?m|ft)[\u00b2\u00b3]\\s*$")
 _ATTACHED_UNIT = re.compile(r"(?<=\d)(?:cm|mm|km|kg|mg|ml|mL|ft|yd|mph|hrs?|mins?|secs?|lbs?|oz)(?:\^?\{?[23]\}?)?\b")
 _MATH_WORDS = {
     "sqrt",
@@ -165,6 +170,7 @@ def clean(s: str) -> str:
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)
+    s = _TYPESET_UNIT.sub("", s)  # 1,000.99m\u00b2: a unit typeset with its power glued to a number
     s = _SUPER_RUN.sub(lambda m: "^{" + m.group(0).translate(_SUPERSCRIPT) + "}", s)  # x\u00b2, 10\u207b\u00b3
     s = _SUB_RUN.sub(lambda m: "_{" + m.group(0).translate(_SUBSCRIPT) + "}", s)
     s = re.sub(r"\\\$|\\textdollar|\\euro|£|€|\\pounds", "", s)

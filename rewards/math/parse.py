@@ -5,7 +5,9 @@ One grammar serves LaTeX (``\\frac{1}{2}``, ``\\sqrt[3]{x}``, ``\\begin{pmatrix}
 relations (``= < \\le \\in`` ...), ratios (``a : b``), ``+ - \\pm``, ``* / \\cdot`` and implicit products, unary
 signs, powers, then postfix ``!``, ``%`` and ``°``. A bare integer directly followed by a numeric ``\\frac`` is a
 mixed number (MATH convention: ``2\\frac{1}{2}`` = 5/2). Decimals and scientific notation become exact rationals.
-Several labelled solutions (``x = 1, y = 2; x = 3, y = 4``) become a list of tuples.
+Several labelled solutions (``x = 1, y = 2; x = 3, y = 4``) become a list of tuples. ``\\sum_{k=a}^{b}`` and
+``\\prod`` take one product as their term and stay unevaluated (the index gets a canonical name, and inside the
+term ``F_{n-k}`` is the term ``F(n - k)``); they are compared as written, never summed.
 
 Every step is bounded: a token cap, a nesting cap, a literal-length cap, and the guarded power/factorial of
 :mod:`rewards.math.values`. Bracketed structures (tuples, intervals, matrices) are parsed by
@@ -74,6 +76,7 @@ class _Parser(StructureMixin):
         self.pos = 0
         self.depth = 0
         self.abs_depth = 0
+        self.bound: list[sp.Symbol] = []  # the index variables of the sums being parsed
 
     # -- token helpers -------------------------------------------------------------------------------------
     def peek(self, k: int = 0) -> Token:
@@ -351,6 +354,8 @@ class _Parser(StructureMixin):
         return val
 
     def _name(self, name: str) -> object:
+        if any(b.name == name for b in self.bound):
+            return self._symbol(name)  # \sum_{i=1}^{n} i^2: the index, not the imaginary unit
         if name in FUNCS:
             return self._apply(name)
         if name in CONSTS:
@@ -359,12 +364,60 @@ class _Parser(StructureMixin):
             raise ParseError(f"unexpected {name!r}")
         return self._symbol(name)
 
-    def _symbol(self, name: str) -> sp.Symbol:
+    def _symbol(self, name: str) -> sp.Basic:
+        if self.peek().is_op("_") and self.bound:
+            indexed = self._indexed(name)
+            if indexed is not None:
+                return indexed
         if self.peek().is_op("_"):
             self.next()
             sub = self._raw_arg()
             return sp.Symbol(f"{name}_{sub}")
         return sp.Symbol(name)
+
+    def _indexed(self, name: str) -> sp.Basic | None:
+        """Inside a sum, ``F_{n-k-1}`` with the index ``k`` in its subscript is the term ``F(n - k - 1)``."""
+        save = self.pos
+        self.next()
+        t = self.peek()
+        sub: object = None
+        if t.is_op("{"):
+            sub = self._group()
+        elif t.kind == "name" and len(t.text) == 1:
+            self.next()
+            sub = sp.Symbol(t.text)
+        if isinstance(sub, sp.Basic) and sub.free_symbols & set(self.bound):
+            return sp.Function(name)(sub)
+        self.pos = save
+        return None
+
+    def _big_operator(self, name: str) -> sp.Basic:
+        """``\\sum_{k=a}^{b} term`` (``\\prod`` alike), unevaluated; the term is one product, as LaTeX sets it."""
+        if not self.peek().is_op("_"):
+            raise ParseError(f"\\{name} without its index")
+        self.next()
+        self.expect_op("{")
+        var = self.next()
+        if var.kind != "name" or len(var.text) != 1 or not self.peek().is_op("="):
+            raise ParseError(f"\\{name}: expected an index such as k=1")
+        self.next()
+        lo = self.parse_add()
+        self.expect_op("}")
+        if not self.peek().is_op("^"):
+            raise ParseError(f"\\{name} without its upper limit")
+        self.next()
+        hi = self._arg(single=True)
+        k = sp.Symbol(var.text)
+        self.bound.append(k)
+        try:
+            term = self.parse_mul()
+        finally:
+            self.bound.pop()
+        self._need_scalar(lo, hi, term)
+        if not isinstance(term, sp.Basic):
+            raise ParseError(f"\\{name} of a structure")
+        index = sp.Symbol(f"_index{len(self.bound)}")  # the index's name is not part of the value
+        return (sp.Sum if name == "sum" else sp.Product)(term.subs(k, index), (index, lo, hi))
 
     def _raw_arg(self) -> str:
         t = self.next()
@@ -486,6 +539,8 @@ class _Parser(StructureMixin):
             return Seq("set", ())
         if name == "begin":
             return self._matrix()
+        if name in ("sum", "prod"):
+            return self._big_operator(name)
         if name == "based":
             digits, base = self._raw_arg(), self._raw_arg()
             return Based(digits.upper(), int(base))

@@ -3,8 +3,8 @@ r"""The ``math`` reward: does a completion's final answer equal the gold answer 
 Pipeline per pair, gold first: parse the gold (cached; a gold that cannot be parsed is
 ``Score(None, "gold_unparseable")``, never 0), extract the completion's final answer
 (:mod:`~rewards.math.extract`), normalize and parse it, compare (:mod:`~rewards.math.compare`). A gold written as
-a worked solution gives its final answer as a completion would; several different boxes in the gold are an
-ordered list (never matched by the set of them); a gold of several option letters (``ABD``) is a multi-select
+a worked solution gives its final answer as a completion would, and several boxes in it are one list, ordered
+parts or steps (:mod:`rewards.math.gold`); a gold of several option letters (``ABD``) is a multi-select
 answer. A gold that is well formed but outside the grammar (``\overline{AB}``) is compared as a normalized
 string. A single-valued gold reads ``2,74`` with a decimal comma (not three digits after it).
 
@@ -50,6 +50,7 @@ from harness.registry import reward
 from harness.types import Sample, Score, Status
 from rewards.math.compare import Options, OutOfTime, equivalent, numeric_value
 from rewards.math.extract import extract_answer
+from rewards.math.gold import gold_last_side, gold_text
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
 from rewards.math.problem import Problem, expression_key, prompt_text, read_problem
@@ -92,45 +93,29 @@ def parse_answer(text: str) -> Value:
         raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
 
 
-#: ``\frac{1}{3} \approx 0.333``: an exact value followed by its decimal approximation.
-_APPROX = re.compile(r"^([^=<>]{1,400}?)\\approx\s*(-?\d{0,40}\.(\d{1,40}))$")
+#: ``\frac{1}{3} \approx 0.333``: an exact value followed by its decimal approximation (after ``x =`` or a
+#: chain, whose last side is the exact value).
+_APPROX = re.compile(r"^((?:[^=<>]{0,400}=){0,8})([^=<>]{1,400}?)\\approx\s*(-?\d{0,40}\.(\d{1,40}))$")
 
 
 def _approximated(cleaned: str) -> Value | None:
-    """The exact side of ``A \\approx d`` when the decimal ``d`` is ``A`` rounded or truncated to its digits;
-    None otherwise (then the whole is read as written: a false chain states nothing)."""
+    """``A \\approx d`` read as ``A`` (``x = A \\approx d`` as ``x = A``) when the decimal ``d`` is ``A`` rounded
+    or truncated to its digits; None otherwise (then the whole is read as written: a false chain states nothing)."""
     m = _APPROX.match(cleaned)
     if not m:
         return None
-    exact = parse_value(m.group(1))
+    exact = parse_value(m.group(2))
     if not isinstance(exact, Expr) or exact.e.free_symbols or isinstance(exact.e, sp.MatrixBase):
         return None
     value = numeric_value(exact.e)
     if value is None or not value.is_real:
         return None
-    unit, d = sp.Rational(1, 10 ** len(m.group(3))), sp.Rational(m.group(2))
+    unit, d = sp.Rational(1, 10 ** len(m.group(4))), sp.Rational(m.group(3))
     rounded = abs(value - d) <= unit / 2 * (1 + sp.Rational(1, 10**6))
     truncated = 0 <= (value - d) * (1 if d >= 0 else -1) < unit
-    return exact if rounded or truncated else None
-
-
-def _gold_text(gold: Any) -> tuple[str, bool]:
-    """The gold answer and whether it is several different boxed answers (an ordered list, never a set).
-
-    A gold written as a worked solution (the MATH ``solution`` column, a GSM8K ``#### 42`` line, a paragraph
-    ending in "The answer is ...") gives its final answer, found as in a completion.
-    """
-    text = str(gold).strip()
-    worked = "\\boxed" in text or "\\fbox" in text or "####" in text
-    if worked or _GOLD_ANCHOR.search(text):
-        found = extract_answer(text[-_GOLD_TAIL:], hedges=False)
-        if found.answer and (worked or found.source in ("anchor", "sentence")):
-            return found.answer, found.hedged
-    return text, False
-
-
-_GOLD_ANCHOR = re.compile(r"answer|therefore|thus|hence", re.IGNORECASE)
-_GOLD_TAIL = 20_000
+    if not (rounded or truncated):
+        return None
+    return parse_value(m.group(1) + m.group(2)) if m.group(1) else exact
 
 
 def verify(
@@ -150,13 +135,12 @@ def verify(
     """
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
     problem = read_problem(prompt_text(prompt))
-    gold_s, several = _gold_text(gold)
+    gold_s, boxes = gold_text(gold)
     g: Value | None  # None only when even the raw gold is unusable
     try:
-        several_letters = _choice_letters(gold_s)  # a multi-select gold, "ABD"
-        g = Text(several_letters, choice=True) if several_letters else _gold_choice(gold_s) or parse_answer(gold_s)
-        if several and isinstance(g, Seq) and g.kind == "list":
-            g = Seq("tuple", g.items)  # \boxed{2} ... \boxed{7}: two answers in order, not the set {2, 7}
+        g, gold_s = _parse_gold(gold_s)
+        if boxes == "parts" and isinstance(g, Seq) and g.kind == "list":
+            g = Seq("tuple", g.items)  # (a) \boxed{2} (b) \boxed{7}: two answers in order
     except ParseError as e:
         g = _raw_gold(gold_s)
         if g is None:
@@ -172,7 +156,32 @@ def verify(
         info.update(extracted=answer[:500], steps=True)
     elif ex.hedged:
         info["hedged"] = True  # several different boxes: compared as a list, so a single-valued gold fails
+    if boxes == "list" and _is_set(answer):
+        return _zero("ok", answer, info, "several boxed gold answers are a list, not the set of them")
     return _compare(g, gold_s, answer, info, (percent_optional, tolerance, deadline), problem)
+
+
+def _parse_gold(gold_s: str) -> tuple[Value, str]:
+    """The gold's value and the text it was read from: a multi-select gold (``ABD``), an option, a value, or the
+    last side of a chain whose whole is outside the grammar (:func:`gold_last_side`)."""
+    several_letters = _choice_letters(gold_s)  # a multi-select gold, "ABD"
+    if several_letters:
+        return Text(several_letters, choice=True), gold_s
+    try:
+        return _gold_choice(gold_s) or parse_answer(gold_s), gold_s
+    except ParseError:
+        last = gold_last_side(gold_s)
+        if last is None:
+            raise
+        return parse_answer(last), last
+
+
+def _is_set(answer: str) -> bool:
+    try:
+        a = parse_answer(answer)
+    except ParseError:
+        return False
+    return isinstance(a, Seq) and a.kind == "set"
 
 
 def _compare(

@@ -139,6 +139,8 @@ ATOM_CMDS = (
         "operatorname",
         "mathbf",
         "based",
+        "sum",
+        "prod",
     }
     | GREEK
     | set(FUNCS)

@@ -69,6 +69,12 @@ TYPESET = [  # 2
     ("2.74", "\\boxed{2,740}", 0.0),
     ("274", "\\boxed{2,74}", 0.0),
     ("2, 74", "\\boxed{2,74}", 1.0),  # a list gold: the comma separates
+    ("1000.99", "so the number is 10 which is 1,000.99m\u00b2", 1.0),  # a unit typeset with a Unicode power
+    ("12", "\\boxed{12cm\u00b3}", 1.0),
+    ("1000.99", "\\boxed{1,000.98m\u00b2}", 0.0),
+    ("5", "\\boxed{5m^2}", 0.0),  # LaTeX's m^2 glued to a number is algebra, not a unit
+    ("5", "\\boxed{5x\u00b2}", 0.0),  # only units: x\u00b2 is a power of x
+    ("5", "\\boxed{5m\u00b2 + 1}", 0.0),  # a unit ends the answer
 ]
 
 SENTENCES = [  # 3
@@ -83,6 +89,11 @@ SENTENCES = [  # 3
     ("42", "Thus the total number of apples is $42$.", 1.0),
     ("42", "We added 20 and 22 and got 42 at some point.", 0.0),  # strict: prose that mentions a number
     ("12", "The area is 12 or maybe 13.", 0.0),
+    ("100\\%", "Halving $\\Delta p$.\nTherefore, the error in the position increases by 100%.", 1.0),  # a change
+    ("3", "So the price rose by 3 dollars.", 1.0),
+    ("3", "So the price rose by 3 or 4 dollars.", 0.0),
+    ("5", "Therefore, the cost increases by at least 5.", 0.0),
+    ("4", "Next we simplify.\nThus we divide by 4.", 0.0),  # an operation, not a stated amount
 ]
 
 GOLD_SOLUTIONS = [  # 4
