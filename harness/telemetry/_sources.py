@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.telemetry._store import flat_span, iter_spans
+from harness.telemetry._store import flat_span, iter_spans, store_path
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
 
@@ -38,9 +38,7 @@ def load_file_store(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         SourceError: when the file does not exist.
     """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "traces.jsonl"
+    p = store_path(path)
     if not p.is_file():
         raise SourceError(f"{p}: no trace file store (expected OTLP JSON lines written by harness.telemetry)")
     return list(iter_spans(p))

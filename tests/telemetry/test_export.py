@@ -33,7 +33,7 @@ from opentelemetry.trace import (
 from harness.cfg.telemetry import TelemetrySection
 from harness.telemetry import RewardStats, RunTelemetry, iter_spans
 from harness.telemetry._export import OtlpDelivery, OtlpSettings
-from harness.telemetry._store import json_to_request, spans_to_json
+from harness.telemetry._store import spans_from_json, spans_to_json
 
 
 class _Collector(http.server.ThreadingHTTPServer):
@@ -182,9 +182,9 @@ def test_stored_lines_are_otlp_json_of_the_sdk_encoding() -> None:
     assert sp["b"]["links"][0]["spanId"] == format(a_sdk.context.span_id, "016x")
     assert sp["a"]["kind"] == 1 and sp["a"]["startTimeUnixNano"] == str(a_sdk.start_time)
     assert sp["child"]["status"] == {"code": 2, "message": "went wrong"}
-    assert json_to_request(doc) == encode_spans(spans)  # back to exactly the SDK's own request
+    assert encode_spans(spans_from_json(doc)) == encode_spans(spans)  # read back: exactly the SDK's own request
     with pytest.raises(ValueError, match="OTLP/JSON"):
-        json_to_request({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
+        spans_from_json({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
 
 
 def _sdk_json_form(spans) -> dict:
@@ -218,7 +218,7 @@ def test_stored_encoding_equals_the_sdk_encoding_in_json_form() -> None:
         pass
     both = [*spans, *mem.get_finished_spans()]
     assert json.loads(spans_to_json(both)) == _sdk_json_form(both)
-    assert json_to_request(json.loads(spans_to_json(both))) == encode_spans(both)
+    assert encode_spans(spans_from_json(json.loads(spans_to_json(both)))) == encode_spans(both)
 
 
 def test_stored_values_read_back_as_written(tmp_path: Path) -> None:
