@@ -8,7 +8,7 @@ The names follow TRL's where TRL has one (``reward/<name>/mean``, ``frac_reward_
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 __all__ = [
     "STEP",
@@ -42,8 +42,14 @@ __all__ = [
     "DYNAMIC_ROUNDS",
     "DYNAMIC_GENERATED",
     "DYNAMIC_KEPT",
+    "RewardStat",
+    "REWARD_STATS",
     "reward_key",
 ]
+
+#: what is recorded per reward spec
+RewardStat = Literal["mean", "std", "unscored_frac", "statuses"]
+REWARD_STATS: Final[tuple[RewardStat, ...]] = get_args(RewardStat)
 
 STEP: Final = "step"
 
@@ -89,7 +95,7 @@ DYNAMIC_GENERATED: Final = "dynamic/generated_groups"
 DYNAMIC_KEPT: Final = "dynamic/kept_groups"
 
 
-def reward_key(name: str, stat: Literal["mean", "std", "unscored_frac", "statuses"]) -> str:
+def reward_key(name: str, stat: RewardStat) -> str:
     """The metric of one reward spec: ``reward/<name>/<stat>``.
 
     >>> reward_key("math", "mean")

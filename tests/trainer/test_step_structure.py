@@ -26,7 +26,6 @@ from trainer.loop import setup_training, train, train_step
 ROOT = Path(__file__).resolve().parents[2]
 #: files of this repository whose code one traced GRPO step runs in the training process (measured: 22)
 STEP_FILES_CEILING = 22
-STATS = ("mean", "std", "unscored_frac", "statuses")
 
 
 def _declared() -> set[str]:
@@ -38,7 +37,7 @@ def test_every_metric_of_a_step_has_a_declared_name(tmp_path: Path) -> None:
     cfg = toy_config(tmp_path, "names", rewards=rewards, max_steps=1, save_steps=0, dynamic_sampling=True)
     result = train(cfg, progress=False)
     line = json.loads((result.run_dir / "metrics.jsonl").read_text().splitlines()[0])
-    per_reward = {M.reward_key(name, stat) for name in rewards for stat in STATS}
+    per_reward = {M.reward_key(name, stat) for name in rewards for stat in M.REWARD_STATS}
     assert set(line) - _declared() - per_reward == set()
     always = {M.STEP, M.TOTAL_MEAN, M.LOSS, M.KL, M.ENTROPY, M.GRAD_NORM, M.STEP_S, M.REWARD_CRITICAL_S}
     always |= {M.DYNAMIC_ROUNDS, M.GENERATE_S, M.MEAN_LENGTH, M.reward_key("overlong", "mean")}
