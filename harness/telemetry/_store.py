@@ -36,6 +36,7 @@ __all__ = [
     "FileSpanExporter",
     "spans_to_json",
     "spans_from_json",
+    "span_from_json",
     "read_requests",
     "store_path",
     "iter_spans",
@@ -182,7 +183,7 @@ def spans_from_json(doc: Mapping[str, Any]) -> list[ReadableSpan]:
     """
     try:
         return [
-            _sdk_span(
+            span_from_json(
                 sp, Resource(_attrs((rs.get("resource") or {}).get("attributes")), rs.get("schemaUrl")), _scope(ss)
             )
             for rs in doc["resourceSpans"]
@@ -208,7 +209,7 @@ def _context(trace_id: str, span_id: str, flags: int = 0, state: str | None = No
     return ctx
 
 
-def _sdk_span(sp: Mapping[str, Any], resource: Resource, scope: InstrumentationScope) -> ReadableSpan:
+def span_from_json(sp: Mapping[str, Any], resource: Resource, scope: InstrumentationScope) -> ReadableSpan:
     flags, status = int(sp.get("flags", 0x100)), sp.get("status") or {}
     parent = _context(sp["traceId"], sp["parentSpanId"], flags) if sp.get("parentSpanId") else None
     return ReadableSpan(
@@ -314,29 +315,31 @@ def _attrs(items: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
     return {kv["key"]: any_value(kv.get("value", {})) for kv in items or ()}
 
 
-def flat_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
-    """One OTLP/JSON span (hex ids) as a flat dict, ``resource`` attributes merged under its own (see
-    :func:`iter_spans`)."""
+def flat_span(sp: ReadableSpan) -> dict[str, Any]:
+    """One span as a flat dict, its resource's attributes merged under its own (see :func:`iter_spans`)."""
+    ctx = sp.get_span_context() or INVALID_SPAN_CONTEXT
+    links = [{"trace_id": f"{ln.context.trace_id:032x}", "span_id": f"{ln.context.span_id:016x}",
+              "attributes": dict(ln.attributes or {})} for ln in sp.links]  # fmt: skip
     return {
-        "name": sp.get("name", ""),
-        "trace_id": sp.get("traceId", ""),
-        "span_id": sp.get("spanId", ""),
-        "parent_span_id": sp.get("parentSpanId") or None,
-        "start_ns": int(sp.get("startTimeUnixNano") or 0),
-        "end_ns": int(sp.get("endTimeUnixNano") or 0),
-        "attributes": {**resource, **_attrs(sp.get("attributes"))},
-        "events": [
-            {"name": e.get("name", ""), "attributes": _attrs(e.get("attributes"))} for e in sp.get("events") or ()
-        ],
-        "links": [
-            {
-                "trace_id": ln.get("traceId", ""),
-                "span_id": ln.get("spanId", ""),
-                "attributes": _attrs(ln.get("attributes")),
-            }
-            for ln in sp.get("links") or ()
-        ],
+        "name": sp.name,
+        "trace_id": f"{ctx.trace_id:032x}",
+        "span_id": f"{ctx.span_id:016x}",
+        "parent_span_id": f"{sp.parent.span_id:016x}" if sp.parent else None,
+        "start_ns": sp.start_time or 0,
+        "end_ns": sp.end_time or 0,
+        "attributes": {**sp.resource.attributes, **(sp.attributes or {})},
+        "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in sp.events],
+        "links": links,
     }
+
+
+def _stored_spans(path: Path) -> Iterator[list[ReadableSpan]]:
+    """The spans of each line of a file store; a line that is not an OTLP request is skipped with a warning."""
+    for n, req in read_requests(path):
+        try:
+            yield spans_from_json(req)
+        except ValueError as e:
+            logger.warning("%s:%d: skipped: %s", path, n, e)
 
 
 def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -346,16 +349,13 @@ def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
     ``attributes`` (resource attributes merged under the span's own), ``events`` (name, attributes) and
     ``links`` (trace_id, span_id, attributes).
     """
-    for _, req in read_requests(path):
-        for rs in req.get("resourceSpans", ()):
-            res = _attrs(rs.get("resource", {}).get("attributes"))
-            for ss in rs.get("scopeSpans", ()):
-                yield from (flat_span(sp, res) for sp in ss.get("spans", ()))
+    for spans in _stored_spans(Path(path)):
+        yield from (flat_span(sp) for sp in spans)
 
 
-def _span_step(span: dict[str, Any]) -> int:
+def _step_of(span: ReadableSpan) -> int:
     try:
-        return int(_attrs(span.get("attributes")).get("harness.train.step") or 0)
+        return int((span.attributes or {}).get("harness.train.step") or 0)  # type: ignore[arg-type]  # a list: caught
     except (TypeError, ValueError):
         return 0
 
@@ -364,23 +364,18 @@ def drop_steps_after(path: str | Path, step: int) -> int:
     """Remove from the file store at ``path`` every span of a step after ``step``; return how many were removed.
 
     A run resumed from the checkpoint of ``step`` traces the steps after it again; without this, the steps between
-    that checkpoint and the interrupt would be stored twice. Lines that are not JSON (cut by a kill) are dropped
-    too. The file is replaced atomically; a missing file is left alone.
+    that checkpoint and the interrupt would be stored twice. Lines that are not OTLP/JSON (cut by a kill) are
+    dropped too. The file is replaced atomically; a missing file is left alone.
     """
     path = Path(path)
     if not path.is_file():
         return 0
     removed, lines = 0, []
-    for _, req in read_requests(path):
-        for rs in req.get("resourceSpans", ()):
-            for ss in rs.get("scopeSpans", ()):
-                spans = ss.get("spans", [])
-                ss["spans"] = [sp for sp in spans if _span_step(sp) <= step]
-                removed += len(spans) - len(ss["spans"])
-            rs["scopeSpans"] = [ss for ss in rs.get("scopeSpans", ()) if ss.get("spans")]
-        req["resourceSpans"] = [rs for rs in req.get("resourceSpans", ()) if rs.get("scopeSpans")]
-        if req["resourceSpans"]:
-            lines.append(json.dumps(req, separators=(",", ":")))
+    for spans in _stored_spans(path):
+        kept = [sp for sp in spans if _step_of(sp) <= step]
+        removed += len(spans) - len(kept)
+        if kept:
+            lines.append(spans_to_json(kept))
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     os.replace(tmp, path)
