@@ -6,8 +6,9 @@ the real scoring path).
 - Every metric of a step is named in :mod:`trainer.metrics` (a constant, or ``reward/<name>/<stat>``), so mypy
   checks the names where they are written and read; a module that writes a metric by a string of its own fails.
 - The files whose functions one step calls in the training process (found with ``sys.setprofile``): the step is
-  meant to be followed in few files, so a new one must be a decision. The ceiling is today's count; lower it when a
-  change removes a file from the step.
+  meant to be followed in few files, so a new one must be a decision. The ceiling is on the trainer's own files
+  (other packages change the count of theirs on their own terms; the failure message lists every file); it is
+  today's count: lower it when a change removes a file from the step.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from trainer import metrics as M
 from trainer.loop import setup_training, train, train_step
 
 ROOT = Path(__file__).resolve().parents[2]
-#: files of this repository whose code one traced GRPO step runs in the training process (measured: 22)
-STEP_FILES_CEILING = 22
+#: files of trainer/ whose code one traced GRPO step runs in the training process (measured: 14 of 22 in the
+#: repository; the others are harness/ scoring, statistics, data and telemetry modules)
+TRAINER_FILES_CEILING = 14
 
 
 def _declared() -> set[str]:
@@ -73,4 +75,5 @@ def test_one_grpo_step_runs_code_of_few_files(tmp_path: Path) -> None:
     files = _files_of_one_step(tmp_path)
     listing = "\n".join(f"{k} ({v} calls)" for k, v in sorted(files.items()))
     assert {"trainer/loop.py", "trainer/update.py", "trainer/collect.py"} <= set(files), listing  # the hook sees
-    assert len(files) <= STEP_FILES_CEILING, f"one step now runs code of {len(files)} files:\n{listing}"
+    trainer_files = [f for f in files if f.startswith("trainer/")]
+    assert len(trainer_files) <= TRAINER_FILES_CEILING, f"one step now runs code of {len(files)} files:\n{listing}"
