@@ -16,10 +16,7 @@ TORCH_SPEC ?= $(if $(filter 1,$(GPU)),$(GPU_TORCH_SPEC),torch==2.13.0)
 TORCH_INDEX ?=
 EXTRAS ?= $(if $(filter 1,$(GPU)),$(GPU_EXTRAS),train,dev,bench)
 PYTEST_ARGS ?=
-LINT_PATHS := harness rewards sandbox trainer evals
-# ruff covers tests/ too; mypy does not yet (several conftest.py and helper modules imported by bare name collide
-# as top-level modules for mypy)
-RUFF_PATHS := $(LINT_PATHS) tests
+LINT_PATHS := harness rewards sandbox trainer evals tests
 
 .PHONY: demo test lint setup setup-gpu backends vllm-env clean bench
 
@@ -100,8 +97,8 @@ $(VLLM_VENV)/.installed: pyproject.toml
 
 # The gates (config in pyproject.toml): ruff's lint and formatter check, then mypy; `make test` runs them first.
 lint: setup
-	$(BIN)/ruff check $(RUFF_PATHS)
-	$(BIN)/ruff format --check $(RUFF_PATHS)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy $(LINT_PATHS)
 
 test: setup lint backends vllm-env

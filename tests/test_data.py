@@ -28,7 +28,7 @@ def test_jsonl_good_rows_keep_extra_columns(tmp_path: Path) -> None:
     res = load_samples(p)
     assert res.errors == []
     assert [s.id for s in res.samples] == ["1", "b"]
-    assert res.samples[0].model_extra["level"] == 3
+    assert (res.samples[0].model_extra or {})["level"] == 3
     assert res.samples[1].answer == 6
     assert len(res.fingerprint) == 64
 

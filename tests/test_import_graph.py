@@ -32,7 +32,7 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
 
 def _imports(path: Path, module: str) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip, out = _type_checking_nodes(tree), set()
+    skip, out = _type_checking_nodes(tree), set[str]()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(tree):
         if id(node) in skip:

@@ -7,6 +7,7 @@ import doctest
 import json
 import math
 import pickle
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -135,13 +136,14 @@ def _scored_in_a_worker(score: Score) -> Score:
 
 def test_score_info_is_read_only_and_still_a_dict_for_every_reader() -> None:
     s = Score(value=1.0, info={"reason": "equal numbers", "tests": [True]})
+    info: Any = s.info  # typed as a read-only Mapping; here each dict writer is tried on purpose
     for write in (
-        lambda: s.info.__setitem__("x", 1),
-        lambda: s.info.update(x=1),
-        lambda: s.info.setdefault("x", 1),
-        lambda: s.info.pop("reason"),
-        lambda: s.info.__delitem__("reason"),
-        lambda: s.info.clear(),
+        lambda: info.__setitem__("x", 1),
+        lambda: info.update(x=1),
+        lambda: info.setdefault("x", 1),
+        lambda: info.pop("reason"),
+        lambda: info.__delitem__("reason"),
+        lambda: info.clear(),
     ):
         with pytest.raises(TypeError, match="read-only"):
             write()

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from harness.errors import ConfigError
+from trainer import metrics as M
 
 __all__ = ["add_parser", "parse_sets", "run_train", "resume_command", "main"]
 
@@ -82,7 +83,7 @@ def run_train(args: argparse.Namespace) -> int:
     if result.rank != 0:  # one summary per run, from rank 0
         return 130 if result.interrupted else 0
     last = result.metrics[-1] if result.metrics else {}
-    mean = last.get("reward/total/mean")
+    mean = last.get(M.TOTAL_MEAN)
     print(
         f"run {result.run_id}: {result.steps} steps in {result.run_dir}; last reward mean "
         f"{'-' if mean is None else f'{mean:.4g}'}; checkpoint {result.last_checkpoint}"

@@ -23,6 +23,7 @@ import torch
 
 from harness.scoring import BatchResult, PendingBatch, ScoringSession, score_while_generating
 from harness.types import Sample
+from trainer import metrics as M
 from trainer.advantages import zero_variance_groups
 from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
 
@@ -105,7 +106,7 @@ def _collect_streaming(
         RolloutBatch.concat([d.generated for d in done], pad_id),
         [s for d in done for s in d.part for _ in range(group_size)],
         pending=[d.pending for d in done],
-        stats={"timing/generate_s": timing["generate_s"], "timing/score_submit_s": timing["score_submit_s"]},
+        stats={M.GENERATE_S: timing["generate_s"], M.SCORE_SUBMIT_S: timing["score_submit_s"]},
     )
 
 
@@ -170,11 +171,11 @@ def collect(
         [sample_lists[r][i] for r, ix in enumerate(per_round) for i in ix],
         first_round=results[0],
         stats={
-            "timing/generate_s": gen_s,
-            "timing/score_wait_s_sampling": score_s,
-            "dynamic/rounds": float(rounds),
-            "dynamic/generated_groups": float(generated),
-            "dynamic/kept_groups": float(n_kept),
+            M.GENERATE_S: gen_s,
+            M.SCORE_WAIT_SAMPLING_S: score_s,
+            M.DYNAMIC_ROUNDS: float(rounds),
+            M.DYNAMIC_GENERATED: float(generated),
+            M.DYNAMIC_KEPT: float(n_kept),
         },
     )
     out.final = select_result(results, sorted(rows, key=lambda x: (x[0], x[1])))

@@ -39,6 +39,7 @@ from harness.types import VERDICT_STATUSES
 from trainer import checkpoint as ckpt_io
 from trainer import dcp
 from trainer import fsdp as sharding
+from trainer import metrics as M
 from trainer.advantages import GroupAdvantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
 from trainer.config import Packing, TrainerSection
@@ -196,20 +197,20 @@ def _reward_metrics(res: BatchResult, config: RunConfig, group_size: int) -> dic
     totals = res.totals
     total_mean, total_std = mean_std(totals)
     metrics: dict[str, Any] = {
-        "reward/total/mean": total_mean,
-        "reward/total/std": total_std,
-        "reward/total/scored_frac": len(scored_values(totals)) / max(len(totals), 1),
-        "frac_reward_zero_std": zero_variance_group_frac(totals, group_size),
+        M.TOTAL_MEAN: total_mean,
+        M.TOTAL_STD: total_std,
+        M.TOTAL_SCORED_FRAC: len(scored_values(totals)) / max(len(totals), 1),
+        M.ZERO_STD_FRAC: zero_variance_group_frac(totals, group_size),
     }
     summaries = res.summary()
     for spec in config.rewards:
         summary = summaries[spec.name]
-        metrics[f"reward/{spec.name}/mean"] = summary["mean"]
-        metrics[f"reward/{spec.name}/std"] = summary["std"]
-        metrics[f"reward/{spec.name}/unscored_frac"] = 1.0 - summary["scored"] / max(summary["count"], 1)
+        metrics[M.reward_key(spec.name, "mean")] = summary["mean"]
+        metrics[M.reward_key(spec.name, "std")] = summary["std"]
+        metrics[M.reward_key(spec.name, "unscored_frac")] = 1.0 - summary["scored"] / max(summary["count"], 1)
         problems = {k: v for k, v in summary["statuses"].items() if k not in VERDICT_STATUSES}
         if problems:
-            metrics[f"reward/{spec.name}/statuses"] = ", ".join(f"{v} {k}" for k, v in sorted(problems.items()))
+            metrics[M.reward_key(spec.name, "statuses")] = ", ".join(f"{v} {k}" for k, v in sorted(problems.items()))
     return metrics
 
 
@@ -269,9 +270,9 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
     ctx.optimizer.zero_grad(set_to_none=True)  # the gradients are not needed until the next update: free them
     ctx.rollout.sync_weights()  # vLLM: wake up, load the new weights
     timing = {
-        "timing/score_wait_s": score_wait_s,
-        "timing/update_s": time.perf_counter() - generated,
-        "timing/step_s": time.perf_counter() - started,
+        M.SCORE_WAIT_S: score_wait_s,
+        M.UPDATE_S: time.perf_counter() - generated,
+        M.STEP_S: time.perf_counter() - started,
     }
     # 5. Metrics over every rank's first-round scores.
     rewards = _all_ranks_result(collected, ctx.dist)
@@ -356,19 +357,17 @@ def _step_metrics(
     lengths = collected.batch.completion_lengths.float()
     tokens = float(collected.batch.prompt_mask.sum() + collected.batch.completion_mask.sum())
     metrics = {
-        "step": step,
+        M.STEP: step,
         **_reward_metrics(rewards, config, config.trainer.num_generations),
         **update_stats,
         **collected.stats,
-        "completions/mean_length": float(lengths.mean()),
-        "completions/max_length": float(lengths.max()),
-        "completions/clipped_ratio": float(collected.batch.truncated.float().mean()),
-        "tokens_per_s": tokens / update_stats["timing/step_s"],
+        M.MEAN_LENGTH: float(lengths.mean()),
+        M.MAX_LENGTH: float(lengths.max()),
+        M.CLIPPED_RATIO: float(collected.batch.truncated.float().mean()),
+        M.TOKENS_PER_S: tokens / update_stats[M.STEP_S],
     }
     # the part of this step spent on rewards that nothing else overlapped (blocking submits and waits)
-    metrics["timing/reward_critical_s"] = sum(
-        metrics.get(k, 0.0) for k in ("timing/score_submit_s", "timing/score_wait_s", "timing/score_wait_s_sampling")
-    )
+    metrics[M.REWARD_CRITICAL_S] = sum(metrics.get(k, 0.0) for k in M.REWARD_CRITICAL_PARTS)
     return metrics
 
 
@@ -578,10 +577,10 @@ def train(
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(
-                    reward=_fmt(metrics["reward/total/mean"]),
-                    kl=_fmt(metrics["kl"]),
-                    len=_fmt(metrics["completions/mean_length"]),
-                    s=_fmt(metrics["timing/step_s"]),
+                    reward=_fmt(metrics[M.TOTAL_MEAN]),
+                    kl=_fmt(metrics[M.KL]),
+                    len=_fmt(metrics[M.MEAN_LENGTH]),
+                    s=_fmt(metrics[M.STEP_S]),
                 )
             if on_step is not None:
                 on_step(step, metrics)

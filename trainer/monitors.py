@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from trainer import metrics as M
 from trainer.config import MonitorSection
 
 __all__ = ["Monitors", "MetricsWriter"]
@@ -67,7 +68,7 @@ class Monitors:
         """Check one step's metrics; returns the warnings raised now (also logged)."""
         out: list[str] = []
         c = self.cfg
-        zv = m.get("frac_reward_zero_std")
+        zv = m.get(M.ZERO_STD_FRAC)
         self._zero_run = self._zero_run + 1 if zv is not None and zv >= c.zero_variance_frac else 0
         if self._zero_run >= c.window:
             self._warn(
@@ -78,7 +79,7 @@ class Monitors:
                 "temperature or dynamic_sampling may help)",
                 out,
             )
-        if m.get("reward/total/scored_frac", 1.0) == 0.0:
+        if m.get(M.TOTAL_SCORED_FRAC, 1.0) == 0.0:
             self._warn(
                 "unscored_all",
                 step,
@@ -86,16 +87,16 @@ class Monitors:
                 out,
             )
         for name in self.reward_names:
-            frac = m.get(f"reward/{name}/unscored_frac")
+            frac = m.get(M.reward_key(name, "unscored_frac"))
             if frac is not None and frac > c.unscored_frac:
                 self._warn(
                     f"unscored/{name}",
                     step,
                     f"reward {name!r} left {frac:.0%} of samples unscored "
-                    f"({m.get(f'reward/{name}/statuses', '')}); they are excluded from their groups",
+                    f"({m.get(M.reward_key(name, 'statuses'), '')}); they are excluded from their groups",
                     out,
                 )
-        kl = m.get("kl")
+        kl = m.get(M.KL)
         if kl is not None and kl > c.kl_max:
             self._warn(
                 "kl",
@@ -103,7 +104,7 @@ class Monitors:
                 f"KL to the reference is {kl:.3g} > {c.kl_max:g}: the policy is drifting fast (lower lr or raise beta)",
                 out,
             )
-        tr = m.get("completions/clipped_ratio")
+        tr = m.get(M.CLIPPED_RATIO)
         if tr is not None and tr > c.truncated_frac:
             advice = (
                 "trainer.mask_truncated leaves them out of the loss, so they teach nothing: raise "
@@ -117,7 +118,7 @@ class Monitors:
         return out
 
     def _check_length_bias(self, step: int, m: Mapping[str, Any], out: list[str]) -> None:
-        length, reward = m.get("completions/mean_length"), m.get("reward/total/mean")
+        length, reward = m.get(M.MEAN_LENGTH), m.get(M.TOTAL_MEAN)
         if length is None or reward is None or not math.isfinite(reward):
             return
         self._lengths.append(float(length))
@@ -145,7 +146,7 @@ class MetricsWriter:
             keep = []
             for line in path.read_text(encoding="utf-8").splitlines():
                 try:
-                    if int(json.loads(line).get("step", 0)) <= resume_from_step:
+                    if int(json.loads(line).get(M.STEP, 0)) <= resume_from_step:
                         keep.append(line)
                 except (ValueError, AttributeError):
                     continue  # a line cut by the kill

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from trainer import metrics as M
 from trainer import packing as shared_prompt
 from trainer.config import Packing
 from trainer.dist import DistInfo, GradientSync, all_reduce_sum
@@ -338,7 +339,7 @@ class UpdateTally:
         self.weights: list[torch.Tensor | None] = [None] * len(prep.slices)
         self.is_stats: list[tuple[TISStats, float]] = []
         self.stats: dict[str, float] = dict.fromkeys(
-            ("loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "kl", "entropy", "grad_norm"), 0.0
+            (M.LOSS, M.CLIP_LOW, M.CLIP_HIGH, M.KL, M.ENTROPY, M.GRAD_NORM), 0.0
         )
         self.entropy_tokens = 0.0
 
@@ -374,12 +375,12 @@ class UpdateTally:
     def metrics(self, grad_norm: float, lr: float) -> dict[str, float]:
         """loss, clip fractions, KL, entropy, grad norm (of the last step), lr, and ``is_ratio/*`` when the
         off-policy correction ran."""
-        stats = {**self.stats, "grad_norm": grad_norm}
-        stats["entropy"] /= max(self.entropy_tokens, 1.0)
+        stats = {**self.stats, M.GRAD_NORM: grad_norm}
+        stats[M.ENTROPY] /= max(self.entropy_tokens, 1.0)
         if self.is_stats:
             stats.update(_is_metrics(self.is_stats))
-        stats["lr"] = lr
-        stats["micro_batches"] = float(len(self.prep.slices))
+        stats[M.LR] = lr
+        stats[M.MICRO_BATCHES] = float(len(self.prep.slices))
         return stats
 
 
@@ -387,9 +388,9 @@ def _is_metrics(parts: list[tuple[TISStats, float]]) -> dict[str, float]:
     """Token-weighted mean, max and capped fraction of the importance ratios over the micro-batches."""
     w = sum(n for _, n in parts) or 1.0
     return {
-        "is_ratio/mean": sum(st.mean * n for st, n in parts) / w,
-        "is_ratio/max": max(st.max for st, _ in parts),
-        "is_ratio/capped_frac": sum(st.capped_frac * n for st, n in parts) / w,
+        M.IS_MEAN: sum(st.mean * n for st, n in parts) / w,
+        M.IS_MAX: max(st.max for st, _ in parts),
+        M.IS_CAPPED_FRAC: sum(st.capped_frac * n for st, n in parts) / w,
     }
 
 
@@ -398,14 +399,14 @@ def _accumulate(
 ) -> float:
     """Add one micro-batch's statistics (token-weighted); returns the tokens its entropy covered."""
     w = out.tokens / max(n_tok, 1.0)
-    stats["loss"] += float(out.loss.detach())
-    stats["clip_ratio/low_mean"] += out.clip_low_frac * w
-    stats["clip_ratio/high_mean"] += out.clip_high_frac * w
-    stats["kl"] += out.kl * w
+    stats[M.LOSS] += float(out.loss.detach())
+    stats[M.CLIP_LOW] += out.clip_low_frac * w
+    stats[M.CLIP_HIGH] += out.clip_high_frac * w
+    stats[M.KL] += out.kl * w
     if ent is None:
         return 0.0
     cm = cmask.float()
-    stats["entropy"] += float((ent * cm).sum())
+    stats[M.ENTROPY] += float((ent * cm).sum())
     return float(cm.sum())
 
 

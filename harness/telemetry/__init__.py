@@ -4,9 +4,9 @@
 exports over OTLP when the ``OTEL_*`` variables or the config name an endpoint.
 """
 
+from harness.telemetry._attrs import RewardStats
 from harness.telemetry._export import OtlpSettings, parse_headers, resolve_otlp
 from harness.telemetry._run import TRACES_FILE, EvalSpan, RunTelemetry, StepSpan
-from harness.telemetry._stats import RewardStats
 from harness.telemetry._store import drop_steps_after, iter_spans
 
 __all__ = [

@@ -1,25 +1,33 @@
-"""What goes on a span: attribute builders for the step, reward and evaluation spans, links, and span ids.
+"""What goes on a span: a reward's batch summary, attribute builders for the step, reward and evaluation spans,
+links, and span ids.
 
-Pure helpers for :mod:`harness.telemetry._run`: metrics flattened to ``harness.metric.<key>`` numbers, a
-reward's batch summary as attributes, a per-sample ``gen_ai.evaluation.result`` event, a link from the ids a
-checkpoint saved, and the id generator every run's tracer provider uses. Nothing here starts or ends a span.
+:class:`RewardStats` is what the trainer hands to :meth:`StepSpan.record_reward`; :meth:`RewardStats.from_values`
+builds it from plain lists (checked against hand-computed values), :meth:`RewardStats.from_batch` from a
+:class:`harness.scoring.BatchResult`; the statistics themselves (std with n - 1, the zero-variance rule,
+percentiles) are :mod:`harness.stats`'s. The rest are pure helpers for :mod:`harness.telemetry._run`: metrics
+flattened to ``harness.metric.<key>`` numbers, a reward's summary as attributes, a per-sample
+``gen_ai.evaluation.result`` event, a link from the ids a checkpoint saved, and the id generator every run's
+tracer provider uses. Nothing here runs rewards, starts or ends a span.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from harness.telemetry._stats import RewardStats
+from harness.stats import score_summary, zero_variance_group_frac
 
 __all__ = [
+    "RewardStats",
     "num",
     "flat_metrics",
     "span_ids",
@@ -31,6 +39,89 @@ __all__ = [
 ]
 
 logger = logging.getLogger("harness.telemetry._run")
+
+
+@dataclass(frozen=True)
+class RewardStats:
+    """One reward's summary over one training batch.
+
+    Attributes:
+        mean: mean over scored samples; None when none is scored.
+        std: sample std (n - 1) over scored samples; None below two.
+        count: number of samples.
+        scored: number of samples with a value.
+        statuses: count per :data:`harness.types.Status`.
+        zero_variance_group_frac: fraction of prompt groups with zero variance (see :mod:`harness.stats`).
+        latency_p50_s: median scoring latency in seconds.
+        latency_p99_s: 99th percentile scoring latency in seconds.
+        weight: the reward's weight in the total (0 = logged only).
+    """
+
+    mean: float | None
+    std: float | None
+    count: int
+    scored: int
+    statuses: dict[str, int] = field(default_factory=dict)
+    zero_variance_group_frac: float | None = None
+    latency_p50_s: float | None = None
+    latency_p99_s: float | None = None
+    weight: float = 1.0
+
+    @classmethod
+    def from_values(
+        cls,
+        values: Sequence[float | None],
+        statuses: Sequence[str] | None = None,
+        *,
+        latencies_s: Sequence[float] = (),
+        group_size: int | None = None,
+        weight: float = 1.0,
+    ) -> RewardStats:
+        """Build from per-sample values (None = unscored) and, optionally, their statuses and latencies."""
+        if statuses is None:
+            statuses = ["ok" if v is not None and not math.isnan(v) else "error" for v in values]
+        summary = score_summary(values, statuses, latencies_s)
+        return cls(
+            mean=summary["mean"],
+            std=summary["std"],
+            count=summary["count"],
+            scored=summary["scored"],
+            statuses=summary["statuses"],
+            zero_variance_group_frac=zero_variance_group_frac(values, group_size),
+            latency_p50_s=summary["p50_s"],
+            latency_p99_s=summary["p99_s"],
+            weight=float(weight),
+        )
+
+    @classmethod
+    def from_batch(
+        cls, result: Any, name: str, group_size: int | None = None, *, weight: float | None = None
+    ) -> RewardStats:
+        """Summarise reward ``name`` of a :class:`harness.scoring.BatchResult`.
+
+        Args:
+            result: the batch result (``scores[name]`` and, when present, ``latency_s[name]`` are read).
+            name: the reward spec name.
+            group_size: completions per prompt, for the zero-variance group fraction.
+            weight: the spec's weight; default: looked up in ``result.specs`` when it has them, else 1.0.
+
+        Raises:
+            KeyError: when ``result`` has no scores for ``name`` (the message lists the names it has).
+        """
+        scores = result.scores
+        if name not in scores:
+            raise KeyError(f"batch result has no reward {name!r}; it has {sorted(scores)}")
+        if weight is None:  # the spec's weight when the result has its specs
+            specs = getattr(result, "specs", None) or ()
+            weight = next((float(s.weight) for s in specs if getattr(s, "name", None) == name), 1.0)
+        latencies: Mapping[str, Sequence[float]] = getattr(result, "latency_s", None) or {}
+        return cls.from_values(
+            [s.value for s in scores[name]],
+            [str(s.status) for s in scores[name]],
+            latencies_s=list(latencies.get(name, ())),
+            group_size=group_size,
+            weight=weight,
+        )
 
 
 def num(v: Any) -> float | None:

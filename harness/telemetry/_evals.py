@@ -14,7 +14,7 @@ reads span dicts, starts nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.errors import HarnessError
@@ -60,17 +60,7 @@ class Evaluation:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (without ``first_ns``, which says only when it was made)."""
-        return {
-            "id": self.id,
-            "own": self.own,
-            "data": self.data,
-            "fingerprint": self.fingerprint,
-            "prompts": self.prompts,
-            "k": self.k,
-            "sampling": self.sampling,
-            "rewards": self.rewards,
-            "checkpoints": self.checkpoints,
-        }
+        return {k: v for k, v in asdict(self).items() if k != "first_ns"}
 
 
 def _int(v: Any) -> int | None:

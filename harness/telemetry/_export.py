@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from harness.cfg.telemetry import TelemetrySection
 
-__all__ = ["OtlpSettings", "resolve_otlp", "parse_headers", "OtlpDelivery", "ExportProcessor"]
+__all__ = ["OtlpSettings", "resolve_otlp", "parse_headers", "sdk_exporter", "OtlpDelivery", "ExportProcessor", "HOLD"]
 
 logger = logging.getLogger("harness.telemetry")
 T = TypeVar("T")
@@ -138,7 +138,7 @@ class _HoldBack(logging.Filter):
             self.local.held = None
 
 
-_HOLD = _HoldBack()
+HOLD = _HoldBack()
 _SDK_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
@@ -146,7 +146,14 @@ _SDK_LOGGERS = (
 )
 
 
-def _sdk_exporter(settings: OtlpSettings) -> SpanExporter:
+def sdk_exporter(settings: OtlpSettings) -> SpanExporter:
+    """The SDK's OTLP span exporter for ``settings``; its log records are held back inside :data:`HOLD`'s ``run``.
+
+    Raises:
+        ValueError: for an http/protobuf endpoint that is not an http:// or https:// URL with a host.
+    """
+    for name in _SDK_LOGGERS:
+        logging.getLogger(name).addFilter(HOLD)  # (added once: addFilter skips a filter it has)
     if settings.protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
@@ -175,13 +182,11 @@ class OtlpDelivery(SpanExporter):
     def __init__(self, settings: OtlpSettings, retry_after_s: float = 30.0) -> None:
         self.settings = settings
         self.destination = f"{settings.endpoint} ({settings.protocol})"
-        self._inner = _sdk_exporter(settings)
+        self._inner = sdk_exporter(settings)
         self._retry_after = retry_after_s
         self._paused_until = 0.0
         self._warned = False
         self.sent = self.dropped = self.queue_full = self.ended = 0
-        for name in _SDK_LOGGERS:
-            logging.getLogger(name).addFilter(_HOLD)  # (added once: addFilter skips a filter it has)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         n = len(spans)
@@ -189,7 +194,7 @@ class OtlpDelivery(SpanExporter):
             self.dropped += n
             return SpanExportResult.FAILURE
         try:
-            result, held = _HOLD.run(self._inner.export, spans)
+            result, held = HOLD.run(self._inner.export, spans)
         except Exception as e:  # noqa: BLE001 - whatever the reason, training goes on
             result, held = SpanExportResult.FAILURE, [f"{type(e).__name__}: {e}"]
         if result is SpanExportResult.SUCCESS:
@@ -209,7 +214,7 @@ class OtlpDelivery(SpanExporter):
         return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
-        _HOLD.run(self._inner.shutdown)
+        HOLD.run(self._inner.shutdown)
         self.queue_full = max(0, self.ended - self.sent - self.dropped)
         if self.dropped or self.queue_full:
             logger.info(
@@ -237,4 +242,4 @@ class ExportProcessor(BatchSpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         self.delivery.ended += 1
-        _HOLD.run(super().on_end, span)
+        HOLD.run(super().on_end, span)

@@ -35,6 +35,7 @@ from harness.cfg.telemetry import TelemetrySection
 from harness.errors import ConfigError
 from harness.stats import window_mean
 from harness.telemetry._attrs import (
+    RewardStats,
     UrandomIdGenerator,
     eval_attributes,
     flat_metrics,
@@ -45,7 +46,6 @@ from harness.telemetry._attrs import (
     span_ids,
 )
 from harness.telemetry._export import ExportProcessor, OtlpDelivery, resolve_otlp
-from harness.telemetry._stats import RewardStats
 from harness.telemetry._store import FileSpanExporter
 
 __all__ = ["RunTelemetry", "StepSpan", "EvalSpan", "TRACES_FILE", "CONTEXT_VERSION"]

@@ -20,8 +20,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
 from harness.errors import HarnessError
-from harness.telemetry._store import flat_span, iter_spans
+from harness.telemetry._store import flat_span, iter_spans, span_from_json, store_path
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
 
@@ -38,9 +41,7 @@ def load_file_store(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         SourceError: when the file does not exist.
     """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "traces.jsonl"
+    p = store_path(path)
     if not p.is_file():
         raise SourceError(f"{p}: no trace file store (expected OTLP JSON lines written by harness.telemetry)")
     return list(iter_spans(p))
@@ -118,12 +119,12 @@ def _b64_hex(s: str | None) -> str:
 
 
 def _mlflow_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
-    """MLflow returns OTLP spans in protobuf's JSON form with proto field names and base64 ids."""
-    sp = _camel(sp)
+    """MLflow returns OTLP spans in protobuf's JSON form with proto field names, base64 ids and enum names."""
+    sp = {k: v for k, v in _camel(sp).items() if k not in ("kind", "status", "flags")}
     for obj in (sp, *(sp.get("links") or ())):
         for k in ("traceId", "spanId", "parentSpanId"):
             obj[k] = _b64_hex(obj.get(k))
-    return flat_span(sp, resource)
+    return flat_span(span_from_json(sp, Resource(resource), InstrumentationScope("mlflow")))
 
 
 def _camel(obj: Any) -> Any:

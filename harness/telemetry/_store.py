@@ -8,7 +8,8 @@ directly from the spans by :func:`spans_to_json`: a third of the CPU of encoding
 and the tests compare the two for equality.
 
 Reading: :func:`read_requests` yields the stored requests, :func:`iter_spans` flattens them to plain dicts,
-:func:`json_to_request` parses one back into the protobuf request (for ``harness traces push``), and
+:func:`spans_from_json` turns one back into the SDK's spans (``harness traces push`` hands them to the SDK's
+exporters), and
 :func:`drop_steps_after` rewrites the store when a run resumes. This module sends nothing over the network.
 """
 
@@ -20,21 +21,24 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import json_format
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.trace import INVALID_SPAN_CONTEXT, Link
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import INVALID_SPAN_CONTEXT, Link, SpanContext, SpanKind, TraceFlags, TraceState
+from opentelemetry.trace.status import Status, StatusCode
 
 __all__ = [
     "FileSpanExporter",
     "spans_to_json",
-    "json_to_request",
+    "spans_from_json",
+    "span_from_json",
     "read_requests",
+    "store_path",
     "iter_spans",
     "flat_span",
     "any_value",
@@ -42,19 +46,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("harness.telemetry")
-
-
-def _convert_ids(req: dict[str, Any], conv: Callable[[str], str]) -> None:
-    for rs in req.get("resourceSpans", ()):
-        for ss in rs.get("scopeSpans", ()):
-            for sp in ss.get("spans", ()):
-                for k in ("traceId", "spanId", "parentSpanId"):
-                    if sp.get(k):
-                        sp[k] = conv(sp[k])
-                for link in sp.get("links", ()):
-                    for k in ("traceId", "spanId"):
-                        if link.get(k):
-                            link[k] = conv(link[k])
 
 
 _I64 = range(-(2**63), 2**63)
@@ -182,18 +173,65 @@ def spans_to_json(spans: Sequence[ReadableSpan]) -> str:
     return json.dumps({"resourceSpans": out}, separators=(",", ":"))
 
 
-def json_to_request(doc: dict[str, Any]) -> ExportTraceServiceRequest:
-    """The protobuf request for one stored OTLP/JSON request.
+def spans_from_json(doc: Mapping[str, Any]) -> list[ReadableSpan]:
+    """The SDK spans of one stored OTLP/JSON request, for the SDK's exporters (``harness traces push``).
+
+    The SDK's own encoding of them equals the request that was stored (the test suite checks it).
 
     Raises:
         ValueError: when ``doc`` is not a valid OTLP/JSON trace request.
     """
-    doc = json.loads(json.dumps(doc))  # deep copy; ids are rewritten in place
     try:
-        _convert_ids(doc, lambda s: base64.b64encode(bytes.fromhex(s)).decode("ascii"))
-        return json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, AttributeError) as e:
-        raise ValueError(f"not an OTLP/JSON ExportTraceServiceRequest: {e}") from None
+        return [
+            span_from_json(
+                sp, Resource(_attrs((rs.get("resource") or {}).get("attributes")), rs.get("schemaUrl")), _scope(ss)
+            )
+            for rs in doc["resourceSpans"]
+            for ss in rs["scopeSpans"]
+            for sp in ss["spans"]
+        ]
+    except (KeyError, ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"not an OTLP/JSON ExportTraceServiceRequest: {type(e).__name__}: {e}") from None
+
+
+def _scope(ss: Mapping[str, Any]) -> InstrumentationScope:
+    sc = ss.get("scope") or {}
+    return InstrumentationScope(
+        sc.get("name", ""), sc.get("version"), ss.get("schemaUrl"), _attrs(sc.get("attributes"))
+    )
+
+
+def _context(trace_id: str, span_id: str, flags: int = 0, state: str | None = None) -> SpanContext:
+    ctx = SpanContext(int(trace_id, 16), int(span_id, 16), bool(flags & 0x200), TraceFlags(flags & 0xFF),
+                      TraceState.from_header([state]) if state else None)  # fmt: skip
+    if not ctx.is_valid:
+        raise ValueError(f"invalid trace or span id {trace_id!r}/{span_id!r}")
+    return ctx
+
+
+def span_from_json(sp: Mapping[str, Any], resource: Resource, scope: InstrumentationScope) -> ReadableSpan:
+    flags, status = int(sp.get("flags", 0x100)), sp.get("status") or {}
+    parent = _context(sp["traceId"], sp["parentSpanId"], flags) if sp.get("parentSpanId") else None
+    return ReadableSpan(
+        name=sp.get("name", ""),
+        context=_context(sp["traceId"], sp["spanId"], 0x100, sp.get("traceState")),
+        parent=parent,
+        resource=resource,
+        attributes=_attrs(sp.get("attributes")),
+        events=[
+            Event(e.get("name", ""), _attrs(e.get("attributes")), int(e.get("timeUnixNano") or 0))
+            for e in sp.get("events") or ()
+        ],  # fmt: skip
+        links=[
+            Link(_context(ln["traceId"], ln["spanId"], int(ln.get("flags", 0x100))), _attrs(ln.get("attributes")))
+            for ln in sp.get("links") or ()
+        ],  # fmt: skip
+        kind=SpanKind(int(sp.get("kind", 1)) - 1),
+        status=Status(StatusCode(int(status.get("code", 0))), status.get("message")),
+        start_time=int(sp.get("startTimeUnixNano") or 0),
+        end_time=int(sp.get("endTimeUnixNano") or 0),
+        instrumentation_scope=scope,
+    )
 
 
 class FileSpanExporter(SpanExporter):
@@ -234,6 +272,12 @@ class FileSpanExporter(SpanExporter):
                 self._fd = -1
 
 
+def store_path(path: str | Path) -> Path:
+    """A run directory's ``traces.jsonl``, or ``path`` itself when it is not a directory."""
+    p = Path(path)
+    return p / "traces.jsonl" if p.is_dir() else p
+
+
 def read_requests(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line_number, request)`` for every line of a file store.
 
@@ -271,29 +315,31 @@ def _attrs(items: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
     return {kv["key"]: any_value(kv.get("value", {})) for kv in items or ()}
 
 
-def flat_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
-    """One OTLP/JSON span (hex ids) as a flat dict, ``resource`` attributes merged under its own (see
-    :func:`iter_spans`)."""
+def flat_span(sp: ReadableSpan) -> dict[str, Any]:
+    """One span as a flat dict, its resource's attributes merged under its own (see :func:`iter_spans`)."""
+    ctx = sp.get_span_context() or INVALID_SPAN_CONTEXT
+    links = [{"trace_id": f"{ln.context.trace_id:032x}", "span_id": f"{ln.context.span_id:016x}",
+              "attributes": dict(ln.attributes or {})} for ln in sp.links]  # fmt: skip
     return {
-        "name": sp.get("name", ""),
-        "trace_id": sp.get("traceId", ""),
-        "span_id": sp.get("spanId", ""),
-        "parent_span_id": sp.get("parentSpanId") or None,
-        "start_ns": int(sp.get("startTimeUnixNano") or 0),
-        "end_ns": int(sp.get("endTimeUnixNano") or 0),
-        "attributes": {**resource, **_attrs(sp.get("attributes"))},
-        "events": [
-            {"name": e.get("name", ""), "attributes": _attrs(e.get("attributes"))} for e in sp.get("events") or ()
-        ],
-        "links": [
-            {
-                "trace_id": ln.get("traceId", ""),
-                "span_id": ln.get("spanId", ""),
-                "attributes": _attrs(ln.get("attributes")),
-            }
-            for ln in sp.get("links") or ()
-        ],
+        "name": sp.name,
+        "trace_id": f"{ctx.trace_id:032x}",
+        "span_id": f"{ctx.span_id:016x}",
+        "parent_span_id": f"{sp.parent.span_id:016x}" if sp.parent else None,
+        "start_ns": sp.start_time or 0,
+        "end_ns": sp.end_time or 0,
+        "attributes": {**sp.resource.attributes, **(sp.attributes or {})},
+        "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in sp.events],
+        "links": links,
     }
+
+
+def _stored_spans(path: Path) -> Iterator[list[ReadableSpan]]:
+    """The spans of each line of a file store; a line that is not an OTLP request is skipped with a warning."""
+    for n, req in read_requests(path):
+        try:
+            yield spans_from_json(req)
+        except ValueError as e:
+            logger.warning("%s:%d: skipped: %s", path, n, e)
 
 
 def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -303,16 +349,13 @@ def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
     ``attributes`` (resource attributes merged under the span's own), ``events`` (name, attributes) and
     ``links`` (trace_id, span_id, attributes).
     """
-    for _, req in read_requests(path):
-        for rs in req.get("resourceSpans", ()):
-            res = _attrs(rs.get("resource", {}).get("attributes"))
-            for ss in rs.get("scopeSpans", ()):
-                yield from (flat_span(sp, res) for sp in ss.get("spans", ()))
+    for spans in _stored_spans(Path(path)):
+        yield from (flat_span(sp) for sp in spans)
 
 
-def _span_step(span: dict[str, Any]) -> int:
+def _step_of(span: ReadableSpan) -> int:
     try:
-        return int(_attrs(span.get("attributes")).get("harness.train.step") or 0)
+        return int((span.attributes or {}).get("harness.train.step") or 0)  # type: ignore[arg-type]  # a list: caught
     except (TypeError, ValueError):
         return 0
 
@@ -321,23 +364,18 @@ def drop_steps_after(path: str | Path, step: int) -> int:
     """Remove from the file store at ``path`` every span of a step after ``step``; return how many were removed.
 
     A run resumed from the checkpoint of ``step`` traces the steps after it again; without this, the steps between
-    that checkpoint and the interrupt would be stored twice. Lines that are not JSON (cut by a kill) are dropped
-    too. The file is replaced atomically; a missing file is left alone.
+    that checkpoint and the interrupt would be stored twice. Lines that are not OTLP/JSON (cut by a kill) are
+    dropped too. The file is replaced atomically; a missing file is left alone.
     """
     path = Path(path)
     if not path.is_file():
         return 0
     removed, lines = 0, []
-    for _, req in read_requests(path):
-        for rs in req.get("resourceSpans", ()):
-            for ss in rs.get("scopeSpans", ()):
-                spans = ss.get("spans", [])
-                ss["spans"] = [sp for sp in spans if _span_step(sp) <= step]
-                removed += len(spans) - len(ss["spans"])
-            rs["scopeSpans"] = [ss for ss in rs.get("scopeSpans", ()) if ss.get("spans")]
-        req["resourceSpans"] = [rs for rs in req.get("resourceSpans", ()) if rs.get("scopeSpans")]
-        if req["resourceSpans"]:
-            lines.append(json.dumps(req, separators=(",", ":")))
+    for spans in _stored_spans(path):
+        kept = [sp for sp in spans if _step_of(sp) <= step]
+        removed += len(spans) - len(kept)
+        if kept:
+            lines.append(spans_to_json(kept))
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     os.replace(tmp, path)

@@ -116,7 +116,7 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 return
             time.sleep(delay)
             if self.path == "/v1/chat/completions":
-                text = state.tok.apply_chat_template(body["messages"], tokenize=False, add_generation_prompt=True)
+                text = str(state.tok.apply_chat_template(body["messages"], tokenize=False, add_generation_prompt=True))
             else:
                 text = body["prompt"]
             reply = state.generate(text, body)

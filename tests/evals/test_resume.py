@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from eval_runs import HERE, write_jsonl
@@ -20,7 +21,10 @@ from harness.cfg.eval import EvalSection
 pytestmark = pytest.mark.slow
 
 SETTINGS = dict(k=2, temperature=1.0, top_p=1.0, max_new_tokens=8, workers=2)
-SPECS = [{"name": "evals_contains_answer"}, {"name": "evals_slow", "weight": 0.0, "params": {"delay": 0.3}}]
+SPECS: list[dict[str, Any]] = [
+    {"name": "evals_contains_answer"},
+    {"name": "evals_slow", "weight": 0.0, "params": {"delay": 0.3}},
+]
 
 SCRIPT = """
 import sys
@@ -65,7 +69,7 @@ def test_resume_after_kill_keeps_finished_prompts_and_matches_an_uninterrupted_r
             os.killpg(proc.pid, signal.SIGKILL)  # the evaluator and its scoring workers
         proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL, (
-        f"evaluation ended before the kill: {proc.stderr.read() if proc.stderr else ''}"
+        f"evaluation ended before the kill: {proc.stderr.read().decode(errors='replace') if proc.stderr else ''}"
     )
     before, _ = read_records(samples)
     assert not (out / "results.json").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from eval_runs import HELDOUT, TRAIN, write_jsonl
@@ -152,7 +153,7 @@ class _FailsOnCall:
 
     name = "hf"
 
-    def __init__(self, inner: object, n: int) -> None:
+    def __init__(self, inner: Any, n: int) -> None:
         self.inner, self.n, self.calls = inner, n, 0
 
     def generate(self, requests, k, params):  # type: ignore[no-untyped-def]

@@ -34,7 +34,7 @@ def answer_len():
     def score(sample: Sample, completion: str) -> Score:
         if not isinstance(sample.prompt, list) or not isinstance(completion, str) or sample.answer is None:
             return Score.unscored("bad_input", f"prompt {type(sample.prompt).__name__}, answer {sample.answer!r}")
-        return Score(value=float(len(str(sample.answer))), info={"level": sample.model_extra.get("level")})
+        return Score(value=float(len(str(sample.answer))), info={"level": (sample.model_extra or {}).get("level")})
 
     return score
 
@@ -262,7 +262,7 @@ def test_trl_grpo_trainer_runs_two_steps_with_our_rewards(tmp_path: Path, monkey
     )
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=as_trl_reward_funcs(specs, timeout=60),
+        reward_funcs=list[Any](as_trl_reward_funcs(specs, timeout=60)),
         args=args,
         train_dataset=Dataset.from_list(rows),
         processing_class=tok,

@@ -365,7 +365,7 @@ STDIO = [
 
 
 def _rows() -> list[tuple[str, dict, str, str]]:
-    rows = []
+    rows: list[tuple[str, dict, str, str]] = []
     for ep, body, sols in HUMANEVAL:
         for i, (sol, want) in enumerate(sols.items()):
             rows.append((f"he-{ep}-{i}", {"test": _he(body), "entry_point": ep}, sol, want))

@@ -288,8 +288,9 @@ REAL = "<think>3 + 4 = 7</think><answer>\\boxed{7}</answer>"
 def test_an_empty_shell_never_gets_full_credit_and_the_real_thing_does(name: str, params: dict) -> None:
     fn = get_reward(name, **params)
     assert fn({}, REAL).value == 1.0
-    assert fn({}, SHELL).value < 1.0
-    assert fn({}, "<think>\u200b</think><answer>\\boxed{\\phantom{}}</answer>").value < 1.0
+    for shell in (SHELL, "<think>\u200b</think><answer>\\boxed{\\phantom{}}</answer>"):
+        value = fn({}, shell).value
+        assert value is not None and value < 1.0, shell
 
 
 @pytest.mark.parametrize(

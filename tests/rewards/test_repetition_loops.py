@@ -57,11 +57,12 @@ DISGUISED = {
 @pytest.mark.parametrize("name", sorted(DISGUISED))
 def test_a_disguised_loop_is_penalised_like_the_plain_one(name: str) -> None:
     s = get_reward("repetition")({}, DISGUISED[name])
-    assert s.value <= -0.5, (name, s.info)
+    assert s.value is not None and s.value <= -0.5, (name, s.info)
 
 
 def test_the_plain_loop_keeps_its_penalty() -> None:
-    assert get_reward("repetition")({}, PLAIN * 60).value <= -0.98
+    value = get_reward("repetition")({}, PLAIN * 60).value
+    assert value is not None and value <= -0.98
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))
@@ -71,7 +72,7 @@ def test_honest_reasoning_gets_no_loop_penalty(name: str) -> None:
     assert s.info["loop_coverage"] < LOOP_FREE and s.info["penalty"] == "ngram", (name, s.info)
     paper = -1.0 * ngram_repetition_fraction(text.lower().split(), 3)  # the paper's value on plain whitespace words
     assert s.value == pytest.approx(paper, abs=0.02), (name, s.value, paper)
-    assert s.value > -0.25
+    assert s.value is not None and s.value > -0.25
 
 
 def test_all_honest_texts_together_are_still_no_loop() -> None:

@@ -283,9 +283,8 @@ def test_legacy_batch_manager_scores_a_batch_in_one_call(
     verl: types.SimpleNamespace, tokenizer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sessions: list[int] = []
-    real = verl_adapter.ScoringSession
 
-    class CountingSession(real):  # the real session, counting how many batches reach it
+    class CountingSession(verl_adapter.ScoringSession):  # the real session, counting how many batches reach it
         def score(self, samples, completions):  # type: ignore[no-untyped-def]
             sessions.append(len(completions))
             return super().score(samples, completions)

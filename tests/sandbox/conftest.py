@@ -102,6 +102,7 @@ class Listener:
             self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.sock.bind(("127.0.0.1", 0))
         else:
+            assert path is not None, "a unix listener needs a path"
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.sock.bind(path)
             self.sock.listen(8)

@@ -21,7 +21,7 @@ def test_faulty(*, scale: float = 1.0):
     if scale <= 0:
         raise ValueError("scale must be positive")
 
-    def score(sample, completion: str) -> Score:
+    def score(sample, completion: str) -> Score | float:
         if completion == "raise":
             raise ZeroDivisionError("plugin bug")
         if completion == "loop":

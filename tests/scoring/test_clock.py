@@ -90,8 +90,12 @@ def test_a_build_that_runs_out_its_grace_is_killed_and_later_builds_get_only_the
 
 def _collect(runner: InlineRunner, fn: Any, completions: list[str], width: int) -> list[tuple[Any, float, Any]]:
     got: list[tuple[Any, float, Any]] = [None] * len(completions)  # type: ignore[list-item]
+
+    def keep(i: int) -> Any:
+        return lambda score, sec, failure: got.__setitem__(i, (score, sec, failure))
+
     for i, c in enumerate(completions):
-        runner.submit("r", fn, width, {}, c, lambda score, sec, failure, i=i: got.__setitem__(i, (score, sec, failure)))
+        runner.submit("r", fn, width, {}, c, keep(i))
     return got
 
 

@@ -33,7 +33,7 @@ from opentelemetry.trace import (
 from harness.cfg.telemetry import TelemetrySection
 from harness.telemetry import RewardStats, RunTelemetry, iter_spans
 from harness.telemetry._export import OtlpDelivery, OtlpSettings
-from harness.telemetry._store import json_to_request, spans_to_json
+from harness.telemetry._store import spans_from_json, spans_to_json
 
 
 class _Collector(http.server.ThreadingHTTPServer):
@@ -96,7 +96,8 @@ def test_flush_means_the_backend_has_every_span(tmp_path: Path) -> None:
         tel.shutdown()
     finally:
         srv.shutdown()
-    assert tel.exporter.sent == 80 and tel.exporter.dropped == 0 and tel.exporter.queue_full == 0
+    ex = tel.exporter
+    assert ex is not None and ex.sent == 80 and ex.dropped == 0 and ex.queue_full == 0
 
 
 def test_a_refusing_backend_is_one_warning_then_no_requests_for_a_while(tmp_path: Path, caplog) -> None:
@@ -111,7 +112,7 @@ def test_a_refusing_backend_is_one_warning_then_no_requests_for_a_while(tmp_path
     finally:
         srv.shutdown()
     assert len(srv.bodies) == 1  # the first failure pauses export: no further requests for retry_after_s
-    assert tel.exporter.sent == 0 and tel.exporter.dropped == 40
+    assert tel.exporter is not None and tel.exporter.sent == 0 and tel.exporter.dropped == 40
     warns = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warns) == 1 and "400" in warns[0] and srv.url in warns[0] and "file store" in warns[0]
     assert sum(s["name"] == "train.step" for s in iter_spans(tmp_path / "traces.jsonl")) == 20
@@ -136,7 +137,7 @@ def test_a_stalled_backend_fills_the_queue_and_training_goes_on(tmp_path: Path) 
         srv.hold.set()
         srv.shutdown()
     ex = tel.exporter
-    assert ex.ended == 400 and ex.queue_full > 0 and ex.sent + ex.dropped < 400
+    assert ex is not None and ex.ended == 400 and ex.queue_full > 0 and ex.sent + ex.dropped < 400
     assert len(srv.names()) == ex.sent
     assert sum(1 for _ in iter_spans(tmp_path / "traces.jsonl")) == 400  # the file store has every span
 
@@ -182,9 +183,9 @@ def test_stored_lines_are_otlp_json_of_the_sdk_encoding() -> None:
     assert sp["b"]["links"][0]["spanId"] == format(a_sdk.context.span_id, "016x")
     assert sp["a"]["kind"] == 1 and sp["a"]["startTimeUnixNano"] == str(a_sdk.start_time)
     assert sp["child"]["status"] == {"code": 2, "message": "went wrong"}
-    assert json_to_request(doc) == encode_spans(spans)  # back to exactly the SDK's own request
+    assert encode_spans(spans_from_json(doc)) == encode_spans(spans)  # read back: exactly the SDK's own request
     with pytest.raises(ValueError, match="OTLP/JSON"):
-        json_to_request({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
+        spans_from_json({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
 
 
 def _sdk_json_form(spans) -> dict:
@@ -218,7 +219,7 @@ def test_stored_encoding_equals_the_sdk_encoding_in_json_form() -> None:
         pass
     both = [*spans, *mem.get_finished_spans()]
     assert json.loads(spans_to_json(both)) == _sdk_json_form(both)
-    assert json_to_request(json.loads(spans_to_json(both))) == encode_spans(both)
+    assert encode_spans(spans_from_json(json.loads(spans_to_json(both)))) == encode_spans(both)
 
 
 def test_stored_values_read_back_as_written(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from harness.telemetry import RunTelemetry
 
 
 def _trace_ids(run_dir: Path) -> set[str]:
-    ids = set()
+    ids: set[str] = set()
     for line in (run_dir / "traces.jsonl").read_text().splitlines():
         for rs in json.loads(line)["resourceSpans"]:
             for ss in rs["scopeSpans"]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.telemetry import RewardStats, RunTelemetry, iter_spans
-from harness.telemetry._store import json_to_request
+from harness.telemetry._store import spans_from_json
 from harness.types import Score
 
 
@@ -120,7 +121,7 @@ def test_file_store_holds_the_same_spans_and_links(tmp_path):
     assert sum(
         len(ss.spans)
         for line in lines
-        for rs in json_to_request(json.loads(line)).resource_spans
+        for rs in encode_spans(spans_from_json(json.loads(line))).resource_spans
         for ss in rs.scope_spans
     ) == len(mem_ids)
     er = next(s for s in stored if s["name"] == "eval.reward/math")

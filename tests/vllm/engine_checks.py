@@ -143,6 +143,7 @@ def run_sync(args: argparse.Namespace) -> dict[str, Any]:
         for temperature in (1.0, 0.7):
             batch = rollout.generate(PROMPTS, 4, SamplingConfig(16, temperature=temperature))
             mine = _policy_logprobs(model, batch, temperature, bf16)
+            assert batch.sampler_logp is not None, "the vLLM rollout returns its sampler's log-probs"
             result["sampler"][str(temperature)] = _max_gap(mine, batch.sampler_logp, batch.completion_mask.float())
     fixed = rollout.generate(PROMPTS, 2, SamplingConfig(16, temperature=1.0))
     prompts = [

@@ -204,8 +204,8 @@ def test_harness_eval_with_one_vllm_engine_over_two_checkpoints(vllm_venv: Path,
     a, b = (outputs[n][0] for n in last_two)
     assert sum(a[k] != b[k] for k in a) >= 3, (a, b)  # the checkpoints differ, so a stale engine would show
     for name in last_two:
-        synced, fresh = outputs[name]
-        assert synced == fresh, name
+        synced, from_fresh = outputs[name]
+        assert synced == from_fresh, name
         with_hf = _greedy(hf / name)
         agree = sum(synced[k] == with_hf[k] for k in synced) / len(synced)
         assert agree >= 0.9, (name, agree)

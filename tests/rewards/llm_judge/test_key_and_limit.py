@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scripted_server import Action, ScriptedServer
@@ -89,7 +90,10 @@ def test_retries_stop_when_the_limit_is_spent(scripted: ScriptedServer, make_jud
 def test_defaults_agree_and_a_judge_limit_not_below_the_scoring_limit_fails_at_load(
     scripted: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = {"name": "llm_judge", "params": {"base_url": scripted.url, "model": "m", "cache_dir": str(tmp_path)}}
+    spec: dict[str, Any] = {
+        "name": "llm_judge",
+        "params": {"base_url": scripted.url, "model": "m", "cache_dir": str(tmp_path)},
+    }
     with ScoringSession([spec], cache=False) as session:  # both defaults: the judge's limit is inside the path's
         assert session.timeout == DEFAULT_TIMEOUT_S
     with pytest.raises(RewardParameterError, match=r"llm_judge\.timeout = 60 s.*below.*30 s"):
