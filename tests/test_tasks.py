@@ -106,7 +106,8 @@ def test_yaml_task_file_loads_and_its_rows_read(fresh: list[str], tmp_path: Path
     assert t.rewards == (RewardSpec(name="math", params={"strict": False}),)
     res = t.load()  # 1-shot from the train file, plain
     assert [s.id for s in res.samples] == ["test-5-5", "test-6-1"]
-    assert res.samples[0].prompt.startswith("Q: ") and res.samples[0].prompt.endswith("\n\nQ: 5+5?\nA:")
+    prompt = res.samples[0].prompt
+    assert isinstance(prompt, str) and prompt.startswith("Q: ") and prompt.endswith("\n\nQ: 5+5?\nA:")
     assert res.samples[0].answer == "10"
 
 

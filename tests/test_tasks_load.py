@@ -9,11 +9,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness import get_reward
 from harness.tasks import Task, TaskError, get_task
+from harness.types import Sample
+
+
+def _msgs(sample: Sample) -> list[dict[str, Any]]:
+    assert isinstance(sample.prompt, list), "a chat prompt is a message list"
+    return sample.prompt
+
+
+def _text(sample: Sample) -> str:
+    assert isinstance(sample.prompt, str), "a plain prompt is one string"
+    return sample.prompt
+
 
 GSM8K = [
     (
@@ -80,7 +93,7 @@ def test_plain_few_shot_prompt_is_question_target_pairs_then_the_question(gsm8k_
 
 def test_chat_few_shot_prompt_is_alternating_turns(gsm8k_file: str) -> None:
     res = get_task("gsm8k").load(data=gsm8k_file, num_fewshot=3, chat=True)
-    msgs = res.samples[2].prompt
+    msgs = _msgs(res.samples[2])
     assert [m["role"] for m in msgs] == ["user", "assistant"] * 3 + ["user"]
     assert GSM8K[2][0] in msgs[-1]["content"] and msgs[-1]["content"].startswith("Question: ")
     answers = {a for _, a in GSM8K}
@@ -93,7 +106,7 @@ def test_few_shot_is_deterministic_and_never_the_row_itself(gsm8k_file: str) -> 
     b = task.load(data=gsm8k_file, num_fewshot=5, chat=True)
     assert [s.prompt for s in a.samples] == [s.prompt for s in b.samples]
     for s, (question, _) in zip(a.samples, GSM8K, strict=True):
-        shots = [m["content"] for m in s.prompt[:-1] if m["role"] == "user"]
+        shots = [m["content"] for m in _msgs(s)[:-1] if m["role"] == "user"]
         assert len(shots) == 5  # the other five rows, all of them
         assert not any(question in q for q in shots), f"row {s.id} drew itself"
     other_seed = task.load(data=gsm8k_file, num_fewshot=2, chat=True, seed=7)
@@ -108,7 +121,7 @@ def test_a_duplicate_question_under_another_id_is_not_drawn(tmp_path: Path) -> N
     path = _write(tmp_path / "dup.jsonl", rows)
     res = get_task("gsm8k").load(data=path, num_fewshot=3, chat=True)
     for idx in (0, 3):
-        shots = [m["content"] for m in res.samples[idx].prompt[:-1] if m["role"] == "user"]
+        shots = [m["content"] for m in _msgs(res.samples[idx])[:-1] if m["role"] == "user"]
         assert all(GSM8K[0][0] not in q for q in shots)
         assert len(shots) == 2  # only two rows differ from it
 
@@ -116,7 +129,7 @@ def test_a_duplicate_question_under_another_id_is_not_drawn(tmp_path: Path) -> N
 def test_few_shot_from_a_separate_file(gsm8k_file: str, tmp_path: Path) -> None:
     pool = _write(tmp_path / "train.jsonl", [{"question": "What is 1+1?", "answer": "1+1=2\n#### 2"}])
     res = get_task("gsm8k").load(data=gsm8k_file, num_fewshot=1, chat=False, fewshot_data=pool)
-    assert all(s.prompt.startswith("Question: What is 1+1?\nAnswer: 1+1=2\n#### 2\n\nQuestion: ") for s in res.samples)
+    assert all(_text(s).startswith("Question: What is 1+1?\nAnswer: 1+1=2\n#### 2\n\nQuestion: ") for s in res.samples)
 
 
 def test_math500_ids_are_unique_ids(tmp_path: Path) -> None:
@@ -140,13 +153,13 @@ def test_math500_ids_are_unique_ids(tmp_path: Path) -> None:
     ]
     res = get_task("math500").load(data=_write(tmp_path / "m.jsonl", rows))
     assert [s.id for s in res.samples] == ["test/algebra/1.json", "test/algebra/2.json"]
-    msgs = res.samples[0].prompt
+    msgs = _msgs(res.samples[0])
     assert msgs[-1]["content"].startswith("Compute $1+2$.") and "\\boxed{}" in msgs[-1]["content"]
     assert get_reward("math")(res.samples[1], "So \\boxed{1}.").value == 1.0
 
 
 def test_mbpp_tests_come_from_test_list(tmp_path: Path) -> None:
-    row = {
+    row: dict[str, Any] = {
         "task_id": 11,
         "text": "Write a python function to remove first and last occurrence of a given character from the string.",
         "code": "def remove_Occ(s,ch):\n    s = s.replace(ch, '', 1)\n    i = s.rfind(ch)\n"
@@ -159,8 +172,8 @@ def test_mbpp_tests_come_from_test_list(tmp_path: Path) -> None:
     path = _write(tmp_path / "mbpp.jsonl", [row, *shots])
     res = get_task("mbpp").load(data=path)
     s = res.samples[0]
-    assert s.id == "11" and s.prompt.count("[BEGIN]") == 4 and s.prompt.count("[DONE]") == 3
-    assert s.prompt.endswith('assert remove_Occ("abcda","a") == "bcd"\n[BEGIN]\n')
+    assert s.id == "11" and _text(s).count("[BEGIN]") == 4 and _text(s).count("[DONE]") == 3
+    assert _text(s).endswith('assert remove_Occ("abcda","a") == "bcd"\n[BEGIN]\n')
     code = get_reward("code")
     assert code(s, row["code"] + "\n").status == "pass"  # the backend stops at [DONE]
     assert code(s, "def remove_Occ(s, ch):\n    return s\n").status == "fail"
