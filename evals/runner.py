@@ -30,11 +30,20 @@ from evals.identity import describe_evaluation, evaluation_key
 from evals.outputs import EvalOutput, read_records
 from evals.results import TRUNCATION_WARN_FRAC, build_results, format_table, headline_metrics, package_versions
 from harness.cfg.common import FieldMap
+from harness.cfg.scoring import ScoringSection
 from harness.contamination import check_contamination
 from harness.data import LoadResult, load_samples
 from harness.errors import DataError
 from harness.plugins import add_plugins
-from harness.scoring import BatchResult, ScoringSession, Submitted, score_while_generating, weighted_total
+from harness.scoring import (
+    BatchResult,
+    ScoringSession,
+    Submitted,
+    TaskPool,
+    score_while_generating,
+    scoring_pool,
+    weighted_total,
+)
 from harness.types import RewardSpec, Sample
 
 __all__ = ["evaluate", "EvalResult", "resolve_specs", "resolve_settings"]
@@ -212,6 +221,7 @@ def _generate_and_score(
     params: SamplingParams,
     output: EvalOutput,
     progress: bool,
+    pool: TaskPool | None = None,
 ) -> dict[str, float]:
     """Sample and score every prompt in ``todo``, appending records batch by batch; returns timings.
 
@@ -239,7 +249,7 @@ def _generate_and_score(
         if bar is not None:
             bar.update(len(done.part))
 
-    session = ScoringSession(specs, timeout=settings.score_timeout, workers=settings.workers)
+    session = ScoringSession(specs, timeout=settings.score_timeout, workers=settings.workers, pool=pool)
     try:
         chunks = [list(todo[start : start + step]) for start in range(0, len(todo), step)]
         score_while_generating(session, chunks, generate, on_scored=write, timing=timing)
@@ -410,6 +420,7 @@ def evaluate(
     gguf_file: str | None = None,
     telemetry: bool = True,
     progress: bool = False,
+    scoring: ScoringSection | None = None,
 ) -> EvalResult:
     """Score ``k`` samples per held-out prompt from ``checkpoint`` with the run's rewards; write results.json.
 
@@ -427,6 +438,8 @@ def evaluate(
         gguf_file: hf: a GGUF file inside ``checkpoint`` to load (dequantized; needs the gguf package).
         telemetry: record an ``eval.checkpoint`` span in the run's traces (when the checkpoint is in a run).
         progress: show progress bars.
+        scoring: where the reward calls run (``backend: local|ray``); default: the run config's ``scoring``
+            section, else this machine's pool.
 
     Raises:
         EvalError: no data or rewards; ContaminationError with ``fail_on_overlap``; BackendError when the model or
@@ -467,7 +480,8 @@ def evaluate(
                     system_prompt=plan.system_prompt,
                     gguf_file=gguf_file,
                 )
-            timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress)
+            pool = scoring_pool(scoring or (info.config.scoring if info.config is not None else None))
+            timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress, pool)
         describe = be.describe() if be is not None else {"backend": cfg.backend, "model": model_id}
     finally:
         if owned and be is not None:

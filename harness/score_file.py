@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import DataError
-from harness.scoring import BatchResult, ScoringSession, score_while_generating
+from harness.scoring import BatchResult, ScoringSession, TaskPool, score_while_generating
 from harness.scoring._result import reward_summary
 from harness.types import RewardSpec, Sample, Score
 
@@ -140,12 +140,16 @@ def score_file(
     timeout: float | None = None,
     resume: bool = False,
     progress: bool | None = None,
+    pool: TaskPool | None = None,
 ) -> ScoreFileReport:
-    """Score every row of ``input_path`` into ``output_path`` (see the module docstring)."""
+    """Score every row of ``input_path`` into ``output_path`` (see the module docstring).
+
+    ``pool``: where the reward calls run (:func:`harness.scoring.scoring_pool`); default: this machine's pool.
+    """
     src, out = Path(input_path), Path(output_path)
     if not src.is_file():
         raise DataError(f"{src}: input file not found")
-    session = ScoringSession(specs, timeout=timeout, workers=workers)
+    session = ScoringSession(specs, timeout=timeout, workers=workers, pool=pool)
     done = _done_ids(out) if resume else set()
     report = ScoreFileReport(scores={s.name: [] for s in session.specs}, latency_s={s.name: [] for s in session.specs})
     show = sys.stderr.isatty() if progress is None else progress

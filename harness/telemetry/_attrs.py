@@ -101,6 +101,9 @@ def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
     attrs.update({k: float(v) for k, v in optional.items() if v is not None})
     for status, n in stats.statuses.items():
         attrs[f"harness.reward.status.{status}"] = int(n)
+    if stats.nodes:  # the Ray backend: which nodes scored, and how many calls each (aligned lists)
+        attrs["harness.reward.nodes"] = list(stats.nodes)
+        attrs["harness.reward.node_calls"] = [int(n) for n in stats.nodes.values()]
     return attrs
 
 

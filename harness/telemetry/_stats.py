@@ -9,8 +9,9 @@ percentiles) are :mod:`harness.stats`'s. This module does not run rewards and do
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.stats import score_summary, zero_variance_group_frac
@@ -32,6 +33,7 @@ class RewardStats:
         latency_p50_s: median scoring latency in seconds.
         latency_p99_s: 99th percentile scoring latency in seconds.
         weight: the reward's weight in the total (0 = logged only).
+        nodes: calls per cluster node that scored them (the Ray scoring backend; empty on this machine's pool).
     """
 
     mean: float | None
@@ -43,6 +45,7 @@ class RewardStats:
     latency_p50_s: float | None = None
     latency_p99_s: float | None = None
     weight: float = 1.0
+    nodes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_values(
@@ -91,13 +94,15 @@ class RewardStats:
         if weight is None:
             weight = _weight_of(result, name)
         latencies: Mapping[str, Sequence[float]] = getattr(result, "latency_s", None) or {}
-        return cls.from_values(
+        stats = cls.from_values(
             [s.value for s in scores[name]],
             [str(s.status) for s in scores[name]],
             latencies_s=list(latencies.get(name, ())),
             group_size=group_size,
             weight=weight,
         )
+        nodes: Mapping[str, Sequence[str | None]] = getattr(result, "nodes", None) or {}
+        return replace(stats, nodes=dict(sorted(Counter(n for n in nodes.get(name, ()) if n).items())))
 
 
 def _weight_of(result: Any, name: str) -> float:
