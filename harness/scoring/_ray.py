@@ -6,7 +6,9 @@ actor (:mod:`harness.scoring._ray_actor`) wraps a one-worker local pool, which k
 crash isolation and the unscored-not-zero semantics of the local pool on every node.
 
 Placement: ``actors_per_node`` actors on every alive node with CPUs (default: the node's CPU count), pinned to
-the node and reserving no CPU of Ray's own accounting, so the placement is exactly the setting. Back-pressure:
+the node and reserving no CPU of Ray's own accounting, so the placement is exactly the setting; beside them one
+sandbox host per node, whose one sandbox server runs every code call of the node's actors and whose isolation level
+is reported per node (``nodes`` and a log line). Back-pressure:
 ``submit`` only queues and returns; one dispatcher thread keeps at most ``inflight_per_actor`` chunks on each actor.
 A node or actor lost mid-batch fails the calls it held with ``("crash", "... lost ...")`` (``Score(None,
 "error")``), the actor is replaced when its node is still alive, and the rest of the batch goes on elsewhere. A
@@ -32,7 +34,7 @@ from typing import Any
 from harness.errors import ScoringError
 from harness.registry import default_registry
 from harness.scoring._pool import _CHUNK_MAX, BUILD_GRACE_S, Task
-from harness.scoring._ray_actor import PluginShipment, ScoringActor, node_label
+from harness.scoring._ray_actor import PluginShipment, SandboxHost, ScoringActor, node_label
 
 __all__ = ["RayPool", "ray_pool", "shutdown_ray_pools", "RAY_MISSING"]
 
@@ -125,6 +127,7 @@ class RayPool:
         self._replace_failures: collections.Counter[str] = collections.Counter()
         self.nodes: dict[str, dict[str, Any]] = {}  # node label -> info, isolation and actor count
         self.lost_calls = 0
+        self._hosts: dict[str, Any] = {}  # node id -> its sandbox host actor
         try:
             self._actors = self._start_actors()
         except BaseException:
@@ -132,27 +135,33 @@ class RayPool:
             raise
         self._thread = threading.Thread(target=self._run, name="grpo-harness-ray-scoring", daemon=True)
         self._thread.start()
+        # registered after Ray's own exit handler, so it runs first: a call after ray.shutdown would start a new Ray
+        atexit.register(self.close)
 
     # -- start ----------------------------------------------------------------------------------------------
-    def _new_actor(self, node_id: str, node: str) -> Any:
+    def _placed(self, node_id: str) -> dict[str, Any]:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        return {"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False)}
+
+    def _new_actor(self, node_id: str, node: str) -> Any:
+        relay = self.nodes.get(node, {}).get("relay")
         return self._remote.options(
-            num_cpus=0,
-            max_concurrency=self.inflight_per_actor + 2,  # run() calls, plus info/isolation while they run
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        ).remote(node, _shipment(), 1, self.memory_limit_mb)
+            max_concurrency=self.inflight_per_actor + 2,  # run() calls, plus info while they run
+            **self._placed(node_id),
+        ).remote(node, relay, _shipment(), 1, self.memory_limit_mb)
 
     def _start_actors(self) -> list[_Actor]:
         ray = self.ray
         nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
         if not nodes:
             raise ScoringError("the Ray cluster has no alive node with CPUs to score on")
+        labels = {n["NodeID"]: node_label(n.get("NodeManagerAddress", "?"), n["NodeID"]) for n in nodes}
+        self._start_hosts(labels)
         handles = []
         for n in nodes:
             count = self.actors_per_node or max(1, int(n["Resources"]["CPU"]))
-            label = node_label(n.get("NodeManagerAddress", "?"), n["NodeID"])
-            handles += [(self._new_actor(n["NodeID"], label), n["NodeID"]) for _ in range(count)]
+            handles += [(self._new_actor(n["NodeID"], labels[n["NodeID"]]), n["NodeID"]) for _ in range(count)]
         try:
             infos = ray.get([h.info.remote() for h, _ in handles], timeout=_START_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
@@ -163,31 +172,38 @@ class RayPool:
                 ray.kill(h)
             raise ScoringError("; ".join(errors))
         actors = [_Actor(h, i["node"], nid) for (h, nid), i in zip(handles, infos, strict=True)]
-        first: dict[str, _Actor] = {}
         for a, i in zip(actors, infos, strict=True):
-            first.setdefault(a.node, a)
-            entry = self.nodes.setdefault(a.node, {**i, "node_id": a.node_id, "actors": 0})
-            entry["actors"] += 1
-        self._report_isolation(first)
+            entry = self.nodes[a.node]
+            entry.setdefault("hostname", i["hostname"])
+            entry["actors"] = entry.get("actors", 0) + 1
+        for label, node in self.nodes.items():
+            log.info(
+                "scoring node %s (%s): %d actors, one sandbox server, isolation %s (missing: %s)",
+                label,
+                node.get("hostname", "?"),
+                node.get("actors", 0),
+                node["isolation"] or f"unavailable ({node.get('error')})",
+                ", ".join(node["isolation_missing"]) or "none",
+            )
         return actors
 
-    def _report_isolation(self, first: dict[str, _Actor]) -> None:
-        """Ask one actor per node for its sandbox's isolation level and log it, per node."""
-        reports = self.ray.get([a.handle.isolation.remote() for a in first.values()], timeout=_START_TIMEOUT_S)
-        for rep in reports:
-            node = self.nodes[rep["node"]]
-            node["isolation"] = rep["level"]
-            node["isolation_missing"] = rep["missing"]
-            missing = ", ".join(rep["missing"]) or "none"
-            level = rep["level"] or f"unavailable ({rep.get('error')})"
-            log.info(
-                "scoring node %s (%s): %d actors, sandbox isolation %s (missing: %s)",
-                rep["node"],
-                node["hostname"],
-                node["actors"],
-                level,
-                missing,
-            )
+    def _start_hosts(self, labels: dict[str, str]) -> None:
+        """One sandbox host per node: its server, its relay socket and its isolation report (see the actor module)."""
+        remote = self.ray.remote(SandboxHost)
+        self._hosts = {nid: remote.options(**self._placed(nid)).remote(label) for nid, label in labels.items()}
+        try:
+            reports = self.ray.get([h.start.remote() for h in self._hosts.values()], timeout=_START_TIMEOUT_S)
+        except self.ray.exceptions.GetTimeoutError:
+            raise ScoringError(f"Ray sandbox hosts did not start within {_START_TIMEOUT_S:.0f} s") from None
+        for nid, rep in zip(self._hosts, reports, strict=True):
+            self.nodes[rep["node"]] = {
+                "node_id": nid,
+                "relay": rep["relay"],
+                "sandbox_host_pid": rep["pid"],
+                "isolation": rep["level"],
+                "isolation_missing": rep["missing"],
+                "error": rep.get("error"),
+            }
 
     # -- public ---------------------------------------------------------------------------------------------
     @property
@@ -212,8 +228,9 @@ class RayPool:
         self._thread.join(timeout=10)
         for a in self._actors:
             self._fail_calls(a, "the Ray scoring pool was closed")
+        for handle in [*(a.handle for a in self._actors), *self._hosts.values()] if self.ray.is_initialized() else []:
             try:
-                self.ray.kill(a.handle)
+                self.ray.kill(handle)
             except Exception:  # noqa: BLE001 - an actor of a lost node may already be gone
                 pass
         with self._lock:
@@ -289,6 +306,8 @@ class RayPool:
             t.done(t, score, seconds, failure)
 
     def _step(self) -> None:
+        if not self.ray.is_initialized():  # shut down under us (its exit handler): never let a call start a new one
+            raise ScoringError("Ray was shut down while the scoring pool was open")
         self._assign()
         refs = [c.ref for a in self._actors for c in a.calls]
         if not refs:

@@ -10,6 +10,10 @@ installed on the node); a ``.py`` file travels as its text and is written to a p
 the node does not hold the same file at the same path. A plugin that fails to import is reported by :meth:`info`
 with the node's name, so the driver can refuse to start.
 
+:class:`SandboxHost` is the node's one sandbox server: a warm :class:`sandbox.Sandbox` behind a relay socket
+(:mod:`sandbox._relay`) whose path the node's scoring actors hand to their workers, so every code call on the node
+runs in that one server and the node's isolation level is the one it reports.
+
 This module imports nothing of Ray at import time (the driver wraps the class with ``ray.remote``); it does not
 place, queue or time out calls across the cluster (see :mod:`harness.scoring._ray`).
 """
@@ -26,7 +30,7 @@ from typing import Any
 
 from harness.scoring._pool import Task, WorkerPool
 
-__all__ = ["ScoringActor", "node_label", "PluginShipment"]
+__all__ = ["ScoringActor", "SandboxHost", "node_label", "PluginShipment"]
 
 #: One user plugin as the driver sends it: the spec its registry holds and, for a ``.py`` file, the file's text.
 PluginShipment = tuple[str, "str | None"]
@@ -57,9 +61,13 @@ def _local_spec(spec: str, source: str | None, into: Path) -> str:
 class ScoringActor:
     """A scoring worker on one node (made remote with ``ray.remote`` by the driver)."""
 
-    def __init__(self, node: str, plugins: list[PluginShipment], workers: int, memory_limit_mb: int | None) -> None:
-        """``node``: this node's label (:func:`node_label` of the address Ray knows it by)."""
+    def __init__(
+        self, node: str, relay: str | None, plugins: list[PluginShipment], workers: int, memory_limit_mb: int | None
+    ) -> None:
+        """``node``: this node's label (:func:`node_label`); ``relay``: the socket of the node's sandbox host."""
         self.node = node
+        if relay:  # the worker processes take this environment: their code reward uses the node's one server
+            os.environ["GRPO_HARNESS_SANDBOX_RELAY"] = relay
         self._dir = Path(tempfile.mkdtemp(prefix="grpo-harness-plugins-"))
         self._shipped: list[PluginShipment] = []
         self.plugin_error: str | None = None
@@ -94,16 +102,6 @@ class ScoringActor:
             "pid": os.getpid(),
             "plugin_error": self.plugin_error,
         }
-
-    def isolation(self) -> dict[str, Any]:
-        """The sandbox isolation this node gives untrusted code (the level, the missing layers, the speed factor)."""
-        from sandbox import SandboxError, get_sandbox
-
-        try:
-            rep = get_sandbox().isolation()
-        except SandboxError as e:
-            return {"node": self.node, "level": None, "missing": [], "error": str(e)}
-        return {"node": self.node, "level": rep.level, "missing": list(rep.missing), "speed": rep.speed_factor}
 
     def run(self, wires: list[tuple], plugins: list[PluginShipment]) -> list[Outcome]:
         """Score ``wires`` (``(name, module, params, params_key, sample, completion, timeout)`` each) on this node.
@@ -146,3 +144,26 @@ class ScoringActor:
     def close(self) -> None:
         """Stop the actor's worker pool (its workers and their sandbox servers)."""
         self._pool.close()
+
+
+class SandboxHost:
+    """The node's one sandbox server, shared by the node's scoring workers through a relay socket (one per node)."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self._relay: Any = None
+
+    def start(self) -> dict[str, Any]:
+        """Start the relay and the server; the socket's path and the node's isolation level, missing layers, speed."""
+        from sandbox import SandboxError, get_sandbox
+        from sandbox._relay import RelayServer
+
+        sandbox = get_sandbox()
+        if self._relay is None:
+            self._relay = RelayServer(sandbox)
+        out: dict[str, Any] = {"node": self.node, "relay": self._relay.path, "pid": os.getpid()}
+        try:
+            rep = sandbox.isolation()
+        except SandboxError as e:  # the relay still answers: every code call then says sandbox_error, with this
+            return {**out, "level": None, "missing": [], "error": str(e)}
+        return {**out, "level": rep.level, "missing": list(rep.missing), "speed": rep.speed_factor}

@@ -106,6 +106,21 @@ def test_same_verdicts_as_the_local_pool_on_code_math_and_format_with_hostile_ro
     assert tables["math"][0][0] == ("ok", 1.0) and tables["math"][1][0][1] == 0.0
 
 
+def test_one_sandbox_server_per_node_serves_every_actor(ray_pool):
+    psutil = pytest.importorskip("psutil")
+    rows = [({"id": f"s{i}", "tests": "assert add(1, 1) == 2"}, CODE.format(CODE_ROWS[0][1])) for i in range(6)]
+    with ScoringSession(["code"], cache=False, pool=ray_pool) as session:
+        res = session.score([s for s, _ in rows], [c for _, c in rows])
+    assert [s.status for s in res.scores["code"]] == ["pass"] * 6
+    (node,) = ray_pool.nodes.values()
+    assert res.scores["code"][0].info["isolation"] == node["isolation"]
+    actors = set(_actor_pids(ray_pool))
+    servers = [p for p in psutil.process_iter(["cmdline"]) if "sandbox._zygote" in " ".join(p.info["cmdline"] or ())]
+    under_host = [p for p in servers if p.ppid() == node["sandbox_host_pid"]]
+    under_actors = [p for p in servers if actors & {a.pid for a in p.parents()}]
+    assert len(under_host) == 1 and not under_actors, (len(under_host), len(under_actors))
+
+
 def test_hanging_plugin_costs_its_limit_per_call(ray_pool):
     with ScoringSession(["test_hang"], timeout=1.0, cache=False, pool=ray_pool) as session:
         session.score([{"id": "warm"}], ["x"])  # the plugin's first build, outside the clock below
