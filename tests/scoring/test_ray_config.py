@@ -1,0 +1,70 @@
+"""The scoring backend's settings and flags (no Ray started here): the ``scoring`` section, the CLI flags, and
+that the local path never imports Ray."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import add_scoring_arguments, scoring_overrides
+from harness.config import load_config
+from harness.errors import ConfigError, HarnessError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    add_scoring_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def test_scoring_section_defaults_to_local_and_names_a_bad_backend():
+    assert load_config({}).scoring.backend == "local"
+    cfg = load_config({"scoring": {"backend": "ray", "ray_address": "auto", "actors_per_node": 3}})
+    assert (cfg.scoring.backend, cfg.scoring.ray_address, cfg.scoring.actors_per_node) == ("ray", "auto", 3)
+    with pytest.raises(ConfigError, match=r"scoring\.backend: Input should be 'local' or 'ray'"):
+        load_config({"scoring": {"backend": "slurm"}})
+    with pytest.raises(ConfigError, match=r"scoring\.actors_per_node"):
+        load_config({"scoring": {"actors_per_node": 0}})
+
+
+def test_flags_override_the_section():
+    assert scoring_overrides(_args()) == {}
+    assert scoring_overrides(_args("--scoring-backend", "ray")) == {"scoring.backend": "ray"}
+    assert scoring_overrides(_args("--ray-address", "auto")) == {
+        "scoring.backend": "ray",
+        "scoring.ray_address": "auto",
+    }
+    with pytest.raises(HarnessError, match="--ray-address goes with --scoring-backend ray"):
+        scoring_overrides(_args("--scoring-backend", "local", "--ray-address", "auto"))
+    cfg = load_config({"scoring": {"backend": "ray"}}, overrides=scoring_overrides(_args("--scoring-backend", "local")))
+    assert cfg.scoring.backend == "local"
+
+
+def test_train_score_and_eval_take_the_flags():
+    from harness.cli import build_parser
+
+    parser = build_parser()
+    for argv in (
+        ["score", "--input", "a", "--output", "b"],
+        ["train", "--config", "x.yaml"],
+        ["eval", "--checkpoint", "ckpt"],
+    ):
+        args = parser.parse_args([*argv, "--scoring-backend", "ray", "--ray-address", "10.0.0.1:6379"])
+        assert (args.scoring_backend, args.ray_address) == ("ray", "10.0.0.1:6379")
+
+
+def test_the_local_path_never_imports_ray():
+    code = (
+        "import sys\nfrom harness import score_batch\nimport harness.cli, harness.scoring\n"
+        "res = score_batch([{'id': '1'}], ['Answer: 1'], [{'name': 'format_regex', 'params': {'pattern': '1'}}])\n"
+        "assert res.values('format_regex') == [1.0], res\n"
+        "assert 'ray' not in sys.modules, 'ray was imported'\nprint('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
