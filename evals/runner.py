@@ -194,9 +194,16 @@ def _records(
                     "tokens": g.tokens,
                     "scores": {n: s.model_dump(mode="json") for n, s in row.items()},
                     "total": weighted_total(row, specs),
+                    **_nodes(result, i * k + j),
                 }
             )
     return out
+
+
+def _nodes(result: BatchResult, index: int) -> dict[str, Any]:
+    """``{"nodes": {reward: node}}`` for a completion scored on a cluster (the Ray backend); nothing otherwise."""
+    nodes = {n: col[index] for n, col in result.nodes.items() if index < len(col) and col[index]}
+    return {"nodes": nodes} if nodes else {}
 
 
 def _chunk_size(settings: EvalSection) -> int:
@@ -273,7 +280,8 @@ def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any], evaluati
             ev.set_metrics(headline_metrics(results))
             for name, r in results["rewards"].items():
                 extra = {"stderr": r["stderr"], "scored": r["scored"], "count": r["count"]}
-                ev.record_reward(name, r["mean"], {key: v for key, v in extra.items() if v is not None})
+                metrics = {key: v for key, v in extra.items() if v is not None}
+                ev.record_reward(name, r["mean"], metrics, nodes=r.get("nodes"))
     finally:
         tel.shutdown()
     return True

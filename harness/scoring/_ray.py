@@ -128,9 +128,11 @@ class RayPool:
         self.nodes: dict[str, dict[str, Any]] = {}  # node label -> info, isolation and actor count
         self.lost_calls = 0
         self._hosts: dict[str, Any] = {}  # node id -> its sandbox host actor
+        self._actors: list[_Actor] = []
         try:
             self._actors = self._start_actors()
         except BaseException:
+            self._kill_actors()
             self._stop_ray()
             raise
         self._thread = threading.Thread(target=self._run, name="grpo-harness-ray-scoring", daemon=True)
@@ -165,13 +167,13 @@ class RayPool:
         try:
             infos = ray.get([h.info.remote() for h, _ in handles], timeout=_START_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
+            self._actors = [_Actor(h, "", nid) for h, nid in handles]  # for the clean-up
             raise ScoringError(f"Ray scoring actors did not start within {_START_TIMEOUT_S:.0f} s") from None
+        actors = [_Actor(h, i["node"], nid) for (h, nid), i in zip(handles, infos, strict=True)]
         errors = sorted({i["plugin_error"] for i in infos if i["plugin_error"]})
         if errors:
-            for h, _ in handles:
-                ray.kill(h)
+            self._actors = actors  # for the clean-up
             raise ScoringError("; ".join(errors))
-        actors = [_Actor(h, i["node"], nid) for (h, nid), i in zip(handles, infos, strict=True)]
         for a, i in zip(actors, infos, strict=True):
             entry = self.nodes[a.node]
             entry.setdefault("hostname", i["hostname"])
@@ -228,17 +230,22 @@ class RayPool:
         self._thread.join(timeout=10)
         for a in self._actors:
             self._fail_calls(a, "the Ray scoring pool was closed")
-        for handle in [*(a.handle for a in self._actors), *self._hosts.values()] if self.ray.is_initialized() else []:
-            try:
-                self.ray.kill(handle)
-            except Exception:  # noqa: BLE001 - an actor of a lost node may already be gone
-                pass
+        self._kill_actors()
         with self._lock:
             queued = list(self._queue)
             self._queue.clear()
         for t in queued:
             t.done(t, None, 0.0, ("crash", "the Ray scoring pool was closed"))
         self._stop_ray()
+
+    def _kill_actors(self) -> None:
+        if not self.ray.is_initialized():
+            return
+        for handle in [*(a.handle for a in self._actors), *self._hosts.values()]:
+            try:
+                self.ray.kill(handle)
+            except Exception:  # noqa: BLE001 - an actor of a lost node may already be gone
+                pass
 
     def _stop_ray(self) -> None:
         if self._own_ray:

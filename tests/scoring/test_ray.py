@@ -35,8 +35,10 @@ ROOT = HERE.parents[1]
 
 @pytest.fixture(scope="module")
 def ray_pool():
-    """One local Ray instance and one pool of 2 actors (one per CPU) for the whole module."""
-    from harness.scoring._ray import RayPool, shutdown_ray_pools
+    """One local Ray instance and one pool of 2 actors (one per CPU) for the whole module: the process-wide pool,
+    so ``harness train`` with ``scoring.backend: ray`` below finds it too."""
+    from harness.scoring._ray import ray_pool as process_pool
+    from harness.scoring._ray import shutdown_ray_pools
 
     path = os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")])
     ray.init(
@@ -47,9 +49,8 @@ def ray_pool():
         object_store_memory=100 * 1024 * 1024,
         runtime_env={"env_vars": {"PYTHONPATH": path}},  # the test plugins, importable on the node
     )
-    pool = RayPool()
+    pool = process_pool()
     yield pool
-    pool.close()
     shutdown_ray_pools()
     ray.shutdown()
 
@@ -152,22 +153,22 @@ def _actor_pids(pool) -> dict:
 
 
 def test_actor_lost_mid_batch_fails_its_calls_and_the_batch_goes_on(ray_pool):
-    spec = [{"name": "test_ray_sleep", "params": {"seconds": 1.5}}]
+    spec = [{"name": "test_ray_sleep", "params": {"seconds": 1.0}}]
     with ScoringSession(spec, timeout=20, cache=False, pool=ray_pool) as session:
         session.score([{"id": "warm"}] * 2, ["x"] * 2)
         victim = next(iter(_actor_pids(ray_pool)))
         pending = session.submit([{"id": str(i)} for i in range(8)], ["x"] * 8)
-        time.sleep(0.7)  # every actor holds a call now
+        time.sleep(0.5)  # every actor holds a call now
         os.kill(victim, signal.SIGKILL)
         res = pending.result(timeout=120)
-        after = session.score([{"id": f"a{i}"} for i in range(4)], ["x"] * 4)  # the replaced actor serves again
+        after = session.score([{"id": f"a{i}"} for i in range(2)], ["x"] * 2)  # the replaced actor serves again
     statuses = [s.status for s in res.scores["test_ray_sleep"]]
     assert "error" in statuses and "ok" in statuses, statuses
     for s in res.scores["test_ray_sleep"]:
         assert (s.status, s.value) in (("ok", 1.0), ("error", None))
         if s.status == "error":
             assert "lost during the call" in s.info["reason"], s.info
-    assert [s.status for s in after.scores["test_ray_sleep"]] == ["ok"] * 4
+    assert [s.status for s in after.scores["test_ray_sleep"]] == ["ok"] * 2
     assert ray_pool.size == 2 and victim not in _actor_pids(ray_pool)
 
 
@@ -192,7 +193,7 @@ def test_plugin_that_fails_to_import_on_a_node_is_an_error_naming_the_node(ray_p
         reg.plugins[:] = before
 
 
-def test_harness_train_three_steps_with_scoring_backend_ray(ray_pool, tmp_path):
+def test_harness_train_three_steps_then_eval_with_scoring_backend_ray(ray_pool, tmp_path):
     from harness.cli import main as harness_main
 
     cfg = {
@@ -218,10 +219,20 @@ def test_harness_train_three_steps_with_scoring_backend_ray(ray_pool, tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     assert harness_main(["train", "--config", str(path), "--no-progress"]) == 0
-    spans = [json.loads(line) for line in (tmp_path / "runs" / "ray-train" / "traces.jsonl").open()]
-    flat = json.dumps(spans)
-    assert flat.count("harness.reward.nodes") >= 3  # the format_regex span of each step names the scoring node
-    assert next(iter(ray_pool.nodes)) in flat
+    node = next(iter(ray_pool.nodes))
+    held = tmp_path / "held.jsonl"
+    held.write_text("".join(json.dumps({"id": f"h{i}", "prompt": f"{c}{c}:"}) + "\n" for i, c in enumerate("ab")))
+    ckpt = tmp_path / "runs" / "ray-train" / "checkpoints" / "step-000003"
+    eval_args = ["eval", "--checkpoint", str(ckpt), "--data", str(held), "--no-progress", "--scoring-backend", "ray"]
+    assert harness_main(eval_args) == 0
+    res = json.loads((tmp_path / "runs" / "ray-train" / "eval" / "step-000003" / "results.json").read_text())
+    assert res["rewards"]["format_regex"]["nodes"] == {node: res["rewards"]["format_regex"]["count"]}
+    assert "nodes" not in res["rewards"]["char_count"]  # inline: scored in this process
+    from harness.telemetry import iter_spans
+
+    spans_by_name = {s["name"]: s for s in iter_spans(tmp_path / "runs" / "ray-train" / "traces.jsonl")}
+    assert spans_by_name["eval.reward/format_regex"]["attributes"]["harness.reward.nodes"] == [node]
+    assert spans_by_name["reward/format_regex"]["attributes"]["harness.reward.nodes"] == [node]
 
 
 def test_harness_score_code_with_scoring_backend_ray_matches_local(tmp_path):
