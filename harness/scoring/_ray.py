@@ -318,13 +318,13 @@ class RayPool:
         self._assign()
         refs = [c.ref for a in self._actors for c in a.calls]
         if not refs:
+            self._wake.clear()  # before looking at the queue: a submit after this look sets it again
             with self._lock:
                 queued = bool(self._queue)
             if queued and not any(a.alive for a in self._actors):
                 self._fail_queued("no scoring actor is left on the Ray cluster")
             elif not queued:
                 self._wake.wait(0.5)
-                self._wake.clear()
             return
         ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=_POLL_S)
         for ref in ready:

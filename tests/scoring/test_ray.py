@@ -126,7 +126,9 @@ def test_hanging_plugin_costs_its_limit_per_call(ray_pool):
     with ScoringSession(["test_hang"], timeout=1.0, cache=False, pool=ray_pool) as session:
         session.score([{"id": "warm"}], ["x"])  # the plugin's first build, outside the clock below
         t0 = time.monotonic()
-        res = session.score([{"id": str(i)} for i in range(10)], ["x"] * 10)
+        pending = session.submit([{"id": str(i)} for i in range(10)], ["x"] * 10)
+        assert not pending.done()  # submit only queues: generation goes on while the cluster scores
+        res = pending.result()
         elapsed = time.monotonic() - t0
     assert [s.status for s in res.scores["test_hang"]] == ["timeout"] * 10
     assert all(s.value is None for s in res.scores["test_hang"])
@@ -159,6 +161,7 @@ def test_actor_lost_mid_batch_fails_its_calls_and_the_batch_goes_on(ray_pool):
         victim = next(iter(_actor_pids(ray_pool)))
         pending = session.submit([{"id": str(i)} for i in range(8)], ["x"] * 8)
         time.sleep(0.5)  # every actor holds a call now
+        assert all(len(a.calls) <= ray_pool.inflight_per_actor for a in ray_pool._actors)  # bounded in-flight work
         os.kill(victim, signal.SIGKILL)
         res = pending.result(timeout=120)
         after = session.score([{"id": f"a{i}"} for i in range(2)], ["x"] * 2)  # the replaced actor serves again

@@ -68,3 +68,19 @@ def test_the_local_path_never_imports_ray():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_a_plugin_file_travels_to_a_node_without_it(tmp_path):
+    from harness.scoring._ray_actor import _local_spec
+
+    driver = tmp_path / "driver" / "my_reward.py"
+    driver.parent.mkdir()
+    source = "VALUE = 42\n"
+    driver.write_text(source)
+    assert _local_spec(str(driver), source, tmp_path) == str(driver)  # the node holds the same file: used as is
+    elsewhere = tmp_path / "node"
+    elsewhere.mkdir()
+    driver.write_text("VALUE = 0\n")  # the node's file differs from what the driver sent: a copy is written
+    copy = Path(_local_spec(str(driver), source, elsewhere))
+    assert copy.parent == elsewhere and copy.name == "my_reward.py" and copy.read_text() == source
+    assert _local_spec("my_pkg.rewards", None, elsewhere) == "my_pkg.rewards"  # a module: imported by name
