@@ -25,6 +25,7 @@ import atexit
 import collections
 import logging
 import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -75,6 +76,17 @@ def _import_ray() -> Any:
     return ray
 
 
+def _check_reachable(address: str) -> None:
+    """Fail at once on a ``HOST:PORT`` nothing listens on (Ray itself retries for minutes before it gives up)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto" and other forms: Ray's own errors are quick
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as e:
+        raise ScoringError(f"scoring.backend ray: nothing answers at the Ray address {address!r}: {e}") from None
+
+
 def _shipment() -> list[PluginShipment]:
     """The registry's user plugins, a ``.py`` file with its text so that a node without the file can import it."""
     out: list[PluginShipment] = []
@@ -114,7 +126,12 @@ class RayPool:
                 kwargs["object_store_memory"] = 200 * 1024 * 1024  # scoring moves kilobytes; keep /dev/shm free
             else:
                 kwargs["address"] = address
-            ray.init(**kwargs)
+                _check_reachable(address)
+            try:
+                ray.init(**kwargs)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                where = f"the Ray cluster at {address!r}" if kwargs["address"] != "local" else "a local Ray instance"
+                raise ScoringError(f"scoring.backend ray: could not start or reach {where}: {e}") from None
             self._own_ray = True
         self.actors_per_node = actors_per_node
         self.memory_limit_mb = memory_limit_mb

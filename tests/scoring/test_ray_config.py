@@ -4,6 +4,7 @@ that the local path never imports Ray."""
 from __future__ import annotations
 
 import argparse
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,27 @@ def test_a_plugin_file_travels_to_a_node_without_it(tmp_path):
     copy = Path(_local_spec(str(driver), source, elsewhere))
     assert copy.parent == elsewhere and copy.name == "my_reward.py" and copy.read_text() == source
     assert _local_spec("my_pkg.rewards", None, elsewhere) == "my_pkg.rewards"  # a module: imported by name
+
+
+def test_ray_backend_without_ray_installed_is_a_clear_error(monkeypatch):
+    from harness.cfg import ScoringSection
+    from harness.errors import ScoringError
+    from harness.scoring import scoring_pool
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the package were missing: `import ray` raises ImportError
+    with pytest.raises(ScoringError, match="scoring.backend ray needs the ray package .* pip install ray"):
+        scoring_pool(ScoringSection(backend="ray"))
+    assert scoring_pool(ScoringSection()) is None  # local: the session's own pool, nothing imported
+
+
+def test_an_address_nothing_answers_at_fails_at_once():
+    pytest.importorskip("ray")
+    from harness.cfg import ScoringSection
+    from harness.errors import ScoringError
+    from harness.scoring import scoring_pool
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ScoringError, match=f"nothing answers at the Ray address '127.0.0.1:{port}'"):
+        scoring_pool(ScoringSection(backend="ray", ray_address=f"127.0.0.1:{port}"))
