@@ -87,7 +87,7 @@ def test_same_verdicts_as_the_local_pool_on_code_math_and_format_with_hostile_ro
     math = [({"id": f"m{i}", "answer": a}, c) for i, (a, c) in enumerate(MATH_ROWS)]
     fmt = [({"id": f"f{i}"}, c) for i, c in enumerate(FORMAT_ROWS)]
     specs = {
-        "code": ["code"],
+        "code": [{"name": "code", "params": {"timeout": 1.0, "memory_mb": 256}}],  # hostile rows hit caps sooner
         "math": ["math"],
         "fmt": [{"name": "format_regex", "params": {"pattern": "^Answer: \\d+$"}}, "boxed_present"],
     }
@@ -147,6 +147,15 @@ def test_crashing_plugin_leaves_only_its_sample_unscored(ray_pool):
     assert got == want
     assert got[0] == ("ok", 2.0) and got[2] == ("ok", 4.0) and got[6] == ("ok", 4.0)
     assert got[1] == ("error", None) and got[3] == ("error", None) and got[4] == ("error", None)
+
+
+def test_cache_answers_repeats_as_on_the_local_pool(ray_pool):
+    with ScoringSession(["test_counter"], cache=64, pool=ray_pool) as session:
+        first = session.score([{"id": "1"}, {"id": "2"}], ["ab", "abc"])
+        again = session.score([{"id": "1"}, {"id": "2"}], ["ab", "abc"])
+    assert first.cached["test_counter"] == 0 and again.cached["test_counter"] == 2
+    assert [s.info for s in again.scores["test_counter"]] == [s.info for s in first.scores["test_counter"]]
+    assert first.nodes["test_counter"] == [next(iter(ray_pool.nodes))] * 2 and again.nodes["test_counter"] == [None] * 2
 
 
 def _actor_pids(pool) -> dict:
