@@ -30,6 +30,7 @@ from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoin
 from evals.config import EvalSection
 from evals.runner import EvalResult, evaluate, resolve_settings
 from harness.cfg.common import FieldMap
+from harness.cfg.scoring import ScoringSection
 from harness.errors import HarnessError
 from harness.types import RewardSpec
 
@@ -116,9 +117,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-retries", type=int, help="openai: retries per request")
     p.add_argument("--no-telemetry", action="store_true", help="record no eval span in the run's traces")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    from harness.cli import add_plugin_argument
+    from harness.cli import add_plugin_argument, add_scoring_arguments
 
     add_plugin_argument(p)
+    add_scoring_arguments(p)
     p.set_defaults(func=run_eval)
 
 
@@ -219,6 +221,15 @@ def _shared_vllm(
     return be
 
 
+def _scoring(args: argparse.Namespace, info: CheckpointInfo) -> ScoringSection:
+    """The run's saved ``scoring`` section (or the defaults) with ``--scoring-backend``/``--ray-address`` on top."""
+    from harness.cli import scoring_overrides
+
+    data = info.config.scoring.model_dump() if info.config is not None else {}
+    data.update({k.partition(".")[2]: v for k, v in scoring_overrides(args).items()})
+    return ScoringSection.model_validate(data)
+
+
 def _eval_one(
     args: argparse.Namespace, path: Path, output: Path | None, engines: dict[str, Any] | None = None
 ) -> EvalResult:
@@ -255,6 +266,7 @@ def _eval_one(
         telemetry=not args.no_telemetry,
         backend=_shared_vllm(engines, args, info, settings, path),
         progress=not args.no_progress,
+        scoring=_scoring(args, info),
     )
     if res.results["dataset"]["skipped_rows"]:
         print(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import platform
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -79,6 +80,9 @@ def build_results(
             "params": dict(spec.params),
             **reward_summary(_scores(ordered, spec.name)),
         }
+        nodes = Counter(n for r in ordered if (n := (r.get("nodes") or {}).get(spec.name)))
+        if nodes:  # scored on a cluster (the Ray backend): calls per node
+            rewards[spec.name]["nodes"] = dict(sorted(nodes.items()))
     total_mean, total_se, total_n = mean_and_stderr(r.get("total") for r in ordered)
     groups: dict[str, list[Score]] = {}
     for r, s in zip(ordered, _scores(ordered, success_reward), strict=True):

@@ -30,11 +30,20 @@ from evals.identity import describe_evaluation, evaluation_key
 from evals.outputs import EvalOutput, read_records
 from evals.results import TRUNCATION_WARN_FRAC, build_results, format_table, headline_metrics, package_versions
 from harness.cfg.common import FieldMap
+from harness.cfg.scoring import ScoringSection
 from harness.contamination import check_contamination
 from harness.data import LoadResult, load_samples
 from harness.errors import DataError
 from harness.plugins import add_plugins
-from harness.scoring import BatchResult, ScoringSession, Submitted, score_while_generating, weighted_total
+from harness.scoring import (
+    BatchResult,
+    ScoringSession,
+    Submitted,
+    TaskPool,
+    score_while_generating,
+    scoring_pool,
+    weighted_total,
+)
 from harness.types import RewardSpec, Sample
 
 __all__ = ["evaluate", "EvalResult", "resolve_specs", "resolve_settings"]
@@ -185,9 +194,16 @@ def _records(
                     "tokens": g.tokens,
                     "scores": {n: s.model_dump(mode="json") for n, s in row.items()},
                     "total": weighted_total(row, specs),
+                    **_nodes(result, i * k + j),
                 }
             )
     return out
+
+
+def _nodes(result: BatchResult, index: int) -> dict[str, Any]:
+    """``{"nodes": {reward: node}}`` for a completion scored on a cluster (the Ray backend); nothing otherwise."""
+    nodes = {n: col[index] for n, col in result.nodes.items() if index < len(col) and col[index]}
+    return {"nodes": nodes} if nodes else {}
 
 
 def _chunk_size(settings: EvalSection) -> int:
@@ -212,6 +228,7 @@ def _generate_and_score(
     params: SamplingParams,
     output: EvalOutput,
     progress: bool,
+    pool: TaskPool | None = None,
 ) -> dict[str, float]:
     """Sample and score every prompt in ``todo``, appending records batch by batch; returns timings.
 
@@ -239,7 +256,7 @@ def _generate_and_score(
         if bar is not None:
             bar.update(len(done.part))
 
-    session = ScoringSession(specs, timeout=settings.score_timeout, workers=settings.workers)
+    session = ScoringSession(specs, timeout=settings.score_timeout, workers=settings.workers, pool=pool)
     try:
         chunks = [list(todo[start : start + step]) for start in range(0, len(todo), step)]
         score_while_generating(session, chunks, generate, on_scored=write, timing=timing)
@@ -263,7 +280,8 @@ def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any], evaluati
             ev.set_metrics(headline_metrics(results))
             for name, r in results["rewards"].items():
                 extra = {"stderr": r["stderr"], "scored": r["scored"], "count": r["count"]}
-                ev.record_reward(name, r["mean"], {key: v for key, v in extra.items() if v is not None})
+                metrics = {key: v for key, v in extra.items() if v is not None}
+                ev.record_reward(name, r["mean"], metrics, nodes=r.get("nodes"))
     finally:
         tel.shutdown()
     return True
@@ -410,6 +428,7 @@ def evaluate(
     gguf_file: str | None = None,
     telemetry: bool = True,
     progress: bool = False,
+    scoring: ScoringSection | None = None,
 ) -> EvalResult:
     """Score ``k`` samples per held-out prompt from ``checkpoint`` with the run's rewards; write results.json.
 
@@ -427,6 +446,8 @@ def evaluate(
         gguf_file: hf: a GGUF file inside ``checkpoint`` to load (dequantized; needs the gguf package).
         telemetry: record an ``eval.checkpoint`` span in the run's traces (when the checkpoint is in a run).
         progress: show progress bars.
+        scoring: where the reward calls run (``backend: local|ray``); default: the run config's ``scoring``
+            section, else this machine's pool.
 
     Raises:
         EvalError: no data or rewards; ContaminationError with ``fail_on_overlap``; BackendError when the model or
@@ -467,7 +488,8 @@ def evaluate(
                     system_prompt=plan.system_prompt,
                     gguf_file=gguf_file,
                 )
-            timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress)
+            pool = scoring_pool(scoring or (info.config.scoring if info.config is not None else None))
+            timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress, pool)
         describe = be.describe() if be is not None else {"backend": cfg.backend, "model": model_id}
     finally:
         if owned and be is not None:

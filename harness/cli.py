@@ -1,6 +1,8 @@
 """The `harness` command: score | rewards list | train | eval | report | traces | sandbox | demo.
 
-``score``, ``train``, ``eval`` and ``rewards list`` take ``--plugin MODULE_OR_FILE.py`` to import user rewards.
+``score``, ``train``, ``eval`` and ``rewards list`` take ``--plugin MODULE_OR_FILE.py`` to import user rewards;
+``score``, ``train`` and ``eval`` take ``--scoring-backend local|ray`` and ``--ray-address ADDRESS`` (over the run
+config's ``scoring`` section).
 
 Only this module configures logging. Subcommands owned by other packages register their own argparse parsers
 through the ``grpo_harness.commands`` entry-point group (:mod:`harness.hooks`); their modules are imported when the
@@ -23,7 +25,15 @@ import yaml
 from harness.errors import HarnessError
 from harness.types import RewardSpec
 
-__all__ = ["main", "build_parser", "parse_reward_args", "run_standalone", "add_plugin_argument"]
+__all__ = [
+    "main",
+    "build_parser",
+    "parse_reward_args",
+    "run_standalone",
+    "add_plugin_argument",
+    "add_scoring_arguments",
+    "scoring_overrides",
+]
 
 log = logging.getLogger("harness")
 
@@ -63,6 +73,45 @@ def add_plugin_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_scoring_arguments(p: argparse.ArgumentParser) -> None:
+    """``--scoring-backend local|ray`` and ``--ray-address ADDRESS`` (the run config's ``scoring`` section)."""
+    p.add_argument(
+        "--scoring-backend",
+        choices=("local", "ray"),
+        default=None,
+        help="where reward calls run: this machine's worker pool (local, the default) or Ray actors (ray)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDRESS",
+        help="with ray: 'auto' joins the running cluster, HOST:PORT that one; none starts a local Ray for the "
+        "command (implies --scoring-backend ray)",
+    )
+
+
+def scoring_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``scoring.*`` config overrides the scoring flags ask for (``--ray-address`` alone implies ``ray``)."""
+    out: dict[str, Any] = {}
+    backend = getattr(args, "scoring_backend", None)
+    address = getattr(args, "ray_address", None)
+    if address and backend == "local":
+        raise HarnessError("--ray-address goes with --scoring-backend ray, not local")
+    if backend or address:
+        out["scoring.backend"] = backend or "ray"
+    if address:
+        out["scoring.ray_address"] = address
+    return out
+
+
+def _scoring_section(args: argparse.Namespace, base: Any) -> Any:
+    from harness.cfg import ScoringSection
+
+    data = base.model_dump() if base is not None else {}
+    data.update({k.partition(".")[2]: v for k, v in scoring_overrides(args).items()})
+    return ScoringSection.model_validate(data)
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     from harness.config import load_config
     from harness.plugins import add_plugins
@@ -88,6 +137,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if not specs:
         print("harness score: no rewards selected; use --reward NAME or --config run.yaml", file=sys.stderr)
         return 2
+    from harness.scoring import scoring_pool
+
+    pool = scoring_pool(_scoring_section(args, config.scoring if config else None))
     output = args.output or str(Path(args.input).with_suffix("")) + ".scored.jsonl"
     report = score_file(
         args.input,
@@ -99,6 +151,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         samples=joined,
         samples_name=f"task {args.task!r}",
         id_keys=("id", task.fields.id) if task is not None and task.fields.id else ("id",),
+        pool=pool,
     )
     print(format_summary(report), file=sys.stderr)
     print(f"scores written to {output}", file=sys.stderr)
@@ -138,6 +191,7 @@ def _add_score_parser(sub: Any) -> None:
     p.add_argument("--resume", action="store_true", help="skip ids already in the output")
     p.add_argument("--strict", action="store_true", help="exit non-zero when any row is bad")
     add_plugin_argument(p)
+    add_scoring_arguments(p)
     p.set_defaults(func=_cmd_score)
 
 

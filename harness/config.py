@@ -1,11 +1,11 @@
 """One pydantic model for a whole run, loaded from YAML or TOML, with errors that name the file and the field.
 
-A run config has the sections ``run``, ``model``, ``data``, ``rewards``, ``trainer``, ``eval`` and ``telemetry``,
-and a list of reward ``plugins`` (modules or ``.py`` files, see :mod:`harness.plugins`). Each package owns its
-section: ``model``, ``data`` and ``telemetry`` live in :mod:`harness.cfg`; ``trainer`` (``trainer.config``) and
-``eval`` (``evals.config``) are plugged in through the ``grpo_harness.config_sections`` entry-point group
-(:mod:`harness.cfg._sections`), so this module names neither package. It assembles them, loads files and turns
-pydantic's errors into a :class:`ConfigError` such as::
+A run config has the sections ``run``, ``model``, ``data``, ``rewards``, ``scoring``, ``trainer``, ``eval`` and
+``telemetry``, and a list of reward ``plugins`` (modules or ``.py`` files, see :mod:`harness.plugins`). Each package
+owns its section: ``model``, ``data``, ``scoring`` and ``telemetry`` live in :mod:`harness.cfg`; ``trainer``
+(``trainer.config``) and ``eval`` (``evals.config``) are plugged in through the ``grpo_harness.config_sections``
+entry-point group (:mod:`harness.cfg._sections`), so this module names neither package. It assembles them, loads
+files and turns pydantic's errors into a :class:`ConfigError` such as::
 
     run.yaml: trainer.num_generations: Input should be greater than or equal to 2 (got 1)
 
@@ -31,7 +31,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails
 
-from harness.cfg import DataSection, ModelSection, TelemetrySection
+from harness.cfg import DataSection, ModelSection, ScoringSection, TelemetrySection
 from harness.cfg._sections import section_models
 from harness.errors import ConfigError
 from harness.types import RewardSpec
@@ -68,6 +68,7 @@ class RunConfig(BaseModel):
     model: ModelSection = Field(default_factory=ModelSection)
     data: DataSection = Field(default_factory=DataSection)
     rewards: list[RewardSpec] = Field(default_factory=list)
+    scoring: ScoringSection = Field(default_factory=ScoringSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
     plugins: list[str] = Field(
         default_factory=list,

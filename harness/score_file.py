@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import DataError
-from harness.scoring import BatchResult, ScoringSession, score_while_generating
+from harness.scoring import BatchResult, ScoringSession, TaskPool, score_while_generating
 from harness.scoring._result import reward_summary
 from harness.types import RewardSpec, Sample, Score
 
@@ -171,16 +171,18 @@ def score_file(
     samples: Mapping[str, Sample] | None = None,
     samples_name: str = "the task",
     id_keys: Sequence[str] = ("id",),
+    pool: TaskPool | None = None,
 ) -> ScoreFileReport:
     """Score every row of ``input_path`` into ``output_path`` (see the module docstring).
 
     ``samples`` (by id) joins each row to a task's row: ``samples_name`` names the task in the reasons, and a
-    row's id is the first of ``id_keys`` it has.
+    row's id is the first of ``id_keys`` it has. ``pool``: where the reward calls run
+    (:func:`harness.scoring.scoring_pool`); default: this machine's pool.
     """
     src, out = Path(input_path), Path(output_path)
     if not src.is_file():
         raise DataError(f"{src}: input file not found")
-    session = ScoringSession(specs, timeout=timeout, workers=workers)
+    session = ScoringSession(specs, timeout=timeout, workers=workers, pool=pool)
     done = _done_ids(out) if resume else set()
     report = ScoreFileReport(scores={s.name: [] for s in session.specs}, latency_s={s.name: [] for s in session.specs})
     show = sys.stderr.isatty() if progress is None else progress

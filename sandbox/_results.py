@@ -17,6 +17,7 @@ __all__ = [
     "level_of",
     "ProgramStatus",
     "TestsStatus",
+    "SandboxError",
 ]
 
 #: Isolation levels, weakest first.
@@ -25,6 +26,10 @@ LEVELS: tuple[str, ...] = ("basic", "strong", "full")
 ProgramStatus = Literal["ok", "crash", "timeout", "memory", "output_limit"]
 #: The judge's verdict (:class:`TestsResult`).
 TestsStatus = Literal["pass", "fail", "error", "timeout", "memory", "bad_tests"]
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not run the code at all (the server did not start, a child could not be set up)."""
 
 
 @dataclass(frozen=True)

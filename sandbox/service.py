@@ -34,7 +34,17 @@ from sandbox import _cgroups, _child, _judge
 from sandbox._clock import ExecutionClock
 from sandbox._judge import TestsError
 from sandbox._pump import Pump, Stream, make_pipes
-from sandbox._results import LEVELS, IsolationReport, Limits, ProgramResult, ProgramStatus, TestsResult, level_of
+from sandbox._relay import RELAY_ENV, RelaySandbox, relay_client
+from sandbox._results import (
+    LEVELS,
+    IsolationReport,
+    Limits,
+    ProgramResult,
+    ProgramStatus,
+    SandboxError,
+    TestsResult,
+    level_of,
+)
 from sandbox._shares import Progress, Shares
 
 __all__ = [
@@ -75,10 +85,6 @@ def server_boot(then: str) -> str:
         f"import sys, types; p = types.ModuleType('sandbox'); p.__path__ = [{here!r}]; "
         f"sys.modules['sandbox'] = p; import sandbox._zygote as z; {then}"
     )
-
-
-class SandboxError(RuntimeError):
-    """The sandbox could not run the code at all (the server did not start, a child could not be set up)."""
 
 
 _INSTANCES: weakref.WeakSet[Sandbox] = weakref.WeakSet()
@@ -559,9 +565,16 @@ _SHARED: Sandbox | None = None
 _SHARED_LOCK = threading.Lock()
 
 
-def get_sandbox() -> Sandbox:
-    """The per-process shared sandbox (started on first use; closed at interpreter exit)."""
+def get_sandbox() -> Sandbox | RelaySandbox:
+    """The per-process shared sandbox (started on first use; closed at interpreter exit).
+
+    Where ``GRPO_HARNESS_SANDBOX_RELAY`` names a socket (a scoring worker on a Ray node), the node's one shared
+    server answers instead, through :class:`~sandbox._relay.RelaySandbox` (the same three calls).
+    """
     global _SHARED
+    relay = os.environ.get(RELAY_ENV)
+    if relay:
+        return relay_client(relay)
     with _SHARED_LOCK:
         if _SHARED is None or _SHARED._pid != os.getpid():
             _SHARED = Sandbox()

@@ -57,9 +57,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
         help="override a config field, e.g. --set trainer.lr=1e-5 (repeatable)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    from harness.cli import add_plugin_argument
+    from harness.cli import add_plugin_argument, add_scoring_arguments
 
     add_plugin_argument(p)
+    add_scoring_arguments(p)
     p.set_defaults(func=run_train)
 
 
@@ -70,10 +71,11 @@ def add_parser(subparsers: Any) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     """Handler of ``harness train``: load the config (with overrides), train, print where the run went."""
+    from harness.cli import scoring_overrides
     from harness.config import load_config
     from trainer.loop import train
 
-    overrides = parse_sets(args.sets)
+    overrides = {**parse_sets(args.sets), **scoring_overrides(args)}
     config = load_config(args.config, overrides=overrides)
     if args.plugin:  # saved with the run's config, so `harness eval` of its checkpoints imports them too
         from harness.plugins import normalize_plugin
@@ -108,6 +110,10 @@ def resume_command(args: argparse.Namespace, generated_id: str | None) -> str:
         parts += ["--set", item]
     for plugin in args.plugin:
         parts += ["--plugin", plugin]
+    if getattr(args, "scoring_backend", None):
+        parts += ["--scoring-backend", args.scoring_backend]
+    if getattr(args, "ray_address", None):
+        parts += ["--ray-address", args.ray_address]
     return " ".join(shlex.quote(p) for p in parts)
 
 

@@ -30,7 +30,7 @@ import torch
 from harness.config import RunConfig, dump_config
 from harness.data import render_prompt
 from harness.plugins import add_plugins
-from harness.scoring import BatchResult, ScoringSession
+from harness.scoring import BatchResult, ScoringSession, scoring_pool
 from harness.stats import mean_std, scored_values, zero_variance_group_frac
 from harness.tasks.training import apply_task, check_task_contamination
 from harness.telemetry import TRACES_FILE, RewardStats, RunTelemetry, drop_steps_after
@@ -381,7 +381,8 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
 
     add_plugins(config.plugins)  # user reward modules, imported here and in every scoring worker
     # the session checks the reward names before any model loads
-    session = ScoringSession(config.rewards, timeout=trainer.score_timeout, workers=trainer.score_workers)
+    pool = scoring_pool(config.scoring)  # None: this machine's pool; scoring.backend ray: actors on a Ray cluster
+    session = ScoringSession(config.rewards, timeout=trainer.score_timeout, workers=trainer.score_workers, pool=pool)
     samples = load_train_samples(config)
     if config.data.task and info.rank == 0:
         check_task_contamination(config)  # between the task's train and test questions; logs what it finds

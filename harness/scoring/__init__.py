@@ -1,10 +1,12 @@
 """The one scoring path: every reward the trainer and the evaluator compute runs through here.
 
 :func:`score_batch` scores a batch and waits; :class:`ScoringSession` submits batches and collects them later, so
-scoring overlaps generation. Rewards run in warm worker processes with a hard wall-clock kill per call.
+scoring overlaps generation. Rewards run in warm worker processes with a hard wall-clock kill per call, on this
+machine (the default) or on Ray actors across a cluster (:func:`scoring_pool`, ``scoring.backend: ray``).
 """
 
-from harness.scoring._pool import WorkerPool, default_pool, shutdown_default_pool
+from harness.scoring._backend import scoring_pool
+from harness.scoring._pool import TaskPool, WorkerPool, default_pool, shutdown_default_pool
 from harness.scoring._result import BatchResult, reward_summary, weighted_total
 from harness.scoring._session import DEFAULT_TIMEOUT_S, PendingBatch, ScoringSession, score_batch
 from harness.scoring._stream import Submitted, score_while_generating
@@ -19,6 +21,8 @@ __all__ = [
     "weighted_total",
     "reward_summary",
     "WorkerPool",
+    "TaskPool",
+    "scoring_pool",
     "default_pool",
     "shutdown_default_pool",
     "DEFAULT_TIMEOUT_S",

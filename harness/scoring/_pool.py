@@ -32,13 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from harness.errors import ScoringError
 from harness.registry import BUILTIN_MODULES, default_registry
 from harness.scoring._worker import worker_main
 
-__all__ = ["KnownPlugin", "Task", "WorkerPool", "default_pool", "shutdown_default_pool"]
+__all__ = ["KnownPlugin", "Task", "TaskPool", "WorkerPool", "default_pool", "shutdown_default_pool"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ class Task:
     timeout: float
     done: Callable[[Task, dict[str, Any] | None, float, tuple[str, str] | None], None]
     tid: int = 0
+    node: str | None = None  # the cluster node that ran the call (set by the Ray backend; None on this machine)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -75,6 +76,16 @@ class Task:
 
     def wire(self) -> tuple:
         return (self.tid, self.name, self.module, self.params, self.params_key, self.sample, self.completion)
+
+
+class TaskPool(Protocol):
+    """What a scoring session needs of a pool: this module's :class:`WorkerPool` or the Ray backend's pool."""
+
+    def submit(self, tasks: list[Task]) -> None:
+        """Queue ``tasks`` and return at once; each one's ``done`` runs exactly once."""
+
+    def close(self) -> None:
+        """Stop; queued tasks are failed."""
 
 
 @dataclass(frozen=True)

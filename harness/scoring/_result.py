@@ -71,12 +71,15 @@ class BatchResult:
         scores: per spec name, one Score per input completion, in input order.
         latency_s: per spec name, wall seconds each call took (0 for cache hits).
         cached: per spec name, how many results came from the cache.
+        nodes: per spec name, the cluster node that scored each call (the Ray backend); None for a call scored on
+            this machine or answered from the cache.
     """
 
     specs: list[RewardSpec]
     scores: dict[str, list[Score]]
     latency_s: dict[str, list[float]] = field(default_factory=dict)
     cached: dict[str, int] = field(default_factory=dict)
+    nodes: dict[str, list[str | None]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(next(iter(self.scores.values()), []))

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from harness.errors import ScoringError
 from harness.registry import RewardEntry, RewardFn, build_reward, get_entry
 from harness.scoring._inline import DEFAULT_THREADS, InlineRunner
-from harness.scoring._pool import Task, WorkerPool, default_pool
+from harness.scoring._pool import Task, TaskPool, default_pool
 from harness.scoring._result import BatchResult
 from harness.types import DATA_FAULT_STATUSES, UNCACHED_STATUSES, RewardSpec, Sample, Score
 
@@ -126,6 +126,7 @@ class PendingBatch:
         self._n_left = n * len(self.specs)
         self._scores: dict[str, list[Score | None]] = {s.name: [None] * n for s in self.specs}
         self._lat = {s.name: [0.0] * n for s in self.specs}
+        self._nodes: dict[str, list[str | None]] = {s.name: [None] * n for s in self.specs}
         self.cached = {s.name: 0 for s in self.specs}
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -134,10 +135,11 @@ class PendingBatch:
         if self._n_left == 0:
             self._done.set()
 
-    def _set(self, name: str, i: int, score: Score, seconds: float) -> None:
+    def _set(self, name: str, i: int, score: Score, seconds: float, node: str | None = None) -> None:
         with self._lock:
             self._scores[name][i] = score
             self._lat[name][i] = seconds
+            self._nodes[name][i] = node
             self._n_left -= 1
             if self._progress is not None:
                 self._progress.update(1)
@@ -156,7 +158,9 @@ class PendingBatch:
             self._progress.close()
             self._progress = None
         scores = cast("dict[str, list[Score]]", self._scores)  # done: every slot holds a Score
-        res = BatchResult(specs=list(self.specs), scores=scores, latency_s=self._lat, cached=self.cached)
+        res = BatchResult(
+            specs=list(self.specs), scores=scores, latency_s=self._lat, cached=self.cached, nodes=self._nodes
+        )
         for name, counts in res.failures().items():
             if set(counts) - DATA_FAULT_STATUSES:
                 detail = ", ".join(f"{n} {st}" for st, n in counts.most_common())
@@ -186,7 +190,7 @@ class ScoringSession:
         cache: bool | int = True,
         memory_limit_mb: int | None = 8192,
         progress: bool = False,
-        pool: WorkerPool | None = None,
+        pool: TaskPool | None = None,
     ) -> None:
         self.specs = [self._spec(s) for s in specs]
         names = [s.name for s in self.specs]
@@ -212,7 +216,7 @@ class ScoringSession:
         return RewardSpec.model_validate(dict(s))
 
     @property
-    def pool(self) -> WorkerPool:
+    def pool(self) -> TaskPool:
         if self._pool is None:
             self._pool = default_pool(self._workers, self._mem)
         return self._pool
@@ -260,7 +264,7 @@ class ScoringSession:
                 result = Score.model_construct(**score)
                 if key:
                     self._cache.put(key, result)
-            pending._set(spec.name, i, result, seconds)
+            pending._set(spec.name, i, result, seconds, task.node)
 
         if entry.isolation == "inline":
             self._run_inline(spec, entry, sdict, completion, done)

@@ -16,8 +16,9 @@ import logging
 import math
 import os
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from opentelemetry import trace
@@ -55,6 +56,7 @@ class RewardStats:
         latency_p50_s: median scoring latency in seconds.
         latency_p99_s: 99th percentile scoring latency in seconds.
         weight: the reward's weight in the total (0 = logged only).
+        nodes: calls per cluster node that scored them (the Ray scoring backend; empty on this machine's pool).
     """
 
     mean: float | None
@@ -66,6 +68,7 @@ class RewardStats:
     latency_p50_s: float | None = None
     latency_p99_s: float | None = None
     weight: float = 1.0
+    nodes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_values(
@@ -115,13 +118,15 @@ class RewardStats:
             specs = getattr(result, "specs", None) or ()
             weight = next((float(s.weight) for s in specs if getattr(s, "name", None) == name), 1.0)
         latencies: Mapping[str, Sequence[float]] = getattr(result, "latency_s", None) or {}
-        return cls.from_values(
+        stats = cls.from_values(
             [s.value for s in scores[name]],
             [str(s.status) for s in scores[name]],
             latencies_s=list(latencies.get(name, ())),
             group_size=group_size,
             weight=weight,
         )
+        nodes: Mapping[str, Sequence[str | None]] = getattr(result, "nodes", None) or {}
+        return replace(stats, nodes=dict(sorted(Counter(n for n in nodes.get(name, ()) if n).items())))
 
 
 def num(v: Any) -> float | None:
@@ -192,6 +197,9 @@ def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
     attrs.update({k: float(v) for k, v in optional.items() if v is not None})
     for status, n in stats.statuses.items():
         attrs[f"harness.reward.status.{status}"] = int(n)
+    if stats.nodes:  # the Ray backend: which nodes scored, and how many calls each (aligned lists)
+        attrs["harness.reward.nodes"] = list(stats.nodes)
+        attrs["harness.reward.node_calls"] = [int(n) for n in stats.nodes.values()]
     return attrs
 
 

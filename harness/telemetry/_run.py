@@ -112,7 +112,14 @@ class EvalSpan:
         """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` numbers; None: left out."""
         self.span.set_attributes(flat_metrics("harness.metric.", metrics))
 
-    def record_reward(self, name: str, heldout: float | None, metrics: Mapping[str, float] | None = None) -> None:
+    def record_reward(
+        self,
+        name: str,
+        heldout: float | None,
+        metrics: Mapping[str, float] | None = None,
+        *,
+        nodes: Mapping[str, int] | None = None,
+    ) -> None:
         """Add an ``eval.reward/<name>`` child span with the held-out score beside the training mean.
 
         The span links to the ``reward/<name>`` span of the checkpoint's step when the checkpoint context has it.
@@ -121,6 +128,8 @@ class EvalSpan:
             name: the reward spec name (the same name as in training).
             heldout: the held-out score (None when nothing could be scored).
             metrics: further flat metrics of this reward (``harness.metric.<key>``).
+            nodes: calls per cluster node that scored them (the Ray backend), as ``harness.reward.nodes`` and
+                ``harness.reward.node_calls`` like the training reward spans.
         """
         train = (self._ctx.get("rewards") or {}).get(name) or {}
         train_mean = num(train.get("train_mean"))
@@ -135,6 +144,9 @@ class EvalSpan:
             if heldout is not None:
                 attrs["harness.reward.gap"] = train_mean - float(heldout)
         attrs.update(flat_metrics("harness.metric.", metrics or {}))
+        if nodes:
+            attrs["harness.reward.nodes"] = list(nodes)
+            attrs["harness.reward.node_calls"] = [int(n) for n in nodes.values()]
         link = link_to(
             train, {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
         )
