@@ -12,7 +12,9 @@ The children are made with ``clone(CLONE_PARENT)``: their parent is the server, 
 itself, so the server reaps them, its death kills them (the parent-death signal) and nothing in their setup
 changes. Before each child the helper enters the job's network and IPC namespaces (descriptors the server
 sends with the job) and, with per-execution pid namespaces, a fresh pid namespace, and afterwards returns to its
-own. It holds no state between jobs and exits when the server closes its socket.
+own. It holds no state between jobs and exits when the server closes its socket. With seccomp it runs under
+the first half of the policy (everything but the calls a child's setup still makes), which each child inherits
+instead of compiling the whole 240-instruction program itself (about 0.13 ms per child).
 
 Where ``clone`` cannot be called this way (an architecture without a syscall number here, or a kernel that
 refuses) :meth:`ForkHelper.start` returns None and the server forks its children itself, as before.
@@ -79,12 +81,14 @@ class ForkHelper:
         make_spec: Callable[[dict[str, Any], tuple[int, ...]], _child.ChildSpec],
         home: list[tuple[int, int]],
         close: tuple[int, ...] = (),
+        seccomp: _sys.SeccompFilter | None = None,
     ) -> ForkHelper | None:
         """Fork the helper (it closes ``close``, the server's own connection among them) and check that a child
         it clones is this process's child; None where that does not work.
 
         ``make_spec(fields, cgroup_fds)``: builds a child's spec in the helper from what :meth:`fork` sends;
-        ``home``: the (descriptor, type) of the namespaces the helper returns to after each child.
+        ``home``: the (descriptor, type) of the namespaces the helper returns to after each child; ``seccomp``:
+        a filter the helper installs on itself first (every child inherits it).
         """
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
@@ -94,6 +98,9 @@ class ForkHelper:
                 mine.close()
                 for fd in close:
                     os.close(fd)
+                if seccomp is not None:
+                    _sys.set_no_new_privs()
+                    seccomp.install()
                 _serve(theirs, make_spec, home)
             except BaseException:
                 code = 1

@@ -75,8 +75,20 @@ class Server:
         self.helper: ForkHelper | None = None  # forks the children: see :mod:`sandbox._forker`
 
     def start_helper(self) -> None:
-        """Fork the fork helper (where ``clone(CLONE_PARENT)`` works; else the server forks its children)."""
-        self.helper = ForkHelper.start(self._spec, self.home, close=(self.sock.fileno(),))
+        """Fork the fork helper (where ``clone(CLONE_PARENT)`` works; else the server forks its children).
+
+        With seccomp the helper installs the first half of the policy once (:func:`_sys.seccomp_program` with
+        ``for_setup``), which its children inherit; each child then compiles only the short second half.
+        """
+        first = second = None
+        if self.seccomp is not None:
+            first = _sys.SeccompFilter(_sys.seccomp_program(for_setup=True))
+            second = _sys.SeccompFilter(_sys.seccomp_setup_program())
+
+        def spec(fields: dict[str, Any], cgroup_fds: tuple[int, ...]) -> _child.ChildSpec:
+            return self._spec(fields, cgroup_fds, second)
+
+        self.helper = ForkHelper.start(spec, self.home, close=(self.sock.fileno(),), seccomp=first)
 
     def reap(self) -> None:
         while True:
@@ -148,8 +160,11 @@ class Server:
             "newpid": newpid,
         }
 
-    def _spec(self, fields: dict[str, Any], cgroup_fds: tuple[int, ...]) -> _child.ChildSpec:
-        """A child's spec: ``fields`` (from :meth:`_fields`) and what every child of this server shares."""
+    def _spec(
+        self, fields: dict[str, Any], cgroup_fds: tuple[int, ...], seccomp: _sys.SeccompFilter | None = None
+    ) -> _child.ChildSpec:
+        """A child's spec: ``fields`` (from :meth:`_fields`) and what every child of this server shares;
+        ``seccomp``: the filter it installs instead of the whole policy (the fork helper's children)."""
         return _child.ChildSpec(
             role=fields["role"],
             uid=fields["uid"],
@@ -159,7 +174,7 @@ class Server:
             pidns=fields["pidns"],
             keep_visible=self.keep_visible,
             landlock=self.landlock,
-            seccomp=self.seccomp,
+            seccomp=seccomp if seccomp is not None else self.seccomp,
             limits=fields["limits"],
             rlimits=fields["rlimits"],
             tmpfs=fields["tmpfs"],
