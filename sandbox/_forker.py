@@ -35,7 +35,7 @@ from typing import Any
 
 from sandbox import _child, _sys
 
-__all__ = ["ForkHelper", "clone_parent"]
+__all__ = ["ForkHelper", "HelperLost", "clone_parent"]
 
 _SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine(), -1)
 _CLONE_PARENT = 0x00008000
@@ -67,6 +67,10 @@ def clone_parent() -> int:
         err = ctypes.get_errno()
         raise OSError(err, f"clone(CLONE_PARENT): {os.strerror(err)}")
     return int(pid)
+
+
+class HelperLost(RuntimeError):
+    """The fork helper exited while it held a job."""
 
 
 class ForkHelper:
@@ -111,15 +115,23 @@ class ForkHelper:
             probe, _ = helper._request({"probe": True}, [])
             if probe and os.waitpid(probe[0], 0)[0] == probe[0]:  # (ChildProcessError when not ours)
                 return helper
-        except OSError:
+        except (OSError, HelperLost):
             pass
         helper.close()
         return None
 
     def _request(self, msg: dict[str, Any], fds: list[int]) -> tuple[list[int], str | None]:
+        """Send a job and wait for the pids.
+
+        Raises:
+            OSError: the helper was gone before the job reached it (nothing was forked).
+            HelperLost: it exited with the job in hand (some children may exist).
+        """
         socket.send_fds(self.sock, [marshal.dumps(msg)], fds)
-        reply = marshal.loads(self.sock.recv(1 << 16) or marshal.dumps(([], "the fork helper exited")))
-        pids, error = reply
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise HelperLost("the fork helper exited during the job")
+        pids, error = marshal.loads(data)
         return list(pids), error
 
     def fork(
@@ -130,7 +142,8 @@ class ForkHelper:
         order, and why it stopped short (None when it forked them all).
 
         Raises:
-            OSError: the helper is gone.
+            OSError: the helper was gone before the job reached it (nothing was forked).
+            HelperLost: it exited with the job in hand.
         """
         fds = [fd for fd, _ in namespaces]
         described = []

@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from sandbox import _cgroups, _child, _judge, _solution, _sys, _usage, _wire  # noqa: F401  (before any mount)
-from sandbox._forker import ForkHelper
+from sandbox._forker import ForkHelper, HelperLost
 from sandbox._nspool import NamespacePool
 from sandbox._probe import REFERENCE_BURN_S, SYSTEM_RO, calibrate, home_namespaces, probe, runtime_roots
 
@@ -198,9 +198,11 @@ class Server:
                 return self.helper.fork(
                     namespaces, [(f, mine, cg.join_fds() if cg else []) for f, mine, cg, _ in planned]
                 )
-            except OSError as e:  # the helper is gone: fork here from now on
+            except HelperLost as e:  # it may have forked some: this job fails, the server forks from now on
                 self.helper = None
-                return [], f"the fork helper failed: {e}"
+                return [], str(e)
+            except OSError:  # gone before the job reached it: the server forks, this job's children included
+                self.helper = None
             finally:
                 for fd, _ in namespaces:
                     os.close(fd)

@@ -3,7 +3,9 @@ with the server."""
 
 from __future__ import annotations
 
+import os
 import platform
+import signal
 import threading
 import time
 from pathlib import Path
@@ -81,3 +83,24 @@ def test_sandboxed_processes_are_the_servers_children_and_the_helper_goes_with_i
     while _alive(helper) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(helper)
+
+
+def test_a_killed_helper_leaves_the_server_forking_its_children_itself():
+    """When the helper is gone, the next execution still runs (the server forks it, with the whole seccomp
+    policy in the child), and so do the ones after it."""
+    sb = Sandbox(limits=Limits(timeout_s=10))
+    try:
+        helper = _helper(sb)
+        os.kill(helper, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while _alive(helper) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(3):
+            r = sb.run_program("import os\nprint(os.getpid())")
+            assert (r.status, r.stdout) == ("ok", b"1\n"), r.reason  # (pid 1 of its own namespace, as before)
+        # memfd_create is refused only by the policy's first half, which a child of the helper inherits: here the
+        # child must have installed the whole policy itself
+        probe = "import os\ntry:\n    os.memfd_create('x')\n    print('made')\nexcept PermissionError:\n    print('refused')"
+        assert sb.run_program(probe).stdout == b"refused\n"
+    finally:
+        sb.close()
