@@ -21,10 +21,11 @@ from __future__ import annotations
 import fcntl
 import functools
 import io
-import json
+import marshal
 import os
 import resource
 import signal
+import stat
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -95,11 +96,12 @@ def _place_fds(fds: list[int]) -> None:
 
 def prepare_server() -> None:
     """Once, in the warm server: the process state every child inherits as is (scrubbed environment, default
-    SIGCHLD, no wakeup fd), so that children do not redo it after ``fork``."""
+    SIGCHLD, no wakeup fd, unused stream objects for fds 0-2), so that children do not redo it after ``fork``."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.environ.clear()
     os.environ.update(SAFE_ENV)
+    _prebuild_stdio()
 
 
 @functools.lru_cache(maxsize=256)
@@ -176,21 +178,59 @@ def _drop_uid(uid: int) -> None:
         raise OSError("uid drop did not take")
 
 
+def _make_stdio() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
+    """New stream objects on fds 0-2."""
+    return (
+        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+            encoding="utf-8",
+            errors="backslashreplace",
+            line_buffering=True,
+        ),
+    )
+
+
+#: Stream objects for fds 0-2, made once in the server (:func:`prepare_server`) and never used there, keyed by
+#: whether fd 0 is a pipe (else ``/dev/null``); each child takes the set that matches its own fd 0.
+_STDIO: dict[bool, tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]] = {}
+#: The server's own streams, held here so that a child replacing them in ``sys`` does not free them: their
+#: finalizers (flush, close) ran in every child and cost it about 40 page faults.
+_SERVER_STDIO: list[object] = []
+
+
+def _prebuild_stdio() -> None:
+    """Make :data:`_STDIO` over descriptors of the kinds a child has on 0-2 (a pipe or ``/dev/null`` on 0, pipes
+    on 1 and 2), so that what the objects learn from their descriptor (seekable or not, the position) is what a
+    child would learn from its own. The server's own 0-2 are put back afterwards."""
+    _SERVER_STDIO[:] = [sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__]
+    saved = [os.dup(k) for k in range(3)]
+    r, w = os.pipe()
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        for piped in (True, False):
+            os.dup2(r if piped else null, 0)
+            _STDIO[piped] = _make_stdio()
+    finally:
+        for k, fd in enumerate(saved):
+            os.dup2(fd, k)
+            os.close(fd)
+        for fd in (r, w, null):
+            os.close(fd)
+
+
 def _fresh_stdio() -> None:
-    """New stream objects on fds 0-2, none of them carrying the server's buffers; the ``sys.__std*__`` originals
-    are replaced too (typeshed declares them Final, hence the ignores), so code that reaches for them gets these."""
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
-        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8"
-    )
-    sys.stdout = sys.__stdout__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
-        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"
-    )
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(  # type: ignore[misc]  # Final in typeshed; replaced on purpose
-        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
-        encoding="utf-8",
-        errors="backslashreplace",
-        line_buffering=True,
-    )
+    """Stream objects on fds 0-2 that never carried anything (none of them the server's own, with its buffers); the
+    ``sys.__std*__`` originals are replaced too (typeshed declares them Final, hence the ignores), so code that
+    reaches for them gets these. They were made before ``fork`` (:data:`_STDIO`): making them here cost every
+    child about 80 page faults."""
+    made = _STDIO.get(stat.S_ISFIFO(os.fstat(0).st_mode)) or _make_stdio()
+    sys.stdin = sys.__stdin__ = made[0]  # type: ignore[misc]  # Final in typeshed; replaced on purpose
+    sys.stdout = sys.__stdout__ = made[1]  # type: ignore[misc]  # Final in typeshed; replaced on purpose
+    sys.stderr = sys.__stderr__ = made[2]  # type: ignore[misc]  # Final in typeshed; replaced on purpose
 
 
 def _read_all(fd: int) -> bytes:
@@ -268,7 +308,7 @@ def run_child(spec: ChildSpec, fds: list[int]) -> None:
     placed = [False]  # until the pipes sit on 0-6, fd 4 is some descriptor of the server's
     try:
         _setup(spec, fds, placed)
-        payload = json.loads(_read_all(FD_PAYLOAD))
+        payload = marshal.loads(_read_all(FD_PAYLOAD))
         os.write(FD_SETUP, b"OK")
         os.close(FD_SETUP)
     except BaseException as e:  # report the setup failure to the host, which scores sandbox_error

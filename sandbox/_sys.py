@@ -36,6 +36,8 @@ __all__ = [
     "SeccompFilter",
     "seccomp_supported",
     "seccomp_program",
+    "seccomp_setup_program",
+    "SETUP_CALLS",
     "CLONE_NEWNS",
     "CLONE_NEWNET",
     "CLONE_NEWIPC",
@@ -329,10 +331,19 @@ def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
-def _actions() -> list[tuple[int, int, int]]:
-    """The allowlist as runs ``(first, last, action)`` of syscall numbers with one action, ascending."""
+#: Calls the policy refuses that a child's own setup makes after ``fork`` (and the fork helper between forks):
+#: with the policy split in two (:func:`seccomp_program` with ``for_setup``, then :func:`seccomp_setup_program`)
+#: they are refused by the second filter, which each child installs last.
+SETUP_CALLS = ("unshare", "setns", "mount", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")
+
+
+def _actions(for_setup: bool = False) -> list[tuple[int, int, int]]:
+    """The allowlist as runs ``(first, last, action)`` of syscall numbers with one action, ascending; with
+    ``for_setup`` the :data:`SETUP_CALLS` are allowed."""
     allow, eperm, enosys = _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO | _EPERM, _SECCOMP_RET_ERRNO | _ENOSYS
     allowed, denied = set(_syscalls.ALLOWED.values()), set(_syscalls.DENIED.values())
+    if for_setup:
+        allowed |= {_syscalls.DENIED[name] for name in SETUP_CALLS}
     runs: list[tuple[int, int, int]] = []
     for nr in range(_syscalls.KNOWN_MAX + 1):
         action = allow if nr in allowed else eperm if nr in denied else enosys
@@ -343,8 +354,58 @@ def _actions() -> list[tuple[int, int, int]]:
     return runs
 
 
-def seccomp_program() -> list[bytes]:
+def _arch_check() -> list[bytes]:
+    """Kill a foreign architecture or an x32 call; leaves the syscall number in the accumulator."""
+    return [
+        _stmt(_BPF_LD_W_ABS, 4),  # arch
+        _jump(_BPF_JEQ_K, _AUDIT_ARCH_X86_64, 1, 0),
+        _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
+        _stmt(_BPF_LD_W_ABS, 0),
+        _jump(0x35, 0x40000000, 0, 1),  # JGE: x32 ABI
+        _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
+    ]
+
+
+def _core_limit_rules() -> list[bytes]:
+    """The core limit stays at the 1 the child set (a pipe core_pattern ignores 0): ``setrlimit(RLIMIT_CORE, ...)``
+    and ``prlimit64(_, RLIMIT_CORE, new != NULL, _)`` are refused; reading it is not. Expects the number in
+    the accumulator and leaves it there for every other call."""
+    allow, eperm = _stmt(_BPF_RET_K, _SECCOMP_RET_ALLOW), _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | _EPERM)
+    return [
+        _jump(_BPF_JEQ_K, _SYS_SETRLIMIT, 0, 4),
+        _stmt(_BPF_LD_W_ABS, 16),
+        _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 1),
+        eperm,
+        allow,
+        _jump(_BPF_JEQ_K, _SYS_PRLIMIT64, 0, 8),
+        _stmt(_BPF_LD_W_ABS, 24),
+        _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 4),
+        _stmt(_BPF_LD_W_ABS, 32),
+        _jump(_BPF_JEQ_K, 0, 0, 3),
+        _stmt(_BPF_LD_W_ABS, 36),
+        _jump(_BPF_JEQ_K, 0, 0, 1),
+        allow,
+        eperm,
+    ]
+
+
+def seccomp_setup_program() -> list[bytes]:
+    """The second half of the policy split in two: refuses the :data:`SETUP_CALLS` (EPERM) and a new core limit,
+    allows everything else (the first half, :func:`seccomp_program` with ``for_setup``, decides it). About 30
+    instructions instead of 240: the filter each child compiles when the fork helper holds the first half."""
+    prog = _arch_check()
+    for name in SETUP_CALLS:
+        prog += [_jump(_BPF_JEQ_K, _syscalls.DENIED[name], 0, 1), _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | _EPERM)]
+    return prog + _core_limit_rules() + [_stmt(_BPF_RET_K, _SECCOMP_RET_ALLOW)]
+
+
+def seccomp_program(for_setup: bool = False) -> list[bytes]:
     """The BPF allowlist of :mod:`sandbox._syscalls` as a list of 8-byte instructions (x86_64).
+
+    ``for_setup``: the first half of the policy split in two, installed once in the fork helper so that each
+    child inherits it and compiles only :func:`seccomp_setup_program`: the :data:`SETUP_CALLS` are allowed and
+    the core-limit rules left out; the second half refuses exactly those, so the two together decide every call
+    as the whole program does.
 
     Calls with checked arguments come first: ``socket``/``socketpair`` of any family but AF_UNIX get
     EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)`` get
@@ -360,17 +421,7 @@ def seccomp_program() -> list[bytes]:
         return _stmt(_BPF_RET_K, _SECCOMP_RET_ERRNO | e)
 
     allow = _stmt(_BPF_RET_K, _SECCOMP_RET_ALLOW)
-    load_nr = _stmt(_BPF_LD_W_ABS, 0)
-    prog = [
-        _stmt(_BPF_LD_W_ABS, 4),  # arch
-        _jump(_BPF_JEQ_K, _AUDIT_ARCH_X86_64, 1, 0),
-        _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
-        load_nr,
-        _jump(0x35, 0x40000000, 0, 1),  # JGE: x32 ABI
-        _stmt(_BPF_RET_K, _SECCOMP_RET_KILL_PROCESS),
-        _jump(_BPF_JEQ_K, _SYS_CLONE3, 0, 1),
-        errno(_ENOSYS),
-    ]
+    prog = _arch_check() + [_jump(_BPF_JEQ_K, _SYS_CLONE3, 0, 1), errno(_ENOSYS)]
     # socket / socketpair: only AF_UNIX (args[0] low word at offset 16)
     for nr in (_SYS_SOCKET, _SYS_SOCKETPAIR):
         prog += [
@@ -400,26 +451,8 @@ def seccomp_program() -> list[bytes]:
         ]
         prog += [_jump(_BPF_JEQ_K, name, m - k, 0) for k, name in enumerate(names)]
         prog += [allow, errno(_EPERM)]
-    # the core limit stays at the 1 the child set (a pipe core_pattern ignores 0): setrlimit(RLIMIT_CORE, ...) and
-    # prlimit64(_, RLIMIT_CORE, new != NULL, _) are refused; reading it is not
-    prog += [
-        _jump(_BPF_JEQ_K, _SYS_SETRLIMIT, 0, 4),
-        _stmt(_BPF_LD_W_ABS, 16),
-        _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 1),
-        errno(_EPERM),
-        allow,
-    ]
-    prog += [
-        _jump(_BPF_JEQ_K, _SYS_PRLIMIT64, 0, 8),
-        _stmt(_BPF_LD_W_ABS, 24),
-        _jump(_BPF_JEQ_K, _RLIMIT_CORE, 0, 4),
-        _stmt(_BPF_LD_W_ABS, 32),
-        _jump(_BPF_JEQ_K, 0, 0, 3),
-        _stmt(_BPF_LD_W_ABS, 36),
-        _jump(_BPF_JEQ_K, 0, 0, 1),
-        allow,
-        errno(_EPERM),
-    ]
+    if not for_setup:
+        prog += _core_limit_rules()
     # fcntl: no open-file-description locks (args[1]), which a descriptor in flight keeps after the execution
     prog += [
         _jump(_BPF_JEQ_K, _SYS_FCNTL, 0, 5),
@@ -447,7 +480,7 @@ def seccomp_program() -> list[bytes]:
         errno(_EPERM),
         allow,
     ]
-    for _first, last, action in _actions():  # the syscall number is in the accumulator
+    for _first, last, action in _actions(for_setup):  # the syscall number is in the accumulator
         prog += [_jump(_BPF_JGT_K, last, 1, 0), _stmt(_BPF_RET_K, action)]
     prog.append(errno(_ENOSYS))  # above the audited table: unknown
     return prog

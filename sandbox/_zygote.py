@@ -7,8 +7,9 @@ up, so there is no network at all) and a private mount namespace whose root is a
 interpreter's install trees, the system paths children may read, ``/proc``, the cgroup tree and ``/dev/null``
 (bind mounts, reachable by unprivileged uids even under a 0700 home directory; no other host path, no host
 unix socket, exists there). Every mount of that namespace but the cgroup tree is then made read-only. For each
-job the server enters fresh IPC and network namespaces and forks the job's children into them, each as pid 1 of
-a fresh pid namespace of its own, then returns to its own; each child enters a mount namespace of its own.
+job the server enters fresh IPC and network namespaces and has the job's children forked into them, each as pid
+1 of a fresh pid namespace of its own, then returns to its own; each child enters a mount namespace of its own.
+The forking itself is done by a fork helper (:mod:`sandbox._forker`) whose children are still the server's.
 
 The server loads only the modules its children need, and none that registers a fork handler (``threading``,
 ``random``, ``logging``): such a handler would run in every child and touch (copy) memory there.
@@ -31,6 +32,7 @@ import time
 from typing import Any
 
 from sandbox import _cgroups, _child, _judge, _solution, _sys, _usage, _wire  # noqa: F401  (before any mount)
+from sandbox._forker import ForkHelper, HelperLost
 from sandbox._nspool import NamespacePool
 from sandbox._probe import REFERENCE_BURN_S, SYSTEM_RO, calibrate, home_namespaces, probe, runtime_roots
 
@@ -69,6 +71,24 @@ class Server:
         self.keep_visible = tuple(
             r for r in runtime_roots() if any(r.startswith(d + "/") for d in ("/tmp", "/dev/shm"))
         )
+        self.covers = _child.cover_mounts() if layers["mntns"] else ()
+        self.helper: ForkHelper | None = None  # forks the children: see :mod:`sandbox._forker`
+
+    def start_helper(self) -> None:
+        """Fork the fork helper (where ``clone(CLONE_PARENT)`` works; else the server forks its children).
+
+        With seccomp the helper installs the first half of the policy once (:func:`_sys.seccomp_program` with
+        ``for_setup``), which its children inherit; each child then compiles only the short second half.
+        """
+        first = second = None
+        if self.seccomp is not None:
+            first = _sys.SeccompFilter(_sys.seccomp_program(for_setup=True))
+            second = _sys.SeccompFilter(_sys.seccomp_setup_program())
+
+        def spec(fields: dict[str, Any], cgroup_fds: tuple[int, ...]) -> _child.ChildSpec:
+            return self._spec(fields, cgroup_fds, second)
+
+        self.helper = ForkHelper.start(spec, self.home, close=(self.sock.fileno(),), seccomp=first)
 
     def reap(self) -> None:
         while True:
@@ -89,46 +109,21 @@ class Server:
         try:
             groups = [self._group(slot, i, limits) if self.roots is not None else None for i in range(len(children))]
             self.job_ns_fds[job] = (slot, self.pool.enter(slot))
+            planned = []
             for i, c in enumerate(children):
                 mine = [self.devnull if k < 0 else fds[k] for k in c["fds"]]
                 cg, before = groups[i], (0, 0)
                 if cg is not None:
                     before = cg.counted or cg.counters()
-                uid = c["uid"] if self.layers["uid"] else None
-                workdir = "/tmp"
-                if not self.layers["mntns"]:
-                    import tempfile  # only here: it loads ``random``, whose fork handler would run in every child
-
-                    workdir = tempfile.mkdtemp(prefix="sbx-work-")
-                    self.workdirs.setdefault(job, []).append(workdir)
-                    if uid is not None:
-                        os.chown(workdir, uid, uid)
-                tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()
-                covers: tuple[tuple[bytes, bytes, int, bytes], ...] = ()
-                if self.layers["mntns"]:
-                    covers = _child.cover_mounts()
-                    owner = uid if uid is not None else os.getuid()
-                    tmpfs = _child.tmpfs_mounts(owner, owner if uid is not None else os.getgid(), limits["disk_bytes"])
-                spec = _child.ChildSpec(
-                    role=c["role"],
-                    uid=uid,
-                    workdir=workdir,
-                    cgroup_fds=tuple(cg.join_fds() if cg else ()),
-                    mounts=self.layers["mntns"],
-                    pidns=cg is None and self.layers["pidns"] and not self.layers["job_pidns"],
-                    keep_visible=self.keep_visible,
-                    landlock=self.landlock,
-                    seccomp=self.seccomp,
-                    limits=limits,
-                    rlimits=rlimits,
-                    tmpfs=tmpfs,
-                    covers=covers,
-                    unshare=self.unshare,
-                    server_pid=self.pid,
-                )
-                pid = self._fork_child(spec, mine)
+                fields = self._fields(job, c["role"], c["uid"] if self.layers["uid"] else None, limits, rlimits)
+                fields["pidns"] = cg is None and self.layers["pidns"] and not self.layers["job_pidns"]
+                planned.append((fields, mine, cg, before))
+            pids, error = self._fork_all(planned)
+            for pid, (_, _, cg, before) in zip(pids, planned, strict=False):  # (fewer pids: it stopped short)
                 self.live.add(pid)
                 started.append((pid, cg, before))
+            if error is not None:
+                raise RuntimeError(error)
             self.cpu0[job] = sum(cg.cpu_seconds() or 0.0 for cg in groups if cg is not None)
         except Exception as e:
             self.end(job)
@@ -137,6 +132,84 @@ class Server:
             for fd, nstype in self.home:  # back home: the next job gets namespaces of its own again
                 _sys.setns(fd, nstype)
         return {"ok": True, "pids": [p for p, _, _ in started]}
+
+    def _fields(
+        self, job: int, role: str, uid: int | None, limits: dict[str, int], rlimits: tuple[tuple[int, int], ...]
+    ) -> dict[str, Any]:
+        """What differs between two children's specs (the rest: :meth:`_spec`), as plain data for the helper."""
+        workdir = "/tmp"
+        if not self.layers["mntns"]:
+            import tempfile  # only here: it loads ``random``, whose fork handler would run in every child
+
+            workdir = tempfile.mkdtemp(prefix="sbx-work-")
+            self.workdirs.setdefault(job, []).append(workdir)
+            if uid is not None:
+                os.chown(workdir, uid, uid)
+        tmpfs: tuple[tuple[bytes, bytes, int, bytes], ...] = ()
+        if self.layers["mntns"]:
+            owner = uid if uid is not None else os.getuid()
+            tmpfs = _child.tmpfs_mounts(owner, owner if uid is not None else os.getgid(), limits["disk_bytes"])
+        newpid = bool(self.job_ns & _sys.CLONE_NEWPID)
+        return {
+            "role": role,
+            "uid": uid,
+            "workdir": workdir,
+            "limits": limits,
+            "rlimits": rlimits,
+            "tmpfs": tmpfs,
+            "newpid": newpid,
+        }
+
+    def _spec(
+        self, fields: dict[str, Any], cgroup_fds: tuple[int, ...], seccomp: _sys.SeccompFilter | None = None
+    ) -> _child.ChildSpec:
+        """A child's spec: ``fields`` (from :meth:`_fields`) and what every child of this server shares;
+        ``seccomp``: the filter it installs instead of the whole policy (the fork helper's children)."""
+        return _child.ChildSpec(
+            role=fields["role"],
+            uid=fields["uid"],
+            workdir=fields["workdir"],
+            cgroup_fds=cgroup_fds,
+            mounts=self.layers["mntns"],
+            pidns=fields["pidns"],
+            keep_visible=self.keep_visible,
+            landlock=self.landlock,
+            seccomp=seccomp if seccomp is not None else self.seccomp,
+            limits=fields["limits"],
+            rlimits=fields["rlimits"],
+            tmpfs=fields["tmpfs"],
+            covers=self.covers,
+            unshare=self.unshare,
+            server_pid=self.pid,
+        )
+
+    def _fork_all(
+        self, planned: list[tuple[dict[str, Any], list[int], _cgroups.JobCgroup | None, tuple[int, int]]]
+    ) -> tuple[list[int], str | None]:
+        """Fork the job's children (through the fork helper when there is one); their pids, and why it stopped
+        short of the last one (None when it did not)."""
+        if self.helper is not None:
+            namespaces = [
+                (os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), t)
+                for t, name in ((_sys.CLONE_NEWNET, "net"), (_sys.CLONE_NEWIPC, "ipc"))
+                if self.job_ns & t
+            ]
+            try:
+                return self.helper.fork(
+                    namespaces, [(f, mine, cg.join_fds() if cg else []) for f, mine, cg, _ in planned]
+                )
+            except HelperLost as e:  # it may have forked some: this job fails, the server forks from now on
+                self.helper = None
+                return [], str(e)
+            except OSError:  # gone before the job reached it: the server forks, this job's children included
+                self.helper = None
+            finally:
+                for fd, _ in namespaces:
+                    os.close(fd)
+        pids: list[int] = []
+        for fields, mine, cg, _ in planned:
+            pids.append(self._fork_child(self._spec(fields, tuple(cg.join_fds() if cg else ())), mine))
+        return pids, None
 
     def usage(self, job: int) -> dict[str, Any]:
         """The job's CPU time so far (its groups', or its live process tree's), how long its live threads waited
@@ -327,6 +400,8 @@ class Server:
             cg.drain(reap=self.reap)
             cg.remove()
         self.pool.close()
+        if self.helper is not None:
+            self.helper.close()
 
 
 def collect_unix_garbage() -> None:
@@ -384,4 +459,6 @@ def main(ctl_fd: int) -> None:
         raise
     sys.path[:] = [p for p in sys.path if "site-packages" in p or "dist-packages" in p or p.startswith(sys.base_prefix)]
     sock.sendall(json.dumps({"ready": True, "layers": layers, "speed_factor": factor, "pid": os.getpid()}).encode())
-    Server(sock, layers, roots).serve()
+    server = Server(sock, layers, roots)
+    server.start_helper()
+    server.serve()

@@ -306,3 +306,27 @@ def test_concurrent_calls_share_one_server_and_keep_verdicts_apart(generous_fn, 
     for t in threads:
         t.join()
     assert results == {i: 1.0 if i % 2 else 0.0 for i in range(8)}
+
+
+@pytest.mark.skipif(not _sys.seccomp_supported(), reason="seccomp table is x86_64 only")
+def test_the_policy_split_in_two_decides_every_call_as_the_whole_program():
+    """The fork helper holds the first half and each child adds the second: for every number, with the argument
+    values the whole program checks, the stricter of the two verdicts (what the kernel applies) is the whole
+    program's. Fails if a setup call were left allowed by both halves, or the core-limit rule dropped."""
+    from sandbox import _syscalls
+
+    whole, first, second = _sys.seccomp_program(), _sys.seccomp_program(for_setup=True), _sys.seccomp_setup_program()
+    assert len(second) < 50
+
+    def signed(action: int) -> int:  # the kernel keeps the lowest action as a signed value (KILL_PROCESS < ERRNO)
+        return action - (1 << 32) if action & 0x80000000 else action
+
+    args = [(0,) * 6, (0x00020000,) + (0,) * 5, (0x1011,) + (0,) * 5, (2,) + (0,) * 5, (4, 1 << 40) + (0,) * 4]
+    args += [(0, 4, 1 << 40, 0, 0, 0), (0, 4, 0, 0, 0, 0), (3, 37, 0, 0, 0, 0), (3, 1, 57, 0, 0, 0)]
+    args += [(3, 1, 76, 0, 0, 0), (0, 0x5412, 0, 0, 0, 0), (3, 0, 1, 0, 0, 8)]
+    for nr in [*range(1100), 0x40000001]:  # (the last: an x32 call, killed)
+        for a in args:
+            both = min(_bpf_run(first, nr, a), _bpf_run(second, nr, a), key=signed)
+            assert both == _bpf_run(whole, nr, a), (nr, a)
+    for name in _sys.SETUP_CALLS:  # what the helper and a child's setup still need passes the first half
+        assert _bpf_run(first, _syscalls.DENIED[name]) == 0x7FFF0000, name
