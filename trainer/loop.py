@@ -53,6 +53,7 @@ from trainer.dist import (
 from trainer.head import PolicyForward, probe_logit_map
 from trainer.interrupt import StopRequest
 from trainer.losses import LossConfig
+from trainer.memory import trimmed_backward
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
 from trainer.setup import (
@@ -302,7 +303,8 @@ def optimize(
             out = tally.loss(k, logp, first_pass=it == 0)
             if k == last:
                 sync.arm()
-            out.loss.backward()
+            with trimmed_backward(model.parameters()):  # CPU: free heap memory handed back (trainer.memory)
+                out.loss.backward()
             if it == 0:
                 tally.add(k, out, ent)
         grad_norm = optimizer_step(model, optimizer, scheduler, sync, max_grad_norm)
