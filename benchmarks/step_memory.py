@@ -81,7 +81,9 @@ def phase(name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        ROWS.append((name, {**_status(), **dict(zip(("used", "kept", "mmap"), _heap()))}, time.process_time() - t))
+        ROWS.append(
+            (name, {**_status(), **dict(zip(("used", "kept", "mmap"), _heap(), strict=True))}, time.process_time() - t)
+        )
 
 
 def _wrap(owner: Any, attr: str, name: str | Callable[..., str]) -> None:
@@ -112,6 +114,21 @@ def _instrument() -> None:
     _wrap(torch.Tensor, "backward", "backward")
     _wrap(loop, "optimizer_step", "optimizer step (clip + AdamW)")
     _wrap(loop, "_save", "checkpoint save (weights + AdamW state)")
+    for kind in ("packed", "plain"):
+        _count(update, f"_{kind}_logprobs", kind)
+
+
+PASSES = {"packed": 0, "plain": 0}
+
+
+def _count(owner: Any, attr: str, key: str) -> None:
+    fn = getattr(owner, attr)
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        PASSES[key] += 1
+        return fn(*args, **kw)
+
+    setattr(owner, attr, counted)
 
 
 def _sizes(ctx: Any) -> dict[str, float]:
@@ -231,6 +248,7 @@ def main() -> None:
         f"peak RSS over all phases {max(st['VmHWM'] for _, st, _ in ROWS)} MB; after step 1: {max(later)} MB; "
         f"CPU seconds in the phases of the steps after the first: {cpu:.1f}"
     )
+    print(f"log-prob passes: {PASSES['packed']} packed, {PASSES['plain']} plain (trainer.packing's check included)")
     if seen:
         for k, v in _sizes(seen[0]).items():
             print(f"held: {k}: {v:.0f} MB")
