@@ -6,6 +6,7 @@ The model is a random-init tiny transformers model built from a config (nothing 
 from __future__ import annotations
 
 import copy
+import os
 import re
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer.memory import trim_heap, trimmed_backward
+from trainer.memory import cap_kernel_cache, trim_heap, trimmed_backward
 from trainer.toy import char_tokenizer, tiny_model
 
 linux_glibc = pytest.mark.skipif(
@@ -68,3 +69,12 @@ def test_trimmed_backward_does_nothing_to_parameters_that_do_not_train():
         _loss(model, ids).backward()
     assert frozen.grad is None
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_cap_kernel_cache_sets_onednn_capacity_unless_the_user_did(monkeypatch):
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    cap_kernel_cache(64)
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "64"
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7")
+    cap_kernel_cache()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "7"
