@@ -8,7 +8,8 @@ peak of that phase alone, not of the run so far. Phases: imports, model load and
 its backward, and the optimizer step (clip + AdamW). Beside the peaks: the resident set at the phase's end (anon and
 file-backed), and the sizes of what the trainer holds (weights, gradients, AdamW moments).
 
-    python benchmarks/step_memory.py [--steps 2] [--bf16 auto|on|off] [--no-pack] [--model DIR]
+    python benchmarks/step_memory.py [--steps 2] [--bf16 auto|on|off] [--no-pack] [--no-remedies] [--leak-probe]
+        [--trim-probe] [--trim-after PHASES] [--chunk-mb N] [--model DIR]
 
 Not measured: TRL (``real_model_vs_trl.py`` measures both side by side); allocations freed within a phase below its
 peak are invisible by design.
