@@ -55,6 +55,7 @@ from trainer.dist import (
 from trainer.head import PolicyForward, probe_logit_map
 from trainer.interrupt import StopRequest
 from trainer.losses import LossConfig
+from trainer.memory import cap_kernel_cache, trimmed_backward
 from trainer.monitors import MetricsWriter, Monitors
 from trainer.rollout.base import Rollout, RolloutBatch, SamplingConfig
 from trainer.setup import (
@@ -304,7 +305,8 @@ def optimize(
             out = tally.loss(k, logp, first_pass=it == 0)
             if k == last:
                 sync.arm()
-            out.loss.backward()
+            with trimmed_backward(model.parameters()):  # CPU: free heap memory handed back (trainer.memory)
+                out.loss.backward()
             if it == 0:
                 tally.add(k, out, ent)
         grad_norm = optimizer_step(model, optimizer, scheduler, sync, max_grad_norm)
@@ -378,6 +380,7 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
     info = init_distributed()
     config = apply_task(config)  # data.task: the task's rewards when the config lists none
     validate(config, trainer, info.world_size)
+    cap_kernel_cache()  # before the first matmul: oneDNN's kernel cache grows with every new shape (trainer.memory)
 
     add_plugins(config.plugins)  # user reward modules, imported here and in every scoring worker
     # the session checks the reward names before any model loads

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from trainer.memory import trim_heap
 from trainer.rollout.base import RolloutBatch, SamplingConfig, left_pad, right_pad
 from trainer.rollout.fast_decode import LeanDecoder, supports
 
@@ -99,7 +100,10 @@ class HFRollout:
         """No-op: the rollout uses the training model's own weights."""
 
     def release_memory(self) -> None:
-        """No-op: the KV cache of a generate call is freed when it returns."""
+        """The KV cache and weight copies of a generate call are freed when it returns; on the CPU, hand the heap
+        memory they leave free back to the system (:func:`trainer.memory.trim_heap`)."""
+        if next(self.model.parameters()).device.type == "cpu":
+            trim_heap()
 
     @torch.no_grad()
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> RolloutBatch:
