@@ -158,6 +158,7 @@ def test_readme_documents_the_field_mapping() -> None:
     """Regression: on the old main README.md named a field mapping but never said how to write one."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert "data.fields" in readme and "--field" in readme
-    section = readme[readme.index("fields:") :][:800]
-    for key in ("id:", "prompt:", "answer:", "tests:", "messages:"):
+    section = readme[readme.index("`data.fields`") :][:800]
+    for key in ("`id`", "`prompt`", "`answer`", "`tests`", "`messages`"):  # every column the mapping names
         assert key in section, key
+    assert "fields: {prompt: question, answer: final}" in section  # and how one is written
