@@ -320,7 +320,7 @@ class _Plan:
 def _plan(
     info: CheckpointInfo,
     cfg: EvalSection,
-    data: str | Path | None,
+    data: str | Path | LoadResult | None,
     specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None,
     fields: FieldMap | None,
     chat_template: bool | None,
@@ -330,11 +330,17 @@ def _plan(
     """What to evaluate on; ``held``: a plan whose loaded data is reused when it read the same source the same way."""
     reward_specs = resolve_specs(specs, info)
     data_cfg = info.config.data if info.config else None
-    source = str(data) if data is not None else saved_data_path(info, data_cfg.heldout if data_cfg else None)
+    source: str | None
+    if isinstance(data, LoadResult):  # already loaded (a named task's prompts, rendered by the task)
+        source = data.source
+    else:
+        source = str(data) if data is not None else saved_data_path(info, data_cfg.heldout if data_cfg else None)
     if not source:
         raise EvalError("no held-out data: pass --data SOURCE (or set data.heldout in the run config)")
     fmap = fields or (data_cfg.fields if data_cfg else FieldMap())
-    if held is not None and (held.source, held.fields, held.limit, held.strict) == (
+    if isinstance(data, LoadResult):
+        loaded = data
+    elif held is not None and (held.source, held.fields, held.limit, held.strict) == (
         source,
         fmap,
         cfg.limit,
@@ -356,7 +362,7 @@ def _plan(
         fields=fmap,
         chat_template=chat_template if chat_template is not None else (data_cfg.chat_template if data_cfg else True),
         system_prompt=system_prompt if system_prompt is not None else (data_cfg.system_prompt if data_cfg else None),
-        params=SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed),
+        params=SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed, tuple(cfg.stop)),
     )
 
 
@@ -395,7 +401,7 @@ def _metrics(plan: _Plan, cfg: EvalSection, output: EvalOutput) -> dict[str, Any
 
 def evaluate(
     checkpoint: str | Path,
-    data: str | Path | None = None,
+    data: str | Path | LoadResult | None = None,
     specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None = None,
     *,
     k: int | None = None,
@@ -415,7 +421,8 @@ def evaluate(
 
     Args:
         checkpoint: a checkpoint directory (``runs/<id>/checkpoints/step-N`` or any ``save_pretrained`` dir).
-        data: the held-out set (see :func:`harness.data.load_samples`); default: the run config's data.heldout.
+        data: the held-out set (see :func:`harness.data.load_samples`), or samples already loaded (a task's, see
+            :mod:`evals.task_run`); default: the run config's data.heldout.
         specs: reward specs; default: those saved in the run config (the training rewards).
         k: samples per prompt (overrides ``settings.k``).
         backend: ``hf``, ``vllm``, ``openai`` or a ready :class:`~evals.backends.Backend` object.
@@ -448,7 +455,9 @@ def evaluate(
         plan.params.max_new_tokens,
         plan.params.seed,
     )
-    model_id = (str(Path(checkpoint).resolve()), gguf_file) if cfg.backend != "openai" else (cfg.base_url, cfg.model)
+    model_id: Any = (str(Path(checkpoint).resolve()), gguf_file)
+    if cfg.backend in ("openai", "reference"):
+        model_id = (cfg.base_url, cfg.model) if cfg.backend == "openai" else "reference"
     output = EvalOutput(Path(output_dir) if output_dir else info.default_output, plan.identity(cfg, model_id), cfg.k)
     finished = output.open(resume=resume)
     todo = [s for s in plan.held.samples if s.id not in finished]
@@ -466,6 +475,7 @@ def evaluate(
                     chat_template=plan.chat_template,
                     system_prompt=plan.system_prompt,
                     gguf_file=gguf_file,
+                    samples=plan.held.samples,
                 )
             timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress)
         describe = be.describe() if be is not None else {"backend": cfg.backend, "model": model_id}

@@ -1,0 +1,152 @@
+"""Stop strings and prompts reach the backends exactly: the hf backend on the tiny random-init model (a real
+transformers model built from a config, see conftest), and the openai backend against a small HTTP server in this
+test process that records every request body and answers with a fixed text (the reply content does not matter to
+what is checked: what was sent)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.backends import PromptRequest, SamplingParams
+from evals.backends.hf import HFBackend
+from evals.backends.openai import OpenAIBackend
+from evals.backends.vllm import sampling_kwargs
+
+FEWSHOT = [
+    {"role": "system", "content": "Answer with a number."},
+    {"role": "user", "content": "1 + 1 = ?"},
+    {"role": "assistant", "content": "2"},
+    {"role": "user", "content": "2 + 5 = ?"},
+]
+PLAIN = "Question: 1 + 1 = ?\nAnswer: 2\n\nQuestion: 2 + 5 = ?\nAnswer:"
+
+
+def _first_position(text: str, start: int) -> tuple[str, int]:
+    """A 2-character stop string whose first occurrence in ``text`` is at or after ``start``."""
+    for i in range(start, len(text) - 1):
+        s = text[i : i + 2]
+        if text.find(s) == i:
+            return s, i
+    raise AssertionError(f"no fresh 2-character string in {text!r}")
+
+
+def test_hf_stop_string_cuts_the_text_and_ends_generation(tiny_model_dir: Path) -> None:
+    be = HFBackend(tiny_model_dir, chat_template=False)
+    free_params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=40, seed=0)
+    for seed in range(50):  # a prompt seed whose sample runs to the limit (the model is random: most do)
+        req = PromptRequest("p", "12 + 3 =", seed)
+        free = be.generate([req], 1, free_params)[0][0]
+        if free.finish_reason == "length":
+            break
+    assert free.finish_reason == "length" and len(free.text) >= 20, free  # the control: no stop, runs to the limit
+    stop, at = _first_position(free.text, 8)
+    params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=40, seed=0, stop=(stop,))
+    cut = be.generate([req], 1, params)[0][0]
+    assert cut.text == free.text[:at]  # the same sample, cut before the stop string (which is not kept)
+    assert cut.finish_reason == "stop"
+    assert cut.tokens is not None and cut.tokens <= at + len(stop) + 1 < 40  # generation stopped there
+
+
+def test_hf_stop_applies_per_sequence_in_a_batch(tiny_model_dir: Path) -> None:
+    be = HFBackend(tiny_model_dir, chat_template=False, batch_size=2)
+    reqs = [PromptRequest("a", "12 + 3 =", 7), PromptRequest("b", "hello", 7)]
+    base = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=30, seed=0)
+    free = be.generate(reqs, 2, base)
+    stop, _ = _first_position(free[0][0].text, 5)
+    got = be.generate(reqs, 2, SamplingParams(1.0, 1.0, 30, 0, (stop,)))
+    for row_free, row_cut in zip(free, got, strict=True):
+        for f, c in zip(row_free, row_cut, strict=True):
+            at = f.text.find(stop)
+            assert c.text == (f.text[:at] if at >= 0 else f.text)
+            assert stop not in c.text
+    assert got[0][0].finish_reason == "stop"
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.bodies: list[tuple[str, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+
+
+def _handler(rec: _Recorder, reply_text: str) -> type[BaseHTTPRequestHandler]:
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, fmt: str, *args: Any) -> None:
+            pass
+
+        def _send(self, obj: dict[str, Any]) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._send({"data": [{"id": "recorder"}]})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            with rec.lock:
+                rec.bodies.append((self.path, body))
+            choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+            if self.path.endswith("/chat/completions"):
+                choice["message"] = {"role": "assistant", "content": reply_text}
+            else:
+                choice["text"] = reply_text
+            self._send({"choices": [choice], "usage": {"completion_tokens": 9}})
+
+    return H
+
+
+@pytest.fixture()
+def recorder() -> Iterator[tuple[str, _Recorder]]:
+    rec = _Recorder()
+    # the reply ignores `stop` (as some servers do): the client must cut it
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(rec, "7\n\nQuestion: 3 + 3 = ?"))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", rec
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_openai_sends_stop_fewshot_messages_and_plain_text_exactly(recorder: tuple[str, _Recorder]) -> None:
+    url, rec = recorder
+    params = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=32, seed=3, stop=("\n\n", "Question:"))
+    chat = OpenAIBackend(url, chat_template=True, max_retries=0)
+    got = chat.generate([PromptRequest("c", FEWSHOT, 11)], 2, params)
+    plain = OpenAIBackend(url, chat_template=False, max_retries=0)
+    got_plain = plain.generate([PromptRequest("p", PLAIN, 11)], 1, params)
+    chats = [b for path, b in rec.bodies if path == "/v1/chat/completions"]
+    texts = [b for path, b in rec.bodies if path == "/v1/completions"]
+    assert len(chats) == 2 and len(texts) == 1
+    for b in chats:
+        assert b["messages"] == FEWSHOT  # the few-shot turns and the task's system prompt, unchanged
+        assert b["stop"] == ["\n\n", "Question:"] and b["max_tokens"] == 32 and b["temperature"] == 0.0
+    assert sorted(b["seed"] for b in chats) == [11, 12]
+    assert texts[0]["prompt"] == PLAIN and texts[0]["stop"] == ["\n\n", "Question:"] and "messages" not in texts[0]
+    for g in [*got[0], *got_plain[0]]:
+        assert g.text == "7" and g.finish_reason == "stop"  # cut at the first stop string, not "length"
+
+
+def test_openai_sends_no_stop_field_without_stop_strings(recorder: tuple[str, _Recorder]) -> None:
+    url, rec = recorder
+    OpenAIBackend(url, chat_template=False, max_retries=0).generate(
+        [PromptRequest("p", "x", 0)], 1, SamplingParams(0.0, 1.0, 4, 0)
+    )
+    assert "stop" not in rec.bodies[-1][1]
+
+
+def test_vllm_sampling_params_carry_the_stop_strings() -> None:
+    kw = sampling_kwargs(SamplingParams(0.6, 0.95, 64, 0, ("\n\n",)), 4, 99)
+    assert kw == {"n": 4, "temperature": 0.6, "top_p": 0.95, "max_tokens": 64, "seed": 99, "stop": ["\n\n"]}
+    assert "stop" not in sampling_kwargs(SamplingParams(0.6, 0.95, 64, 0), 4, 99)
