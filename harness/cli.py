@@ -15,6 +15,7 @@ import logging
 import sys
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -70,6 +71,15 @@ def _cmd_score(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config else None
     add_plugins([*(config.plugins if config else []), *args.plugin])
     specs = list(config.rewards) if config else []
+    joined = None
+    if args.task:
+        from harness.tasks.score import task_rows_by_id
+
+        task, joined = task_rows_by_id(args.task, data=args.data)
+        specs = specs or list(task.rewards)
+    elif args.data:
+        print("harness score: --data needs --task (it replaces the task's source)", file=sys.stderr)
+        return 2
     cli_specs = parse_reward_args(args.reward or [], args.param or [])
     by_name = {s.name: s for s in specs}
     for s in cli_specs:  # --reward overrides or adds to the config's rewards
@@ -78,8 +88,19 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if not specs:
         print("harness score: no rewards selected; use --reward NAME or --config run.yaml", file=sys.stderr)
         return 2
-    report = score_file(args.input, args.output, specs, workers=args.workers, timeout=args.timeout, resume=args.resume)
+    output = args.output or str(Path(args.input).with_suffix("")) + ".scored.jsonl"
+    report = score_file(
+        args.input,
+        output,
+        specs,
+        workers=args.workers,
+        timeout=args.timeout,
+        resume=args.resume,
+        samples=joined,
+        samples_name=f"task {args.task!r}",
+    )
     print(format_summary(report), file=sys.stderr)
+    print(f"scores written to {output}", file=sys.stderr)
     if report.bad_rows:
         for _lineno, reason in report.bad_rows[:10]:
             print(f"{args.input}: {reason}", file=sys.stderr)
@@ -107,7 +128,9 @@ def _add_score_parser(sub: Any) -> None:
     p.add_argument("--reward", action="append", metavar="NAME[=WEIGHT]", help="a reward to run (repeatable)")
     p.add_argument("--param", action="append", metavar="NAME.KEY=VALUE", help="a reward parameter (repeatable)")
     p.add_argument("--input", required=True, help="JSONL with a 'completion' field per row")
-    p.add_argument("--output", required=True, help="JSONL written row by row")
+    p.add_argument("--output", help="JSONL written row by row (default with --task: INPUT.scored.jsonl)")
+    p.add_argument("--task", help="join rows by 'id' to this task's test rows and score with its rewards")
+    p.add_argument("--data", help="with --task: a local file in the hub's schema replacing the task's source")
     p.add_argument("--config", help="a run config whose 'rewards' section to use")
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     p.add_argument("--timeout", type=float, default=None, help="wall-clock seconds per reward call (default 30)")

@@ -12,6 +12,9 @@ harness/ names no other package. A package that adds to it declares entry points
     (:mod:`harness.config`). The module must import nothing heavy.
 ``grpo_harness.rewards``
     ``NAME = "pkg.module:factory"`` or ``"pkg.module"``: reward plugins (:mod:`harness.registry`).
+``grpo_harness.tasks``
+    ``NAME = "pkg.module:factory"`` (a function ``() -> Task``, or a ``Task``) or ``"pkg.module"``: named tasks
+    (:mod:`harness.tasks`).
 
 grpo-harness itself plugs its trainer, evaluator, sandbox and built-in rewards in the same way. Its own entry
 points are read from the ``pyproject.toml`` beside the packages when the code runs from a source checkout (so an
@@ -39,6 +42,7 @@ __all__ = [
     "COMMANDS",
     "CONFIG_SECTIONS",
     "REWARDS",
+    "TASKS",
     "AUTOLOAD_ENV",
     "DISTRIBUTION",
     "own_entry_points",
@@ -51,6 +55,7 @@ __all__ = [
 COMMANDS = "grpo_harness.commands"
 CONFIG_SECTIONS = "grpo_harness.config_sections"
 REWARDS = "grpo_harness.rewards"
+TASKS = "grpo_harness.tasks"
 AUTOLOAD_ENV = "GRPO_HARNESS_DISABLE_PLUGIN_AUTOLOAD"
 DISTRIBUTION = "grpo-harness"
 

@@ -1,7 +1,9 @@
 """User reward plugins named on the command line (``--plugin``) or in a run config (``plugins:``).
 
-A plugin is a module name (``my_pkg.rewards``) or a ``.py`` file whose import registers rewards with ``@reward``,
-so a custom reward needs no package to be used from the CLI. :func:`add_plugins` records them in the registry,
+A plugin is a module name (``my_pkg.rewards``) or a ``.py`` file whose import registers rewards with ``@reward``
+(or tasks with ``@task``), so a custom reward needs no package to be used from the CLI. A ``.yaml``/``.yml``
+plugin is a task file: :func:`harness.tasks.load_task_file` reads and registers it at once.
+:func:`add_plugins` records the others in the registry,
 which imports them when it loads, before the built-ins; the scoring pool hands the same list to every worker
 process, which imports them too. File paths are made absolute when they are added, so a worker (or a later
 command) started elsewhere finds the same file.
@@ -32,6 +34,11 @@ def add_plugins(specs: Iterable[str], base: str | Path | None = None) -> list[st
     reg = default_registry()
     added = []
     for spec in specs:
+        if spec.strip().lower().endswith((".yaml", ".yml")):
+            from harness.tasks import load_task_file
+
+            load_task_file(Path(base or Path.cwd()) / Path(spec.strip()).expanduser())
+            continue
         norm = normalize_plugin(spec, base)
         if norm not in reg.plugins:
             reg.plugins.append(norm)

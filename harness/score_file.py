@@ -11,6 +11,11 @@ Rows are written and flushed as soon as they are scored, so an interrupted run l
 ``resume=True`` skips ids already in the output. A bad row (invalid JSON, no completion, a wrong type) is written
 with status ``bad_input`` and the line number; the rest is scored.
 
+With ``samples`` (``harness score --task NAME``), each row is joined by its ``id`` to the task's row of that id,
+whose columns (gold answer, tests, entry point) are what the rewards see; the input row gives only ``id`` and
+``completion``. A row without an ``id``, or with an id the task does not have, is written unscored
+(``bad_input``) with the reason.
+
 This module reads and writes files; the scoring itself is :mod:`harness.scoring`'s.
 """
 
@@ -19,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,7 +34,7 @@ from harness.scoring import BatchResult, ScoringSession, score_while_generating
 from harness.scoring._result import reward_summary
 from harness.types import RewardSpec, Sample, Score
 
-__all__ = ["score_file", "ScoreFileReport", "parse_row", "format_summary"]
+__all__ = ["score_file", "ScoreFileReport", "parse_row", "join_row", "format_summary"]
 
 _CHUNK = 64
 
@@ -89,6 +94,24 @@ def parse_row(line: str, lineno: int) -> tuple[Sample, str] | tuple[str, str]:
         return rid_s, f"line {lineno}: {str(e).splitlines()[0]}"
 
 
+def join_row(line: str, lineno: int, samples: Mapping[str, Sample], what: str) -> tuple[Sample, str] | tuple[str, str]:
+    """``(the task's Sample, completion)`` for a line whose ``id`` is one of ``samples``, else ``(id, reason)``."""
+    parsed = parse_row(line, lineno)
+    if not isinstance(parsed[0], Sample):
+        return parsed
+    row, completion = parsed
+    try:
+        has_id = isinstance(json.loads(line).get("id"), (str, int))
+    except (json.JSONDecodeError, AttributeError):
+        has_id = False
+    if not has_id:
+        return row.id, f"line {lineno}: missing field 'id' (the id of a row of {what})"
+    sample = samples.get(row.id)
+    if sample is None:
+        return row.id, f"line {lineno}: id {row.id!r} is not a row of {what}"
+    return sample, completion
+
+
 def _read_rows(path: Path) -> Iterator[tuple[int, str]]:
     with path.open("r", encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, 1):
@@ -140,8 +163,13 @@ def score_file(
     timeout: float | None = None,
     resume: bool = False,
     progress: bool | None = None,
+    samples: Mapping[str, Sample] | None = None,
+    samples_name: str = "the task",
 ) -> ScoreFileReport:
-    """Score every row of ``input_path`` into ``output_path`` (see the module docstring)."""
+    """Score every row of ``input_path`` into ``output_path`` (see the module docstring).
+
+    ``samples`` (by id) joins each row to a task's row: ``samples_name`` names the task in the reasons.
+    """
     src, out = Path(input_path), Path(output_path)
     if not src.is_file():
         raise DataError(f"{src}: input file not found")
@@ -155,7 +183,8 @@ def score_file(
     bar = tqdm(total=total_lines, desc="scoring", unit="row", disable=not show)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a" if resume else "w", encoding="utf-8") as f:
-        chunks = _chunks(_read_rows(src), done, report, bar)
+        parse = (lambda ln, no: join_row(ln, no, samples, samples_name)) if samples is not None else parse_row
+        chunks = _chunks(_read_rows(src), done, report, bar, parse)
         score_while_generating(  # chunk i is written while chunk i + 1 is read and scored
             session, chunks, _good_rows, on_scored=lambda sub, res: _write(session, sub.part, res, f, report, bar)
         )
@@ -168,12 +197,16 @@ _Entry = tuple[int, str, Sample | None, str]  # line number, id, the sample (Non
 
 
 def _chunks(
-    rows: Iterator[tuple[int, str]], done: set[str], report: ScoreFileReport, bar: Any
+    rows: Iterator[tuple[int, str]],
+    done: set[str],
+    report: ScoreFileReport,
+    bar: Any,
+    parse: Callable[[str, int], tuple[Sample, str] | tuple[str, str]] = parse_row,
 ) -> Iterator[list[_Entry]]:
     """The rows not yet scored, parsed, ``_CHUNK`` at a time (read lazily: the next chunk is read while one scores)."""
     chunk: list[_Entry] = []
     for lineno, line in rows:
-        parsed = parse_row(line, lineno)
+        parsed = parse(line, lineno)
         entry: _Entry
         if isinstance(parsed[0], Sample):
             sample, completion = parsed

@@ -242,7 +242,28 @@ def _score_stdio(code: str, cases: list[tuple[str, str]], limits: Limits, partia
     return Score(value=value, status=status, answer=code[:_MAX_ANSWER_CHARS], info=info)
 
 
-@reward("code", reads=("tests", "test", "entry_point"))
+_DEFINES = r"^(?:async[ \t]+)?def[ \t]+{name}[ \t]*\(|^{name}[ \t]*="
+
+
+def defines(code: str, name: str) -> bool:
+    """Whether ``code`` defines ``name`` at its top level (a ``def`` or an assignment).
+
+    >>> defines("def f(x):\\n    return x\\n", "f"), defines("    return x\\n", "f")
+    (True, False)
+    """
+    return re.search(_DEFINES.format(name=re.escape(name)), code, re.MULTILINE) is not None
+
+
+def _program(code: str, extra: dict[str, Any], entry_point: str | None) -> str:
+    """The code to run with ``complete_prompt``: the row's ``code_prompt`` first when the code does not define the
+    entry point itself (a completion that continues the function, as HumanEval's base-model completions do)."""
+    prefix = extra.get("code_prompt")
+    if not isinstance(prefix, str) or not prefix or not entry_point or defines(code, entry_point):
+        return code
+    return prefix + code
+
+
+@reward("code", reads=("tests", "test", "entry_point", "code_prompt"))
 def code_reward(
     *,
     timeout: float = 4.0,
@@ -251,6 +272,7 @@ def code_reward(
     max_output_mb: int = 8,
     min_isolation: str = "strong",
     allow_weaker_isolation: bool = False,
+    complete_prompt: bool = False,
 ) -> Callable[[Sample, str], Score]:
     """Run the completion's code in the sandbox against the row's tests (Python asserts/check or stdin/stdout).
 
@@ -263,6 +285,9 @@ def code_reward(
         max_output_mb: stdout+stderr cap; more output fails the test.
         min_isolation: ``full``, ``strong`` or ``basic``: refuse (``sandbox_error``) below this level.
         allow_weaker_isolation: run anyway when the machine offers less than ``min_isolation``.
+        complete_prompt: a completion whose code does not define the row's ``entry_point`` continues the row's
+            ``code_prompt`` column (HumanEval's signature and docstring): the program is that column, then the code.
+            A completion that defines the entry point (a whole function, fenced or not) runs as it is.
     """
     if min_isolation not in LEVELS:
         raise ValueError(f"min_isolation must be one of {', '.join(LEVELS)}; got {min_isolation!r}")
@@ -285,6 +310,8 @@ def code_reward(
         if refusal is not None:
             return refusal
         code = extract_code(completion)
+        if complete_prompt:
+            code = _program(code, extra, entry_point)
         try:
             if kind == "python":
                 return _score_python(code, tests, entry_point, limits, partial, info)

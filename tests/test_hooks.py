@@ -57,5 +57,5 @@ def test_plugged_sections_survive_dump_load_and_copy(tmp_path):
 def test_every_command_is_on_the_parser():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     plugged = {ep.name for ep in own_entry_points(COMMANDS)}
-    assert plugged == {"train", "eval", "judge-agreement", "sandbox", "demo"}
+    assert plugged == {"train", "eval", "judge-agreement", "sandbox", "demo", "tasks"}
     assert set(sub.choices) == plugged | {"score", "rewards", "report", "traces"}
