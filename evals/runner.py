@@ -132,7 +132,8 @@ def _contamination(
     if not source:
         return {"checked": False, "reason": "no training data source (run config data.train) to compare with"}
     try:
-        train = load_samples(source, fields)
+        # the run's training rows are read as the run read them (a task's or --field's mapping is the held-out set's)
+        train = load_samples(source, info.config.data.fields if info.config and not train_data else fields)
     except DataError as e:
         log.warning("contamination check skipped: %s", e)
         return {"checked": False, "reason": str(e)}

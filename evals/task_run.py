@@ -115,9 +115,10 @@ def get_tasks(names: str | Sequence[str]) -> list[Task]:
     return [get_task(n) for n in wanted]
 
 
-def task_settings(task: Task, base: EvalSection, given: Mapping[str, Any]) -> EvalSection:
+def task_settings(task: Task, base: EvalSection, given: Mapping[str, Any], chat: bool) -> EvalSection:
     """The eval settings for ``task``: ``base`` (a run's eval section, or the defaults) with the task's defaults for
-    the fields ``base`` leaves at the built-in default, then ``given`` on top.
+    the fields ``base`` leaves at the built-in default, then ``given`` on top. The task's stop strings are those of
+    the prompt mode (``chat``): plain-mode stops such as ``"\\ndef"`` would cut a chat reply's code block short.
 
     Raises:
         EvalError: a given value does not validate (the message names the field).
@@ -129,7 +130,7 @@ def task_settings(task: Task, base: EvalSection, given: Mapping[str, Any]) -> Ev
         "temperature": gen.temperature,
         "top_p": gen.top_p,
         "max_new_tokens": gen.max_new_tokens,
-        "stop": list(gen.stop) if gen.stop else None,
+        "stop": list(gen.stop_for(chat)) or None,
         "success_reward": task.success_reward,
         "success_threshold": task.success_threshold,
     }
@@ -209,8 +210,8 @@ def evaluate_task(
     over = over or TaskOverrides()
     info = resolve_checkpoint(checkpoint)
     base = settings or (info.config.eval if info.config is not None else EvalSection())
-    cfg = task_settings(task, base, over.settings)
     chat = over.chat if over.chat is not None else task.prompt.chat
+    cfg = task_settings(task, base, over.settings, chat)
     fewshot = over.num_fewshot if over.num_fewshot is not None else cfg.num_fewshot
     held = task.load(
         "test",

@@ -6,7 +6,7 @@ seed; with ``batch_size=1`` (the default) a prompt's completions therefore depen
 prompt id, not on which prompts ran before it, so a resumed evaluation reproduces an uninterrupted one.
 Greedy decoding (``temperature == 0``) decodes each prompt once and repeats the completion ``k`` times.
 
-Stop strings (``SamplingParams.stop``) end a sequence through transformers' own ``stop_strings`` criterion (the
+Stop strings (``SamplingParams.stop``) end a sequence through transformers' own ``StopStringCriteria`` (the
 other sequences of the batch go on), and the decoded text is cut before the first stop string.
 
 Not covered: tensor parallelism, quantized loading (except what ``from_pretrained`` does on its own).
@@ -82,6 +82,7 @@ class HFBackend:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._eos = self._eos_ids()
+        self._stops: dict[tuple[str, ...], Any] = {}
 
     def _eos_ids(self) -> set[int]:
         ids: set[int] = set()
@@ -91,6 +92,30 @@ class HFBackend:
             elif src:
                 ids.update(int(x) for x in src)
         return ids
+
+    def _stop_criteria(self, stop: Sequence[str]) -> Any:
+        """A ``StoppingCriteriaList`` with transformers' ``StopStringCriteria`` over the stop strings this
+        tokenizer can produce (built once per set); None when there are none.
+
+        transformers refuses a stop string that no token sequence of the vocabulary can end with (``"</s>"`` for a
+        tokenizer without ``<``): such a string cannot appear in the output, so it is left out of the criterion.
+        """
+        key = tuple(stop)
+        if not key:
+            return None
+        if key not in self._stops:
+            from transformers import StoppingCriteriaList, StopStringCriteria
+
+            usable = []
+            for s in key:
+                try:
+                    StopStringCriteria(self.tokenizer, [s])
+                    usable.append(s)
+                except ValueError as e:
+                    log.debug("hf backend: stop string %r cannot be produced by this tokenizer: %s", s, e)
+            crit = StopStringCriteria(self.tokenizer, usable) if usable else None
+            self._stops[key] = StoppingCriteriaList([crit]) if crit is not None else None
+        return self._stops[key]
 
     def render(self, request: PromptRequest) -> str:
         """The prompt text given to the model (chat template applied when enabled and available)."""
@@ -118,8 +143,9 @@ class HFBackend:
             "num_return_sequences": per_prompt,
             "pad_token_id": self.tokenizer.pad_token_id,
         }
-        if params.stop:  # transformers' own stop-string criterion ends each sequence once a stop string appears
-            gen_kw.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
+        stopping = self._stop_criteria(params.stop)
+        if stopping is not None:  # transformers' own stop-string criterion ends each sequence at a stop string
+            gen_kw["stopping_criteria"] = stopping
         if sample:
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         else:

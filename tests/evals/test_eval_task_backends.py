@@ -150,3 +150,99 @@ def test_vllm_sampling_params_carry_the_stop_strings() -> None:
     kw = sampling_kwargs(SamplingParams(0.6, 0.95, 64, 0, ("\n\n",)), 4, 99)
     assert kw == {"n": 4, "temperature": 0.6, "top_p": 0.95, "max_tokens": 64, "seed": 99, "stop": ["\n\n"]}
     assert "stop" not in sampling_kwargs(SamplingParams(0.6, 0.95, 64, 0), 4, 99)
+
+
+# --- through a task: few-shot prompts, the chat template on and off, and the task's stop strings ---------------
+
+GSM8K_ROWS = [
+    {"question": f"Ann has {a} pens and gets {b} more. How many pens?", "answer": f"{a} + {b} = {a + b}\n#### {a + b}"}
+    for a, b in [(3, 4), (10, 5), (7, 8), (2, 9), (6, 6)]
+]
+CHAT_Q = "Question: {question}\nSolve it step by step and end with '#### <number>'."
+
+
+def _expected_plain(prompt: str) -> str:
+    """The plain few-shot text for ``prompt``, rebuilt from the rows: the shots in the order they appear in it."""
+    *shots, own = sorted(
+        (r for r in GSM8K_ROWS if f"Question: {r['question']}" in prompt), key=lambda r: prompt.index(r["question"])
+    )
+    assert len(shots) == 2
+    return "\n\n".join(
+        [f"Question: {r['question']}\nAnswer: {r['answer']}" for r in shots] + [f"Question: {own['question']}\nAnswer:"]
+    )
+
+
+def _check_chat(msgs: list[dict[str, str]], own_question: str) -> None:
+    """Two user/assistant shots from other rows, then the row's own question, in the task's chat wording."""
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user"]
+    assert msgs[-1]["content"] == CHAT_Q.format(question=own_question)
+    by_q = {CHAT_Q.format(question=r["question"]): r["answer"] for r in GSM8K_ROWS}
+    for user, assistant in zip(msgs[0:4:2], msgs[1:4:2], strict=True):
+        assert by_q[user["content"]] == assistant["content"] and user["content"] != msgs[-1]["content"]
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_task_prompts_reach_the_hf_model_exactly(tiny_model_dir: Path, tmp_path: Path, chat: bool) -> None:
+    from evals.task_run import TaskOverrides, evaluate_task, get_tasks
+
+    data = tmp_path / "gsm8k.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in GSM8K_ROWS))
+    be = HFBackend(tiny_model_dir, chat_template=chat)
+    seen: list[list[int]] = []
+
+    def record(_module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is not None and ids.shape[1] > 1:  # the prefill: the whole prompt (decoding steps feed one token)
+            seen.append(ids[0].tolist())
+
+    be.model.register_forward_pre_hook(record, with_kwargs=True)
+    [task] = get_tasks("gsm8k")
+    over = TaskOverrides(settings={"max_new_tokens": 3}, num_fewshot=2, chat=chat, data=str(data))
+    ev = evaluate_task(task, tiny_model_dir, over, output_dir=tmp_path / "o", backend=be, telemetry=False)
+    recs = _records(ev.result.output_dir)
+    assert len(seen) == len(recs) == 5
+    for rec, ids in zip(recs, seen, strict=True):
+        own = GSM8K_ROWS[int(rec["prompt_id"])]["question"]
+        if chat:
+            _check_chat(rec["prompt"], own)
+            text = be.tokenizer.apply_chat_template(rec["prompt"], tokenize=False, add_generation_prompt=True)
+            assert text.startswith("u:Question: ")  # the test model's chat template (eval_runs.CHAT_TEMPLATE)
+        else:
+            text = rec["prompt"]
+            assert text == _expected_plain(text) and text.endswith(f"Question: {own}\nAnswer:")
+        assert ids == be.tokenizer(text, add_special_tokens=False)["input_ids"]  # exactly these tokens
+    assert ev.result.results["sampling"]["stop"] == list(task.generation.stop_for(chat))
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_task_prompts_and_stop_reach_the_openai_server_exactly(
+    recorder: tuple[str, _Recorder], tiny_model_dir: Path, tmp_path: Path, chat: bool
+) -> None:
+    from evals.task_run import TaskOverrides, evaluate_task, get_tasks
+
+    url, rec = recorder
+    data = tmp_path / "gsm8k.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in GSM8K_ROWS))
+    [task] = get_tasks("gsm8k")
+    be = OpenAIBackend(url, chat_template=chat, max_retries=0)
+    over = TaskOverrides(settings={"max_new_tokens": 5}, num_fewshot=2, chat=chat, data=str(data))
+    ev = evaluate_task(task, tiny_model_dir, over, output_dir=tmp_path / "o", backend=be, telemetry=False)
+    stop = list(task.generation.stop_for(chat))
+    assert stop and len(rec.bodies) == 5
+    by_seed = {b["seed"]: b for _, b in rec.bodies}
+    for r in _records(ev.result.output_dir):
+        body = by_seed[r["seed"]]
+        own = GSM8K_ROWS[int(r["prompt_id"])]["question"]
+        assert body["stop"] == stop and body["max_tokens"] == 5 and body["temperature"] == 0.0
+        if chat:
+            assert body["messages"] == r["prompt"]
+            _check_chat(body["messages"], own)
+        else:
+            assert body["prompt"] == r["prompt"] == _expected_plain(body["prompt"])
+            assert body["prompt"].endswith(f"Question: {own}\nAnswer:")
+    expected_path = "/v1/chat/completions" if chat else "/v1/completions"
+    assert {p for p, _ in rec.bodies} == {expected_path}
