@@ -97,7 +97,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
         help="max_new_tokens, temperature, top_p, stop (repeatable; stop=a,stop=b or stop=[...]), do_sample",
     )
     p.add_argument(
-        "--log-samples", action="store_true", help="with --task: also write samples_<task>.jsonl by results.json"
+        "--log-samples",
+        action="store_true",
+        help="with --task: also copy the per-sample records to samples_<task>.jsonl (lm-eval's name)",
     )
     p.add_argument("--k", type=int, help="samples per prompt (default 8)")
     p.add_argument(

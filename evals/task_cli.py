@@ -31,7 +31,7 @@ from evals.checkpoint import list_checkpoints, resolve_checkpoint
 from evals.config import EvalSection
 from evals.genkwargs import parse_gen_kwargs
 from evals.outputs import atomic_write_json
-from evals.task_results import format_task_table, summary
+from evals.task_results import EvaluationRecord, format_task_table, summary
 from evals.task_run import TaskEvaluation, TaskOverrides, checkpoint_metrics, evaluate_task, get_tasks
 from harness.errors import HarnessError
 
@@ -182,13 +182,10 @@ def run_tasks(args: argparse.Namespace, names: str | list[str], flags: dict[str,
     return 0
 
 
-def _evaluation_record(ev: TaskEvaluation) -> dict[str, Any]:
-    return {
-        "checkpoint": ev.checkpoint,
-        "task": ev.task,
-        "output_dir": str(ev.result.output_dir),
-        "results": ev.result.results,
-    }
+def _evaluation_record(ev: TaskEvaluation) -> EvaluationRecord:
+    return EvaluationRecord(
+        checkpoint=ev.checkpoint, task=ev.task, output_dir=str(ev.result.output_dir), results=ev.result.results
+    )
 
 
 def _report_one(ev: TaskEvaluation, args: argparse.Namespace) -> None:

@@ -29,6 +29,8 @@ __all__ = [
     "TaskConfig",
     "TaskMetric",
     "CheckpointMetric",
+    "EvaluationRecord",
+    "TaskSummary",
     "task_metrics",
     "lm_eval_section",
     "format_task_table",
@@ -71,6 +73,25 @@ class CheckpointMetric(TaskMetric):
 
     checkpoint: str
     checkpoint_path: str
+
+
+class EvaluationRecord(TypedDict):
+    """One (checkpoint, task) evaluation: where its files are and its ``results.json`` content."""
+
+    checkpoint: str
+    task: str
+    output_dir: str
+    results: dict[str, Any]
+
+
+class TaskSummary(TypedDict):
+    """The run summary written to ``<output>/results.json`` (see :func:`summary`)."""
+
+    results: list[CheckpointMetric]
+    evaluations: list[dict[str, str]]
+    table: str
+    stderr: str
+    lm_eval: dict[str, dict[str, Any]]
 
 
 #: The metrics the console table shows per task (when present).
@@ -157,16 +178,18 @@ def format_task_table(entries: Sequence[CheckpointMetric]) -> str:
     return "\n".join(align_columns(table, rule=True))
 
 
-def summary(entries: Sequence[CheckpointMetric], evaluations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summary(entries: Sequence[CheckpointMetric], evaluations: Sequence[EvaluationRecord]) -> TaskSummary:
     """The run summary: every entry, where each evaluation's files are, the table, and lm-eval's layout per
     checkpoint (``lm_eval[checkpoint]["results"][task]["pass@1,none"]``)."""
     per_ckpt: dict[str, dict[str, dict[str, Any]]] = {}
     for ev in evaluations:
         per_ckpt.setdefault(ev["checkpoint"], {})[ev["task"]] = ev["results"]
-    return {
-        "results": list(entries),
-        "evaluations": [{k: v for k, v in ev.items() if k != "results"} for ev in evaluations],
-        "table": format_task_table(entries),
-        "stderr": "sample std (n-1) of per-prompt values / sqrt(prompts); reward/<name>: over scored completions",
-        "lm_eval": {ck: lm_eval_section(tasks) for ck, tasks in per_ckpt.items()},
-    }
+    return TaskSummary(
+        results=list(entries),
+        evaluations=[
+            {"checkpoint": e["checkpoint"], "task": e["task"], "output_dir": e["output_dir"]} for e in evaluations
+        ],
+        table=format_task_table(entries),
+        stderr="sample std (n-1) of per-prompt values / sqrt(prompts); reward/<name>: over scored completions",
+        lm_eval={ck: lm_eval_section(tasks) for ck, tasks in per_ckpt.items()},
+    )

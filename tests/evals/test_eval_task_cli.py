@@ -50,6 +50,16 @@ def test_humaneval_canonical_solutions_all_pass_through_eval(
     assert {r["prompt_id"] for r in recs} == {f"HumanEval/{i}" for i in range(164)}
 
 
+def test_gsm8k_reference_answers_pass_from_a_local_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The gold solutions ("... #### N") as completions: the task's answer extraction agrees with its own golds."""
+    data = write_jsonl(tmp_path / "g.jsonl", GSM8K_ROWS)
+    rc, out, err = _harness(
+        capsys, "--task", "gsm8k", "--data", str(data), "--backend", "reference", "--output", str(tmp_path / "r")
+    )
+    assert rc == 0, err
+    assert "reference   1.0000 ± 0.0000" in out and "gsm8k/pass@1 (n=8)" in out
+
+
 class _ReturnNone:
     """Feeds the ``return None`` mutant of every canonical solution (a body, as the canonical solutions are)."""
 
