@@ -315,8 +315,6 @@ def run_eval(args: argparse.Namespace) -> int:
         raise HarnessError(
             "one of --checkpoint DIR or --checkpoints RUN is required (or --task with --backend reference)"
         )
-    if args.backend == "reference":
-        raise HarnessError("--backend reference goes with --task (it answers with each task row's reference solution)")
     if args.checkpoint:
         _eval_one(args, Path(args.checkpoint), Path(args.output) if args.output else None)
         return 0

@@ -240,15 +240,15 @@ def evaluate_task(
         backend=backend,
         progress=progress,
     )
-    tcfg = _task_config(task, res_settings(res, cfg), over, chat, n_shot, held.source)
-    res.results["task"] = dict(tcfg)
+    tcfg = _task_config(task, _used_settings(res, cfg), over, chat, n_shot, held.source)
+    res.results["task"] = tcfg
     res.results["results"] = task_metrics(task.name, res.results, tcfg)
     res.results["lm_eval"] = lm_eval_section({task.name: res.results})
     atomic_write_json(res.output_dir / "results.json", res.results)
     return TaskEvaluation(task.name, label or info.path.name, str(info.path), res)
 
 
-def res_settings(res: EvalResult, cfg: EvalSection) -> EvalSection:
+def _used_settings(res: EvalResult, cfg: EvalSection) -> EvalSection:
     """``cfg`` with the token limit and success reward the evaluation actually used (both filled in by the runner)."""
     sampling = res.results.get("sampling", {})
     success = res.results.get("success", {})
