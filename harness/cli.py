@@ -71,7 +71,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config else None
     add_plugins([*(config.plugins if config else []), *args.plugin])
     specs = list(config.rewards) if config else []
-    joined = None
+    joined, task = None, None
     if args.task:
         from harness.tasks.score import task_rows_by_id
 
@@ -98,6 +98,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         resume=args.resume,
         samples=joined,
         samples_name=f"task {args.task!r}",
+        id_keys=("id", task.fields.id) if task is not None and task.fields.id else ("id",),
     )
     print(format_summary(report), file=sys.stderr)
     print(f"scores written to {output}", file=sys.stderr)

@@ -72,8 +72,8 @@ class RunConfig(BaseModel):
     plugins: list[str] = Field(
         default_factory=list,
         description="modules or .py files that register rewards with "
-        "@reward, imported before the rewards load (in scoring workers too); a relative "
-        "file path is relative to the config file and saved absolute",
+        "@reward (or tasks with @task), imported before the rewards load (in scoring workers too), and .yaml task "
+        "files; a relative file path is relative to the config file and saved absolute",
     )
 
     if TYPE_CHECKING:  # a plugged section; its owner's code annotates the type it knows
@@ -207,7 +207,7 @@ def load_config(source: str | Path | dict[str, Any], *, overrides: dict[str, Any
 
 
 def _is_path(spec: str) -> bool:
-    return spec.endswith(".py") or "/" in spec or "\\" in spec
+    return spec.endswith((".py", ".yaml", ".yml")) or "/" in spec or "\\" in spec  # .yaml: a task file
 
 
 def _absolute_paths(cfg: RunConfig, base: Path | None) -> RunConfig:

@@ -13,8 +13,8 @@ with status ``bad_input`` and the line number; the rest is scored.
 
 With ``samples`` (``harness score --task NAME``), each row is joined by its ``id`` to the task's row of that id,
 whose columns (gold answer, tests, entry point) are what the rewards see; the input row gives only ``id`` and
-``completion``. A row without an ``id``, or with an id the task does not have, is written unscored
-(``bad_input``) with the reason.
+``completion`` (a row without ``id`` may give the dataset's own id column, HumanEval's ``task_id``). A row without
+an id, or with an id the task does not have, is written unscored (``bad_input``) with the reason.
 
 This module reads and writes files; the scoring itself is :mod:`harness.scoring`'s.
 """
@@ -94,21 +94,26 @@ def parse_row(line: str, lineno: int) -> tuple[Sample, str] | tuple[str, str]:
         return rid_s, f"line {lineno}: {str(e).splitlines()[0]}"
 
 
-def join_row(line: str, lineno: int, samples: Mapping[str, Sample], what: str) -> tuple[Sample, str] | tuple[str, str]:
-    """``(the task's Sample, completion)`` for a line whose ``id`` is one of ``samples``, else ``(id, reason)``."""
+def join_row(
+    line: str, lineno: int, samples: Mapping[str, Sample], what: str, id_keys: Sequence[str] = ("id",)
+) -> tuple[Sample, str] | tuple[str, str]:
+    """``(the task's Sample, completion)`` for a line whose id is one of ``samples``, else ``(id, reason)``.
+
+    The id is the first of ``id_keys`` the row has (``id``, then the dataset's own id column, so HumanEval's
+    ``{"task_id", "completion"}`` sample files join as they are).
+    """
     parsed = parse_row(line, lineno)
     if not isinstance(parsed[0], Sample):
         return parsed
-    row, completion = parsed
-    try:
-        has_id = isinstance(json.loads(line).get("id"), (str, int))
-    except (json.JSONDecodeError, AttributeError):
-        has_id = False
-    if not has_id:
-        return row.id, f"line {lineno}: missing field 'id' (the id of a row of {what})"
-    sample = samples.get(row.id)
+    _, completion = parsed
+    row = json.loads(line)  # parse_row has read it: a JSON object
+    rid = next((row[k] for k in id_keys if k in row), None)
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+        keys = " or ".join(repr(k) for k in dict.fromkeys(id_keys))
+        return str(lineno), f"line {lineno}: missing field {keys} (the id of a row of {what})"
+    sample = samples.get(str(rid))
     if sample is None:
-        return row.id, f"line {lineno}: id {row.id!r} is not a row of {what}"
+        return str(rid), f"line {lineno}: id {str(rid)!r} is not a row of {what}"
     return sample, completion
 
 
@@ -165,10 +170,12 @@ def score_file(
     progress: bool | None = None,
     samples: Mapping[str, Sample] | None = None,
     samples_name: str = "the task",
+    id_keys: Sequence[str] = ("id",),
 ) -> ScoreFileReport:
     """Score every row of ``input_path`` into ``output_path`` (see the module docstring).
 
-    ``samples`` (by id) joins each row to a task's row: ``samples_name`` names the task in the reasons.
+    ``samples`` (by id) joins each row to a task's row: ``samples_name`` names the task in the reasons, and a
+    row's id is the first of ``id_keys`` it has.
     """
     src, out = Path(input_path), Path(output_path)
     if not src.is_file():
@@ -183,7 +190,7 @@ def score_file(
     bar = tqdm(total=total_lines, desc="scoring", unit="row", disable=not show)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a" if resume else "w", encoding="utf-8") as f:
-        parse = (lambda ln, no: join_row(ln, no, samples, samples_name)) if samples is not None else parse_row
+        parse = (lambda ln, no: join_row(ln, no, samples, samples_name, id_keys)) if samples is not None else parse_row
         chunks = _chunks(_read_rows(src), done, report, bar, parse)
         score_while_generating(  # chunk i is written while chunk i + 1 is read and scored
             session, chunks, _good_rows, on_scored=lambda sub, res: _write(session, sub.part, res, f, report, bar)

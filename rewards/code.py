@@ -1,7 +1,10 @@
 """The ``code`` reward: run the completion's program in the sandbox against the row's tests.
 
 The code is the last fenced code block of the completion (an unclosed final fence counts), else the whole
-completion. The ``tests`` column (or HumanEval's ``test``) may be:
+completion. With ``complete_prompt=true`` (the ``humaneval`` task), the row's ``code_prompt`` column comes first:
+code that does not define the row's ``entry_point`` continues its function (a base model's completion of the
+body); code that does replaces it, with the prompt's imports and helpers in scope.
+The ``tests`` column (or HumanEval's ``test``) may be:
 
 * Python source run after the solution, in a separate judge process: ``assert`` lines, a ``check(candidate)``
   function (called with the row's ``entry_point`` when the source defines ``check`` but never calls it, as
@@ -255,12 +258,16 @@ def defines(code: str, name: str) -> bool:
 
 
 def _program(code: str, extra: dict[str, Any], entry_point: str | None) -> str:
-    """The code to run with ``complete_prompt``: the row's ``code_prompt`` first when the code does not define the
-    entry point itself (a completion that continues the function, as HumanEval's base-model completions do)."""
+    """The code to run with ``complete_prompt``: the row's ``code_prompt``, then the code.
+
+    Code that does not define the entry point continues the prompt's function (a base model's completion of the
+    body). Code that does define it follows the prompt as a module of its own and replaces the prompt's
+    docstring-only function, keeping the prompt's imports and helper functions that a chat reply often leaves out.
+    """
     prefix = extra.get("code_prompt")
-    if not isinstance(prefix, str) or not prefix or not entry_point or defines(code, entry_point):
+    if not isinstance(prefix, str) or not prefix or not entry_point:
         return code
-    return prefix + code
+    return prefix + "\n" + code if defines(code, entry_point) else prefix + code
 
 
 @reward("code", reads=("tests", "test", "entry_point", "code_prompt"))
@@ -285,9 +292,9 @@ def code_reward(
         max_output_mb: stdout+stderr cap; more output fails the test.
         min_isolation: ``full``, ``strong`` or ``basic``: refuse (``sandbox_error``) below this level.
         allow_weaker_isolation: run anyway when the machine offers less than ``min_isolation``.
-        complete_prompt: a completion whose code does not define the row's ``entry_point`` continues the row's
-            ``code_prompt`` column (HumanEval's signature and docstring): the program is that column, then the code.
-            A completion that defines the entry point (a whole function, fenced or not) runs as it is.
+        complete_prompt: run the row's ``code_prompt`` column (HumanEval's imports, helpers, signature and
+            docstring) before the code: a body continues the prompt's function, a whole function (fenced or not)
+            replaces it.
     """
     if min_isolation not in LEVELS:
         raise ValueError(f"min_isolation must be one of {', '.join(LEVELS)}; got {min_isolation!r}")

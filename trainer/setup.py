@@ -48,8 +48,10 @@ def validate(config: RunConfig, t: TrainerSection, world_size: int) -> None:
         raise ConfigError("rewards: no reward configured; add at least one, e.g. rewards: {char_count: 1.0}")
     if all(s.weight == 0 for s in config.rewards):
         raise ConfigError("rewards: every weight is 0 (log only), so there is nothing to train on; give one a weight")
-    if not config.data.train:
-        raise ConfigError("data.train: no training prompts; set a JSONL/Parquet path, hf:NAME:SPLIT or toy:N")
+    if not config.data.train and not config.data.task:
+        raise ConfigError(
+            "data.train: no training prompts; set a JSONL/Parquet path, hf:NAME:SPLIT or toy:N, or data.task: NAME"
+        )
     if not config.model.name_or_path:
         raise ConfigError("model.name_or_path: empty; set a model directory, hub name or toy:char")
     if t.prompts_per_step % world_size:
@@ -110,7 +112,11 @@ def check_lengths(t: TrainerSection, max_positions: int | None) -> None:
 
 
 def load_train_samples(config: RunConfig) -> list[Sample]:
-    """The training prompts (``toy:N`` gives N toy prompts)."""
+    """The training prompts (``toy:N`` gives N toy prompts; ``data.task`` the task's train split)."""
+    if config.data.task:
+        from harness.tasks.training import task_train_samples
+
+        return task_train_samples(config)
     source = str(config.data.train)
     if source.startswith("toy:"):
         from trainer.toy import toy_samples

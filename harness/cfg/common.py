@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["ModelSection", "DataSection", "FieldMap"]
 
@@ -38,8 +38,20 @@ class DataSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    task: str | None = Field(
+        None,
+        description="a named task (harness tasks list): its train split trains, its test split is held out, its "
+        "rewards apply when rewards: is empty; data.train / data.heldout then name files in the task's schema",
+    )
     train: str | None = Field(None, description="JSONL, Parquet or hf:NAME[:CONFIG]:SPLIT")
     heldout: str | None = Field(None, description="held-out prompts for checkpoint evaluation")
     fields: FieldMap = Field(default_factory=FieldMap)
     chat_template: bool = True
     system_prompt: str | None = None
+
+    @field_validator("task")
+    @classmethod
+    def _task_name(cls, v: str | None) -> str | None:
+        if v is not None and (not v.strip() or any(c.isspace() for c in v)):
+            raise ValueError(f"expected one task name (see `harness tasks list`), got {v!r}")
+        return v

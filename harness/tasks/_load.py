@@ -10,9 +10,10 @@ Sources, as a task names them (``Task.source``) or as ``data=`` overrides them:
 
 Ids are the dataset's own (the column ``fields.id``); a task without an id column numbers rows from 0 in dataset
 order, as lm-eval's ``doc_id`` does. Few-shot examples for a row are drawn with ``random.Random`` seeded by the
-task's seed and the row's id (the same examples for a row whatever ``limit`` or order), from a pool that excludes
-the row itself (same id, or same question text). Bad rows are reported as :class:`~harness.data.RowError` and
-skipped, as :func:`harness.data.load_samples` does.
+task's seed and the row's id (the same examples for a row whatever ``limit`` or order), from a pool
+(``fewshot_data``, else ``data``, else the few-shot split, else the train split, else the row's own split) that
+excludes the row itself (same id when the pool is the row's split, or same question text). Bad rows are reported
+as :class:`~harness.data.RowError` and skipped, as :func:`harness.data.load_samples` does.
 
 This module does not render chat templates or tokenize (:func:`harness.data.render_prompt` does) and downloads
 nothing on its own accord (``datasets`` may, for hub sources, when the machine is online).
@@ -163,23 +164,24 @@ class _TemplateError(ValueError):
     pass
 
 
-def _draw(pool: list[_Row], row: _Row, question: str, n: int, seed: int, texts: list[str]) -> list[_Row]:
-    """``n`` examples from ``pool`` for ``row``, never the row itself (same id or same question)."""
+def _draw(pool: list[_Row], row: _Row, question: str, n: int, seed: int, texts: list[str], same: bool) -> list[_Row]:
+    """``n`` examples from ``pool`` for ``row``, never the row itself: not the same question, and, when the pool is
+    the row's own split (``same``), not the same id."""
     rng = random.Random(f"{seed}\0{row.sample.id}")
+
+    def excluded(i: int) -> bool:
+        return (same and pool[i].sample.id == row.sample.id) or texts[i].strip() == question.strip()
+
     picked: list[_Row] = []
     candidates = rng.sample(range(len(pool)), min(len(pool), n + 8))
-    if len(candidates) < len(pool) and sum(_excluded(pool[i], row, question, texts[i]) for i in candidates) > 8:
+    if len(candidates) < len(pool) and sum(map(excluded, candidates)) > 8:
         candidates = rng.sample(range(len(pool)), len(pool))  # more look-alikes than spare draws: go through all
     for i in candidates:
-        if not _excluded(pool[i], row, question, texts[i]):
+        if not excluded(i):
             picked.append(pool[i])
             if len(picked) == n:
                 break
     return picked
-
-
-def _excluded(example: _Row, row: _Row, question: str, text: str) -> bool:
-    return example.sample.id == row.sample.id or text.strip() == question.strip()
 
 
 def _prompt(task: Task, row: _Row, shots: list[_Row], chat: bool) -> str | list[dict[str, Any]]:
@@ -228,9 +230,13 @@ def load_task_rows(
     source = source_for(task, role, data)
     rows, errors, label = _read(task, source, strict)
     pool: list[_Row] = []
+    same = True
     if n > 0:
-        pool_source = fewshot_data or data or source_for(task, "fewshot")
-        pool = rows if pool_source == source else _read(task, pool_source, False)[0]
+        if task.prompt.answer(use_chat) is None:
+            raise TaskError(f"task {task.name!r}: few-shot examples need prompt.target (how an example's answer reads)")
+        pool_source = fewshot_data or data or source_for(task, _pool_role(task, role))
+        same = pool_source == source
+        pool = rows if same else _read(task, pool_source, False)[0]
     texts = [_fill_or_empty(task, r, use_chat) for r in pool]
     pool_q = [t for t in texts if t]
     pool = [
@@ -240,7 +246,7 @@ def load_task_rows(
     for row in rows[:limit] if limit is not None else rows:
         try:
             question = _fill(task.prompt.question(use_chat), row.columns, "the prompt template")
-            shots = _draw(pool, row, question, n, use_seed, pool_q) if n else []
+            shots = _draw(pool, row, question, n, use_seed, pool_q, same) if n else []
             prompt = _prompt(task, row, shots, use_chat)
         except _TemplateError as e:
             if strict:
@@ -251,6 +257,13 @@ def load_task_rows(
             log.warning("task %s: only %d few-shot example(s) for id %s", task.name, len(shots), row.sample.id)
         samples.append(Sample.model_validate({**row.sample.model_dump(), "prompt": prompt}))
     return LoadResult(source=label, samples=samples, errors=errors, fingerprint=fingerprint_samples(samples))
+
+
+def _pool_role(task: Task, role: str) -> str:
+    """Where few-shot examples come from: the few-shot split, else the train split, else the row's own split."""
+    if task.prompt.fewshot_split or "fewshot" in task.splits:
+        return "fewshot"
+    return "train" if "train" in task.splits else role
 
 
 def _fill_or_empty(task: Task, row: _Row, chat: bool) -> str:

@@ -163,6 +163,18 @@ class Task:
             fewshot_data=fewshot_data,
         )
 
+    def questions(self, role: str = "test", *, data: str | None = None, limit: int | None = None) -> LoadResult:
+        """The rows of ``role`` with the bare question as the prompt: no template, no few-shot examples.
+
+        What a contamination check compares: templated or few-shot prompts share the template's words (and, with
+        few-shot, other rows' text), which would look like overlap between splits that have none.
+        """
+        import dataclasses
+
+        col = self.fields.messages or self.fields.prompt
+        bare = PromptTemplate(template="{" + col + "}", chat=False)
+        return dataclasses.replace(self, prompt=bare).load(role, data=data, limit=limit, num_fewshot=0)
+
     def summary(self) -> dict[str, Any]:
         """The task as plain data (what ``harness tasks show`` prints)."""
         p = self.prompt
