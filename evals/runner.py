@@ -371,8 +371,10 @@ def _own_key(info: CheckpointInfo, plan: _Plan) -> str | None:
     """The key of the run's own evaluation (its config's data.heldout, eval section and rewards), None outside a run.
 
     The run's held-out set is loaded again only when this evaluation read another source or read it differently.
+    A run trained on a task (``data.task``) has none of its own here: its held-out file is in the task's schema
+    and is evaluated through the task (:mod:`evals.task_run`).
     """
-    if info.config is None or not info.config.data.heldout:
+    if info.config is None or not info.config.data.heldout or info.config.data.task:
         return None
     cfg = resolve_settings(info, None, None, None)
     try:
@@ -417,6 +419,7 @@ def evaluate(
     gguf_file: str | None = None,
     telemetry: bool = True,
     progress: bool = False,
+    contamination: Mapping[str, Any] | None = None,
 ) -> EvalResult:
     """Score ``k`` samples per held-out prompt from ``checkpoint`` with the run's rewards; write results.json.
 
@@ -432,6 +435,8 @@ def evaluate(
         resume: keep finished prompts found in ``output_dir`` (False starts over).
         fields, chat_template, system_prompt: default to the run config's data section.
         train_data: training prompts for the contamination check; default: the run config's data.train.
+        contamination: the contamination record when the caller checked already (a task compares bare questions,
+            :mod:`evals.task_contamination`); the check is then not run here.
         gguf_file: hf: a GGUF file inside ``checkpoint`` to load (dequantized; needs the gguf package).
         telemetry: record an ``eval.checkpoint`` span in the run's traces (when the checkpoint is in a run).
         progress: show progress bars.
@@ -447,7 +452,8 @@ def evaluate(
         add_plugins(info.config.plugins)  # the run's own reward modules (saved absolute in its config.yaml)
     cfg = resolve_settings(info, settings, k, backend)
     plan = _plan(info, cfg, data, specs, fields, chat_template, system_prompt)
-    contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)
+    if contamination is None:
+        contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)
     log.info(
         "sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d",
         cfg.k,

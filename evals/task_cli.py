@@ -20,6 +20,7 @@ command line says about tasks and prints; the work is :func:`evals.task_run.eval
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -27,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from evals.backends import Backend, make_backend
-from evals.checkpoint import list_checkpoints, resolve_checkpoint
+from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint
 from evals.config import EvalSection
 from evals.genkwargs import parse_gen_kwargs
 from evals.outputs import atomic_write_json
+from evals.runner import saved_data_path
 from evals.task_results import EvaluationRecord, format_task_table, summary
 from evals.task_run import TaskEvaluation, TaskOverrides, checkpoint_metrics, evaluate_task, get_tasks
 from harness.errors import HarnessError
@@ -62,7 +64,8 @@ def given_settings(args: argparse.Namespace, flags: dict[str, str]) -> dict[str,
 
 
 def task_names(args: argparse.Namespace) -> str | list[str] | None:
-    """The tasks to run: ``--task``, else (with no ``--data``) the run config's ``eval.task``."""
+    """The tasks to run: ``--task``, else (with no ``--data``) the run config's ``eval.task``, else its
+    ``data.task`` (a run trained on a task is evaluated on it)."""
     if getattr(args, "task", None):
         return str(args.task)
     if getattr(args, "data", None) or not (args.checkpoint or args.checkpoints):
@@ -71,7 +74,18 @@ def task_names(args: argparse.Namespace) -> str | list[str] | None:
     if first is None:
         return None
     info = resolve_checkpoint(first)
-    return info.config.eval.task if info.config is not None else None
+    return (info.config.eval.task or info.config.data.task) if info.config is not None else None
+
+
+def _run_heldout(over: TaskOverrides, info: CheckpointInfo, task: str) -> TaskOverrides:
+    """``over`` with the run's ``data.heldout`` as the data when the run trained on this task with a held-out file
+    in its schema and no ``--data`` was given."""
+    cfg = info.config
+    if over.data or cfg is None or cfg.data.task != task or not cfg.data.heldout:
+        return over
+    held = saved_data_path(info, cfg.data.heldout)
+    print(f"harness eval: task {task}: the run's held-out rows {held} (data.heldout)", file=sys.stderr)
+    return dataclasses.replace(over, data=held)
 
 
 def _check(args: argparse.Namespace, n_tasks: int) -> None:
@@ -146,7 +160,8 @@ def run_tasks(args: argparse.Namespace, names: str | list[str], flags: dict[str,
     done: list[TaskEvaluation] = []
     for path in ckpts:
         label = "reference" if path == root and args.backend == "reference" else path.name
-        base = settings_for(args, resolve_checkpoint(path))
+        info = resolve_checkpoint(path)
+        base = settings_for(args, info)
         be = _backend(args, path, base)
         try:
             for task in tasks:
@@ -158,7 +173,7 @@ def run_tasks(args: argparse.Namespace, names: str | list[str], flags: dict[str,
                 ev = evaluate_task(
                     task,
                     path,
-                    over,
+                    _run_heldout(over, info, task.name),
                     settings=base,
                     output_dir=out,
                     backend=be,

@@ -31,6 +31,7 @@ from evals.config import EvalSection
 from evals.errors import EvalError
 from evals.outputs import atomic_write_json
 from evals.runner import EvalResult, evaluate
+from evals.task_contamination import task_contamination
 from evals.task_results import CheckpointMetric, TaskConfig, TaskMetric, lm_eval_section, task_metrics
 from harness.types import RewardSpec
 
@@ -224,6 +225,7 @@ def evaluate_task(
     )
     n_shot = fewshot if fewshot is not None else task.prompt.num_fewshot
     specs = _merge_rewards(task, over)
+    contamination = task_contamination(task, info, cfg, over.data, train_data)
     res = evaluate(
         info.path,
         held,
@@ -239,6 +241,7 @@ def evaluate_task(
         telemetry=telemetry,
         backend=backend,
         progress=progress,
+        contamination=contamination,
     )
     tcfg = _task_config(task, _used_settings(res, cfg), over, chat, n_shot, held.source)
     res.results["task"] = tcfg

@@ -197,3 +197,34 @@ def test_task_overrides_reach_the_loaded_prompts(tmp_path: Path) -> None:
     held = task.load("test", data=over.data, num_fewshot=over.num_fewshot, chat=over.chat)
     msgs = held.samples[0].prompt
     assert isinstance(msgs, list) and [m["role"] for m in msgs] == ["user", "assistant", "user"]
+
+
+def _task_run(tmp_path: Path, tiny_model_dir: Path, heldout: list[dict[str, str]]) -> Path:
+    """A run trained with ``data.task: gsm8k`` on local files in GSM8K's schema (the trainer's layout)."""
+    import yaml
+
+    run = make_run(tmp_path, tiny_model_dir)
+    train = write_jsonl(tmp_path / "gsm8k_train.jsonl", GSM8K_ROWS[:4])
+    held = write_jsonl(tmp_path / "gsm8k_heldout.jsonl", heldout)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["data"] = {"task": "gsm8k", "train": str(train), "heldout": str(held)}
+    cfg["rewards"] = [{"name": "math"}]
+    cfg["eval"] = {"k": 1, "max_new_tokens": 4, "num_fewshot": 2}
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg))
+    return run
+
+
+@pytest.mark.parametrize("leak", [False, True])
+def test_a_run_trained_on_a_task_is_evaluated_on_it_and_checked_on_bare_questions(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], leak: bool
+) -> None:
+    heldout = GSM8K_ROWS[4:] + (GSM8K_ROWS[:1] if leak else [])  # a training question in the held-out set
+    run = _task_run(tmp_path, tiny_model_dir, heldout)
+    rc, out, err = _harness(capsys, "--checkpoints", str(run))
+    assert rc == 0, err
+    assert f"gsm8k/pass@1 (n={len(heldout)})" in out and "data.heldout" in err
+    res = json.loads((run / "eval" / "tasks" / "step-000004" / "gsm8k" / "results.json").read_text())
+    c = res["contamination"]
+    assert c["checked"] and c["compared"] == "bare questions" and c["train_prompts"] == 4
+    # 2-shot prompts carry other rows' text; the check compares bare questions, so only a real leak counts
+    assert c["exact"] == (1 if leak else 0) and c["ngram"] == 0, c
