@@ -228,3 +228,31 @@ def test_a_run_trained_on_a_task_is_evaluated_on_it_and_checked_on_bare_question
     assert c["checked"] and c["compared"] == "bare questions" and c["train_prompts"] == 4
     # 2-shot prompts carry other rows' text; the check compares bare questions, so only a real leak counts
     assert c["exact"] == (1 if leak else 0) and c["ngram"] == 0, c
+
+
+def test_apply_chat_template_switches_a_plain_task_to_its_chat_prompt_and_stops(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [task] = get_tasks("humaneval")
+    assert task.prompt.chat is False  # a plain task by default
+    rc, _, err = _harness(
+        capsys,
+        *("--task", "humaneval", "--checkpoint", str(tiny_model_dir), "--limit", "2", "--apply-chat-template"),
+        *("--gen-kwargs", "max_new_tokens=3", "--output", str(tmp_path / "c")),
+    )
+    assert rc == 0, err
+    res = json.loads((tmp_path / "c" / "humaneval" / "results.json").read_text())
+    assert res["task"]["chat_template"] is True and res["backend"]["chat_template"] is True
+    assert res["sampling"]["stop"] == list(task.generation.stop_for(True)) != list(task.generation.stop_for(False))
+    rec = json.loads((tmp_path / "c" / "humaneval" / "samples.jsonl").read_text().splitlines()[0])
+    assert isinstance(rec["prompt"], list) and rec["prompt"][-1]["content"].startswith("Complete the following")
+
+
+def test_the_same_command_again_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ("--task", "humaneval", "--backend", "reference", "--limit", "5", "--output", str(tmp_path / "r"))
+    assert _harness(capsys, *argv)[0] == 0
+    rc, out, err = _harness(capsys, *argv)
+    assert rc == 0, err
+    res = json.loads((tmp_path / "r" / "humaneval" / "results.json").read_text())
+    assert res["timing"]["prompts_generated"] == 0 and res["timing"]["prompts_resumed"] == 5
+    assert "reference   1.0000 ± 0.0000" in out
