@@ -74,7 +74,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--watch-interval", type=float, default=30.0, help="seconds between looks for new checkpoints")
     p.add_argument("--watch-timeout", type=float, default=None, help="stop watching after this many idle seconds")
     p.add_argument(
-        "--data", help="held-out set: .jsonl/.json/.parquet or hf:NAME[:CONFIG]:SPLIT (default: data.heldout)"
+        "--data",
+        help="held-out set: .jsonl/.json/.parquet or hf:NAME[:CONFIG]:SPLIT (default: data.heldout); with --task: "
+        "a source in the task's schema replacing the task's (TASK=SOURCE,... with several tasks)",
     )
     p.add_argument(
         "--field",

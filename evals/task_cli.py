@@ -5,6 +5,7 @@
     harness eval --task gsm8k,humaneval --checkpoint runs/r1/checkpoints/step-000010
     harness eval --task gsm8k --checkpoints runs/r1 --num-fewshot 5 --gen-kwargs max_new_tokens=256,temperature=0
     harness eval --task gsm8k --data gsm8k_test.jsonl --checkpoint DIR --no-chat-template --limit 50
+    harness eval --task gsm8k,humaneval --data gsm8k=gsm8k_test.jsonl --checkpoint DIR   # one local source of two
     harness eval --task humaneval --backend reference           # canonical solutions: checks the task, not a model
 
 Output layout (``--output OUT``; default ``<run>/eval/tasks`` for a run's checkpoints, else ``eval/tasks``)::
@@ -24,6 +25,7 @@ import dataclasses
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ from evals.task_results import EvaluationRecord, format_task_table, summary
 from evals.task_run import TaskEvaluation, TaskOverrides, checkpoint_metrics, evaluate_task, get_tasks
 from harness.errors import HarnessError
 
-__all__ = ["run_tasks", "task_names", "given_settings", "chat_flag"]
+__all__ = ["run_tasks", "task_names", "given_settings", "chat_flag", "data_for"]
 
 
 def chat_flag(args: argparse.Namespace) -> bool | None:
@@ -88,9 +90,29 @@ def _run_heldout(over: TaskOverrides, info: CheckpointInfo, task: str) -> TaskOv
     return dataclasses.replace(over, data=held)
 
 
-def _check(args: argparse.Namespace, n_tasks: int) -> None:
-    if args.data and n_tasks > 1:
-        raise HarnessError("--data replaces one task's source: give it with a single --task, not several")
+def data_for(data: str | None, tasks: list[str]) -> dict[str, str]:
+    """Which task's source ``--data`` replaces: ``FILE`` with one task, ``TASK=SOURCE[,TASK=SOURCE...]`` with any.
+
+    >>> data_for("g.jsonl", ["gsm8k"]), data_for("gsm8k=g.jsonl,mbpp=m.parquet", ["gsm8k", "humaneval", "mbpp"])
+    ({'gsm8k': 'g.jsonl'}, {'gsm8k': 'g.jsonl', 'mbpp': 'm.parquet'})
+
+    Raises:
+        HarnessError: several tasks and a plain source, or a ``TASK=`` naming a task that is not being run.
+    """
+    if not data:
+        return {}
+    pairs = [p.partition("=") for p in data.split(",")]
+    if all(eq and name.strip() in tasks for name, eq, _ in pairs):
+        return {name.strip(): src.strip() for name, _, src in pairs}
+    if len(tasks) == 1:
+        return {tasks[0]: data}
+    raise HarnessError(
+        f"--data {data!r}: with several tasks, name the task each source replaces, e.g. --data "
+        f"{tasks[0]}=FILE (tasks: {', '.join(tasks)})"
+    )
+
+
+def _check(args: argparse.Namespace) -> None:
     if args.field:
         raise HarnessError("--field does not apply with --task: the task maps its own columns (see harness tasks show)")
     if args.watch:
@@ -133,7 +155,12 @@ def _log_samples(ev: TaskEvaluation) -> Path:
     return dest
 
 
-def run_tasks(args: argparse.Namespace, names: str | list[str], flags: dict[str, str], settings_for: Any) -> int:
+def run_tasks(
+    args: argparse.Namespace,
+    names: str | list[str],
+    flags: dict[str, str],
+    settings_for: Callable[[argparse.Namespace, CheckpointInfo], EvalSection],
+) -> int:
     """Evaluate every checkpoint on every task; print the table; write the summary. Returns the exit status.
 
     ``flags`` maps flag dests to EvalSection fields; ``settings_for(args, info)`` gives a checkpoint's base
@@ -144,12 +171,12 @@ def run_tasks(args: argparse.Namespace, names: str | list[str], flags: dict[str,
 
     add_plugins(args.plugin)
     tasks = get_tasks(names)
-    _check(args, len(tasks))
+    _check(args)
+    sources = data_for(args.data, [t.name for t in tasks])
     over = TaskOverrides(
         settings=given_settings(args, flags),
         num_fewshot=args.num_fewshot,
         chat=chat_flag(args),
-        data=args.data,
         rewards=tuple(parse_reward_args(args.reward, args.param)),
         only_rewards=args.only_rewards,
         system_prompt=args.system_prompt,
@@ -173,7 +200,7 @@ def run_tasks(args: argparse.Namespace, names: str | list[str], flags: dict[str,
                 ev = evaluate_task(
                     task,
                     path,
-                    _run_heldout(over, info, task.name),
+                    _run_heldout(dataclasses.replace(over, data=sources.get(task.name)), info, task.name),
                     settings=base,
                     output_dir=out,
                     backend=be,

@@ -171,10 +171,8 @@ def test_a_run_config_eval_task_is_used_without_flags(
     ("argv", "match"),
     [
         (["--task", "nosuch", "--backend", "reference"], "nosuch"),
-        (
-            ["--task", "humaneval,gsm8k", "--backend", "reference", "--data", "x.jsonl"],
-            "--data replaces one task's source",
-        ),
+        (["--task", "humaneval,gsm8k", "--backend", "reference", "--data", "x.jsonl"], "name the task each source"),
+        (["--task", "humaneval,gsm8k", "--backend", "reference", "--data", "mbpp=x.jsonl"], "name the task each"),
         (["--task", "humaneval", "--backend", "reference", "--gen-kwargs", "max_tokens=3"], "unknown key 'max_tokens'"),
         (["--task", "humaneval", "--backend", "reference", "--gen-kwargs", "top_p=2"], "top_p: expected a number"),
         (["--task", "humaneval"], "--task needs --checkpoint DIR or --checkpoints RUN"),
@@ -256,3 +254,18 @@ def test_the_same_command_again_resumes(tmp_path: Path, capsys: pytest.CaptureFi
     res = json.loads((tmp_path / "r" / "humaneval" / "results.json").read_text())
     assert res["timing"]["prompts_generated"] == 0 and res["timing"]["prompts_resumed"] == 5
     assert "reference   1.0000 ± 0.0000" in out
+
+
+def test_two_tasks_one_from_a_local_file_make_one_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_jsonl(tmp_path / "g.jsonl", GSM8K_ROWS)
+    rc, out, err = _harness(
+        capsys,
+        *("--task", "humaneval,gsm8k", "--data", f"gsm8k={data}", "--backend", "reference", "--limit", "4"),
+        *("--output", str(tmp_path / "two")),
+    )
+    assert rc == 0, err
+    header, _, row = out.strip().splitlines()
+    assert "humaneval/pass@1 (n=4)" in header and "gsm8k/pass@1 (n=4)" in header
+    assert row.split() == ["reference", "1.0000", "±", "0.0000", "1.0000", "±", "0.0000"]
+    res = json.loads((tmp_path / "two" / "gsm8k" / "results.json").read_text())
+    assert res["task"]["source"].endswith("g.jsonl")

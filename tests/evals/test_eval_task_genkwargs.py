@@ -124,7 +124,7 @@ def test_task_metrics_lm_eval_layout_and_table() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["evals.genkwargs", "evals.task_results", "evals.backends.base", "evals.backends.vllm"]
+    "module", ["evals.genkwargs", "evals.task_results", "evals.task_cli", "evals.backends.base", "evals.backends.vllm"]
 )
 def test_the_examples_run(module: str) -> None:
     import doctest
