@@ -6,8 +6,8 @@ seed; with ``batch_size=1`` (the default) a prompt's completions therefore depen
 prompt id, not on which prompts ran before it, so a resumed evaluation reproduces an uninterrupted one.
 Greedy decoding (``temperature == 0``) decodes each prompt once and repeats the completion ``k`` times.
 
-Stop strings (``SamplingParams.stop``) end a sequence through transformers' own ``StopStringCriteria`` (the
-other sequences of the batch go on), and the decoded text is cut before the first stop string.
+Stop strings (``SamplingParams.stop``) end a sequence once its generated text holds one (:class:`StopInGenerated`;
+the other sequences of the batch go on), and the decoded text is cut before the first stop string.
 
 Not covered: tensor parallelism, quantized loading (except what ``from_pretrained`` does on its own).
 """
@@ -24,9 +24,40 @@ from evals.errors import BackendError
 from harness.data import render_prompt
 from harness.threads import ThreadSetting, apply_threads
 
-__all__ = ["HFBackend"]
+__all__ = ["HFBackend", "StopInGenerated"]
 
 log = logging.getLogger(__name__)
+
+
+class StopInGenerated:
+    """A transformers stopping criterion: a sequence is done once the text it generated (not its prompt) contains a
+    stop string. Each step decodes only the last few generated tokens of each sequence (a token decodes to at least
+    one character, so the longest stop string plus two tokens covers any match that ends at the newest token).
+
+    transformers' own ``StopStringCriteria`` was measured to stop at a stop string that spans the prompt's end and
+    the first generated token (prompt ``"12 + 3 ="``, stop ``"=*"``, first token ``"*"``: a one-token completion
+    that holds no stop string), and it refuses stop strings the vocabulary cannot end with (``"</s>"`` for a
+    character tokenizer); lm-evaluation-harness and the OpenAI API match stop strings in the generated text only.
+
+    Args:
+        tokenizer: decodes the generated ids.
+        stop: the stop strings.
+        prompt_len: the (left-padded) prompt length of the batch: generated tokens start there.
+    """
+
+    def __init__(self, tokenizer: Any, stop: Sequence[str], prompt_len: int) -> None:
+        self.tokenizer = tokenizer
+        self.stop = tuple(s for s in stop if s)
+        self.prompt_len = prompt_len
+        self.lookback = max((len(s) for s in self.stop), default=0) + 2
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        tail = input_ids[:, self.prompt_len :][:, -self.lookback :].tolist()  # (batch, <= lookback)
+        texts = self.tokenizer.batch_decode(tail, skip_special_tokens=False)
+        done = [any(s in t for s in self.stop) for t in texts]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 class HFBackend:
@@ -82,7 +113,6 @@ class HFBackend:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._eos = self._eos_ids()
-        self._stops: dict[tuple[str, ...], Any] = {}
 
     def _eos_ids(self) -> set[int]:
         ids: set[int] = set()
@@ -92,30 +122,6 @@ class HFBackend:
             elif src:
                 ids.update(int(x) for x in src)
         return ids
-
-    def _stop_criteria(self, stop: Sequence[str]) -> Any:
-        """A ``StoppingCriteriaList`` with transformers' ``StopStringCriteria`` over the stop strings this
-        tokenizer can produce (built once per set); None when there are none.
-
-        transformers refuses a stop string that no token sequence of the vocabulary can end with (``"</s>"`` for a
-        tokenizer without ``<``): such a string cannot appear in the output, so it is left out of the criterion.
-        """
-        key = tuple(stop)
-        if not key:
-            return None
-        if key not in self._stops:
-            from transformers import StoppingCriteriaList, StopStringCriteria
-
-            usable = []
-            for s in key:
-                try:
-                    StopStringCriteria(self.tokenizer, [s])
-                    usable.append(s)
-                except ValueError as e:
-                    log.debug("hf backend: stop string %r cannot be produced by this tokenizer: %s", s, e)
-            crit = StopStringCriteria(self.tokenizer, usable) if usable else None
-            self._stops[key] = StoppingCriteriaList([crit]) if crit is not None else None
-        return self._stops[key]
 
     def render(self, request: PromptRequest) -> str:
         """The prompt text given to the model (chat template applied when enabled and available)."""
@@ -143,9 +149,8 @@ class HFBackend:
             "num_return_sequences": per_prompt,
             "pad_token_id": self.tokenizer.pad_token_id,
         }
-        stopping = self._stop_criteria(params.stop)
-        if stopping is not None:  # transformers' own stop-string criterion ends each sequence at a stop string
-            gen_kw["stopping_criteria"] = stopping
+        if params.stop:  # each sequence ends once its generated text holds a stop string
+            gen_kw["stopping_criteria"] = [StopInGenerated(self.tokenizer, params.stop, enc["input_ids"].shape[1])]
         if sample:
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         else:

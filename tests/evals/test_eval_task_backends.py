@@ -54,6 +54,19 @@ def test_hf_stop_string_cuts_the_text_and_ends_generation(tiny_model_dir: Path) 
     assert cut.tokens is not None and cut.tokens <= at + len(stop) + 1 < 40  # generation stopped there
 
 
+def test_hf_stop_strings_match_the_generated_text_only(tiny_model_dir: Path) -> None:
+    """A stop string spanning the prompt's end and the first generated token does not stop (lm-eval's and the
+    OpenAI API's rule; transformers' StopStringCriteria stops there and leaves a one-token completion)."""
+    be = HFBackend(tiny_model_dir, chat_template=False)
+    req = PromptRequest("p", "12 + 3 =", 5)
+    free = be.generate([req], 1, SamplingParams(1.0, 1.0, 20, 0))[0][0]
+    stop = "=" + free.text[0]  # the prompt's last character and the first generated one
+    got = be.generate([req], 1, SamplingParams(1.0, 1.0, 20, 0, (stop,)))[0][0]
+    at = free.text.find(stop)
+    assert got.text == (free.text[:at] if at >= 0 else free.text)
+    assert len(got.text) > 1, got
+
+
 def test_hf_stop_applies_per_sequence_in_a_batch(tiny_model_dir: Path) -> None:
     be = HFBackend(tiny_model_dir, chat_template=False, batch_size=2)
     reqs = [PromptRequest("a", "12 + 3 =", 7), PromptRequest("b", "hello", 7)]
