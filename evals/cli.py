@@ -5,6 +5,10 @@
     harness eval --checkpoint runs/r1/checkpoints/step-000010 --data heldout.jsonl --k 8
     harness eval --checkpoints runs/r1 --watch --data hf:gsm8k:main:test --backend vllm
     harness eval --checkpoint DIR --data SOURCE --backend openai --base-url http://127.0.0.1:8000/v1
+    harness eval --checkpoint DIR --task gsm8k,humaneval --num-fewshot 0 --gen-kwargs max_new_tokens=512,temperature=0
+
+With ``--task`` (or a run config's ``eval.task``) the task sets the data, prompt, rewards and generation defaults and
+the work moves to :mod:`evals.task_cli`, which ends with one table across checkpoints and tasks.
 
 Rewards default to the specs saved in the run's config.yaml; ``--reward NAME[=WEIGHT]`` adds one or overrides
 one of the same name. Every other setting defaults to the run config's ``eval`` section, then to the built-in
@@ -29,6 +33,7 @@ from typing import Any
 from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint
 from evals.config import EvalSection
 from evals.runner import EvalResult, evaluate, resolve_settings
+from evals.task_cli import chat_flag, given_settings, run_tasks, task_names
 from harness.cfg.common import FieldMap
 from harness.cfg.scoring import ScoringSection
 from harness.errors import HarnessError
@@ -63,14 +68,16 @@ _SETTING_FLAGS = {
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    which = p.add_mutually_exclusive_group(required=True)
+    which = p.add_mutually_exclusive_group()
     which.add_argument("--checkpoint", help="one checkpoint directory (or any save_pretrained directory)")
     which.add_argument("--checkpoints", metavar="RUN_DIR", help="every checkpoint of a run")
     p.add_argument("--watch", action="store_true", help="with --checkpoints: keep scoring new checkpoints")
     p.add_argument("--watch-interval", type=float, default=30.0, help="seconds between looks for new checkpoints")
     p.add_argument("--watch-timeout", type=float, default=None, help="stop watching after this many idle seconds")
     p.add_argument(
-        "--data", help="held-out set: .jsonl/.json/.parquet or hf:NAME[:CONFIG]:SPLIT (default: data.heldout)"
+        "--data",
+        help="held-out set: .jsonl/.json/.parquet or hf:NAME[:CONFIG]:SPLIT (default: data.heldout); with --task: "
+        "a source in the task's schema replacing the task's (TASK=SOURCE,... with several tasks)",
     )
     p.add_argument(
         "--field",
@@ -79,8 +86,30 @@ def _configure(p: argparse.ArgumentParser) -> None:
         metavar="KEY=COLUMN",
         help="column mapping, KEY in id/prompt/answer/tests/messages (repeatable)",
     )
+    p.add_argument(
+        "--task",
+        metavar="NAME[,NAME...]",
+        help="named benchmark task(s) (harness tasks list): data, prompt, rewards and generation defaults in one word",
+    )
+    p.add_argument("--num-fewshot", type=int, help="few-shot examples per prompt (default: the task's)")
+    p.add_argument(
+        "--gen-kwargs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE,...",
+        help="max_new_tokens, temperature, top_p, stop (repeatable; stop=a,stop=b or stop=[...]), do_sample",
+    )
+    p.add_argument(
+        "--log-samples",
+        action="store_true",
+        help="with --task: also copy the per-sample records to samples_<task>.jsonl (lm-eval's name)",
+    )
     p.add_argument("--k", type=int, help="samples per prompt (default 8)")
-    p.add_argument("--backend", choices=["hf", "vllm", "openai"], help="generation backend (default hf)")
+    p.add_argument(
+        "--backend",
+        choices=["hf", "vllm", "openai", "reference"],
+        help="generation backend (default hf; reference: each prompt's reference solution, no model)",
+    )
     p.add_argument(
         "--reward",
         action="append",
@@ -102,7 +131,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="a bad data row is an error, not skipped")
     p.add_argument("--limit", type=int, help="only the first N prompts")
     p.add_argument("--train-data", help="training prompts for the contamination check (default: data.train)")
-    p.add_argument("--no-chat-template", action="store_true", help="give the model plain text, no chat template")
+    chat = p.add_mutually_exclusive_group()
+    chat.add_argument("--apply-chat-template", action="store_true", help="apply the tokenizer's chat template")
+    chat.add_argument("--no-chat-template", action="store_true", help="give the model plain text, no chat template")
     p.add_argument("--system-prompt", help="a system message before each prompt")
     p.add_argument("--output", help="output directory (with --checkpoints: one subdirectory per checkpoint)")
     p.add_argument("--restart", action="store_true", help="discard finished samples in the output and start over")
@@ -144,13 +175,11 @@ def settings_from_args(args: argparse.Namespace, info: CheckpointInfo) -> EvalSe
     (only ``--limit`` does).
     """
     base = info.config.eval if info.config is not None else EvalSection()
-    update = {field: getattr(args, dest) for dest, field in _SETTING_FLAGS.items() if getattr(args, dest) is not None}
+    update = given_settings(args, _SETTING_FLAGS)
     if getattr(args, "data", None) is not None and args.limit is None and base.limit is not None:
         update["limit"] = None
     if args.fail_on_overlap:
         update["fail_on_overlap"] = True
-    if args.strict:
-        update["strict"] = True
     try:
         return EvalSection.model_validate({**base.model_dump(), **update})
     except ValueError as e:
@@ -167,7 +196,7 @@ def inherited_settings(args: argparse.Namespace, info: CheckpointInfo, settings:
     if info.config is None:
         return []
     saved, default = info.config.eval, EvalSection()
-    flagged = {field for dest, field in _SETTING_FLAGS.items() if getattr(args, dest, None) is not None}
+    flagged = set(given_settings(args, _SETTING_FLAGS))
     got = [
         f"{name}={getattr(settings, name)!r}".replace("'", "")
         for name in EvalSection.model_fields
@@ -208,7 +237,9 @@ def _shared_vllm(
     from evals.backends import make_backend
 
     data = info.config.data if info.config is not None else None
-    chat = False if args.no_chat_template else (data.chat_template if data is not None else True)
+    chat = chat_flag(args)
+    if chat is None:
+        chat = data.chat_template if data is not None else True
     system = args.system_prompt
     if system is None and data is not None:
         system = data.system_prompt
@@ -259,7 +290,7 @@ def _eval_one(
         output_dir=output,
         resume=not args.restart,
         fields=_fields(args.field, info),
-        chat_template=False if args.no_chat_template else None,
+        chat_template=chat_flag(args),
         system_prompt=args.system_prompt,
         train_data=args.train_data,
         gguf_file=args.gguf_file,
@@ -289,6 +320,15 @@ def _eval_one(
 
 def run_eval(args: argparse.Namespace) -> int:
     """Handler of ``harness eval``."""
+    names = task_names(args)
+    if names:
+        return run_tasks(args, names, _SETTING_FLAGS, settings_from_args, _scoring)
+    if args.num_fewshot is not None or args.log_samples:
+        raise HarnessError("--num-fewshot and --log-samples go with --task (a plain --data set has no few-shot split)")
+    if not (args.checkpoint or args.checkpoints):
+        raise HarnessError(
+            "one of --checkpoint DIR or --checkpoints RUN is required (or --task with --backend reference)"
+        )
     if args.checkpoint:
         _eval_one(args, Path(args.checkpoint), Path(args.output) if args.output else None)
         return 0

@@ -4,6 +4,10 @@ Sampling defaults follow DeepSeek-R1's reporting of avg@k ("pass@1"): temperatur
 per prompt. ``max_new_tokens`` defaults to the training run's ``max_completion_length`` when the checkpoint belongs to
 a run (so held-out scores are on the training scale), else 1024; the evaluator warns when most completions hit it,
 because a limit that is too low silently zeroes scores.
+
+``task`` names benchmark tasks (:mod:`harness.tasks`); a field set explicitly in this section wins over the task's
+default for it (``k``, ``temperature``, ``top_p``, ``max_new_tokens``, ``stop``, ``success_reward``,
+``success_threshold``, ``num_fewshot``), see :mod:`evals.task_run`.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["EvalSection", "BackendName"]
 
-BackendName = Literal["hf", "vllm", "openai"]
+BackendName = Literal["hf", "vllm", "openai", "reference"]
 
 
 class EvalSection(BaseModel):
@@ -30,6 +34,15 @@ class EvalSection(BaseModel):
         None, ge=1, description="default: the run's trainer.max_completion_length, else 1024"
     )
     seed: int = 0
+    stop: list[str] = Field(
+        default_factory=list, description="strings that end a completion (cut before the first; --gen-kwargs stop=)"
+    )
+    task: str | list[str] | None = Field(
+        None,
+        description="named task(s) (harness tasks list) to evaluate when no data is given; a task sets the data, "
+        "rewards, prompt and generation defaults; fields set in this section override the task's",
+    )
+    num_fewshot: int | None = Field(None, ge=0, description="few-shot examples per prompt (default: the task's)")
     batch_size: int = Field(
         1,
         ge=1,

@@ -141,7 +141,8 @@ def _contamination(
     if not source:
         return {"checked": False, "reason": "no training data source (run config data.train) to compare with"}
     try:
-        train = load_samples(source, fields)
+        # the run's training rows are read as the run read them (a task's or --field's mapping is the held-out set's)
+        train = load_samples(source, info.config.data.fields if info.config and not train_data else fields)
     except DataError as e:
         log.warning("contamination check skipped: %s", e)
         return {"checked": False, "reason": str(e)}
@@ -338,7 +339,7 @@ class _Plan:
 def _plan(
     info: CheckpointInfo,
     cfg: EvalSection,
-    data: str | Path | None,
+    data: str | Path | LoadResult | None,
     specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None,
     fields: FieldMap | None,
     chat_template: bool | None,
@@ -348,11 +349,17 @@ def _plan(
     """What to evaluate on; ``held``: a plan whose loaded data is reused when it read the same source the same way."""
     reward_specs = resolve_specs(specs, info)
     data_cfg = info.config.data if info.config else None
-    source = str(data) if data is not None else saved_data_path(info, data_cfg.heldout if data_cfg else None)
+    source: str | None
+    if isinstance(data, LoadResult):  # already loaded (a named task's prompts, rendered by the task)
+        source = data.source
+    else:
+        source = str(data) if data is not None else saved_data_path(info, data_cfg.heldout if data_cfg else None)
     if not source:
         raise EvalError("no held-out data: pass --data SOURCE (or set data.heldout in the run config)")
     fmap = fields or (data_cfg.fields if data_cfg else FieldMap())
-    if held is not None and (held.source, held.fields, held.limit, held.strict) == (
+    if isinstance(data, LoadResult):
+        loaded = data
+    elif held is not None and (held.source, held.fields, held.limit, held.strict) == (
         source,
         fmap,
         cfg.limit,
@@ -374,7 +381,7 @@ def _plan(
         fields=fmap,
         chat_template=chat_template if chat_template is not None else (data_cfg.chat_template if data_cfg else True),
         system_prompt=system_prompt if system_prompt is not None else (data_cfg.system_prompt if data_cfg else None),
-        params=SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed),
+        params=SamplingParams(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.seed, tuple(cfg.stop)),
     )
 
 
@@ -382,8 +389,10 @@ def _own_key(info: CheckpointInfo, plan: _Plan) -> str | None:
     """The key of the run's own evaluation (its config's data.heldout, eval section and rewards), None outside a run.
 
     The run's held-out set is loaded again only when this evaluation read another source or read it differently.
+    A run trained on a task (``data.task``) has none of its own here: its held-out file is in the task's schema
+    and is evaluated through the task (:mod:`evals.task_run`).
     """
-    if info.config is None or not info.config.data.heldout:
+    if info.config is None or not info.config.data.heldout or info.config.data.task:
         return None
     cfg = resolve_settings(info, None, None, None)
     try:
@@ -413,7 +422,7 @@ def _metrics(plan: _Plan, cfg: EvalSection, output: EvalOutput) -> dict[str, Any
 
 def evaluate(
     checkpoint: str | Path,
-    data: str | Path | None = None,
+    data: str | Path | LoadResult | None = None,
     specs: Sequence[RewardSpec | str | Mapping[str, Any]] | None = None,
     *,
     k: int | None = None,
@@ -429,12 +438,14 @@ def evaluate(
     telemetry: bool = True,
     progress: bool = False,
     scoring: ScoringSection | None = None,
+    contamination: Mapping[str, Any] | None = None,
 ) -> EvalResult:
     """Score ``k`` samples per held-out prompt from ``checkpoint`` with the run's rewards; write results.json.
 
     Args:
         checkpoint: a checkpoint directory (``runs/<id>/checkpoints/step-N`` or any ``save_pretrained`` dir).
-        data: the held-out set (see :func:`harness.data.load_samples`); default: the run config's data.heldout.
+        data: the held-out set (see :func:`harness.data.load_samples`), or samples already loaded (a task's, see
+            :mod:`evals.task_run`); default: the run config's data.heldout.
         specs: reward specs; default: those saved in the run config (the training rewards).
         k: samples per prompt (overrides ``settings.k``).
         backend: ``hf``, ``vllm``, ``openai`` or a ready :class:`~evals.backends.Backend` object.
@@ -443,6 +454,8 @@ def evaluate(
         resume: keep finished prompts found in ``output_dir`` (False starts over).
         fields, chat_template, system_prompt: default to the run config's data section.
         train_data: training prompts for the contamination check; default: the run config's data.train.
+        contamination: the contamination record when the caller checked already (a task compares bare questions,
+            :mod:`evals.task_contamination`); the check is then not run here.
         gguf_file: hf: a GGUF file inside ``checkpoint`` to load (dequantized; needs the gguf package).
         telemetry: record an ``eval.checkpoint`` span in the run's traces (when the checkpoint is in a run).
         progress: show progress bars.
@@ -460,7 +473,8 @@ def evaluate(
         add_plugins(info.config.plugins)  # the run's own reward modules (saved absolute in its config.yaml)
     cfg = resolve_settings(info, settings, k, backend)
     plan = _plan(info, cfg, data, specs, fields, chat_template, system_prompt)
-    contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)
+    if contamination is None:
+        contamination = _contamination(plan.held, info, train_data, plan.fields, cfg)
     log.info(
         "sampling: k=%d temperature=%g top_p=%g max_new_tokens=%d seed=%d",
         cfg.k,
@@ -469,7 +483,9 @@ def evaluate(
         plan.params.max_new_tokens,
         plan.params.seed,
     )
-    model_id = (str(Path(checkpoint).resolve()), gguf_file) if cfg.backend != "openai" else (cfg.base_url, cfg.model)
+    model_id: Any = (str(Path(checkpoint).resolve()), gguf_file)
+    if cfg.backend in ("openai", "reference"):
+        model_id = (cfg.base_url, cfg.model) if cfg.backend == "openai" else "reference"
     output = EvalOutput(Path(output_dir) if output_dir else info.default_output, plan.identity(cfg, model_id), cfg.k)
     finished = output.open(resume=resume)
     todo = [s for s in plan.held.samples if s.id not in finished]
@@ -487,6 +503,7 @@ def evaluate(
                     chat_template=plan.chat_template,
                     system_prompt=plan.system_prompt,
                     gguf_file=gguf_file,
+                    samples=plan.held.samples,
                 )
             pool = scoring_pool(scoring or (info.config.scoring if info.config is not None else None))
             timing = _generate_and_score(be, todo, plan.specs, cfg, plan.params, output, progress, pool)

@@ -14,23 +14,42 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["SamplingParams", "PromptRequest", "Generation", "Backend", "FinishReason", "prompt_seed"]
+__all__ = [
+    "SamplingParams",
+    "PromptRequest",
+    "Generation",
+    "Backend",
+    "FinishReason",
+    "prompt_seed",
+    "cut_at_stop",
+]
 
 FinishReason = Literal["stop", "length", "error"]
 
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How completions are sampled. ``temperature == 0`` means greedy decoding."""
+    """How completions are sampled. ``temperature == 0`` means greedy decoding.
+
+    ``stop``: strings that end a completion; the completion is cut before the first one (which is not kept), as
+    lm-evaluation-harness's ``until`` and the OpenAI API's ``stop`` do.
+    """
 
     temperature: float = 0.6
     top_p: float = 0.95
     max_new_tokens: int = 1024
     seed: int = 0
+    stop: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form for results.json."""
-        return asdict(self)
+        """JSON-able form for results.json; ``stop`` only when there are stop strings (so evaluations made before
+        stop strings existed keep their identity and resume)."""
+        out = asdict(self)
+        if self.stop:
+            out["stop"] = list(self.stop)
+        else:
+            del out["stop"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,18 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release the model or connections."""
         ...
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """``text`` up to the earliest occurrence of any stop string (not kept), and whether one was found.
+
+    >>> cut_at_stop("a = 1\\ndef g():", ["\\ndef ", "\\nclass "])
+    ('a = 1', True)
+    >>> cut_at_stop("42", ["Question:"])
+    ('42', False)
+    """
+    hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return (text[: min(hits)], True) if hits else (text, False)
 
 
 def prompt_seed(run_seed: int, prompt_id: str) -> int:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from evals.backends.base import Backend
 from evals.config import EvalSection
 from evals.errors import BackendError
+from harness.types import Sample
 
 __all__ = ["make_backend"]
 
@@ -20,10 +22,12 @@ def make_backend(
     system_prompt: str | None = None,
     tokenizer_path: str | None = None,
     gguf_file: str | None = None,
+    samples: Sequence[Sample] = (),
 ) -> Backend:
-    """The backend ``name`` (``hf``, ``vllm`` or ``openai``) for ``model_path``.
+    """The backend ``name`` (``hf``, ``vllm``, ``openai`` or ``reference``) for ``model_path``.
 
     For ``openai`` the model path is not loaded: the server serves its own model (``settings.model`` names it).
+    ``reference`` loads no model: it answers with each of ``samples``' reference solution.
 
     Raises:
         BackendError: an unknown name, or the backend cannot start (see each backend).
@@ -68,4 +72,8 @@ def make_backend(
             chat_template=chat_template,
             system_prompt=system_prompt,
         )
-    raise BackendError(f"unknown backend {name!r}; expected hf, vllm or openai")
+    if name == "reference":
+        from evals.backends.reference import ReferenceBackend
+
+        return ReferenceBackend(samples)
+    raise BackendError(f"unknown backend {name!r}; expected hf, vllm, openai or reference")

@@ -6,8 +6,10 @@ seed; with ``batch_size=1`` (the default) a prompt's completions therefore depen
 prompt id, not on which prompts ran before it, so a resumed evaluation reproduces an uninterrupted one.
 Greedy decoding (``temperature == 0``) decodes each prompt once and repeats the completion ``k`` times.
 
-Not covered: tensor parallelism, quantized loading (except what ``from_pretrained`` does on its own), stopping
-strings other than the tokenizer's end-of-sequence tokens.
+Stop strings (``SamplingParams.stop``) end a sequence once its generated text holds one (:class:`StopInGenerated`;
+the other sequences of the batch go on), and the decoded text is cut before the first stop string.
+
+Not covered: tensor parallelism, quantized loading (except what ``from_pretrained`` does on its own).
 """
 
 from __future__ import annotations
@@ -17,14 +19,45 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.backends.base import FinishReason, Generation, PromptRequest, SamplingParams
+from evals.backends.base import FinishReason, Generation, PromptRequest, SamplingParams, cut_at_stop
 from evals.errors import BackendError
 from harness.data import render_prompt
 from harness.threads import ThreadSetting, apply_threads
 
-__all__ = ["HFBackend"]
+__all__ = ["HFBackend", "StopInGenerated"]
 
 log = logging.getLogger(__name__)
+
+
+class StopInGenerated:
+    """A transformers stopping criterion: a sequence is done once the text it generated (not its prompt) contains a
+    stop string. Each step decodes only the last few generated tokens of each sequence (a token decodes to at least
+    one character, so the longest stop string plus two tokens covers any match that ends at the newest token).
+
+    transformers' own ``StopStringCriteria`` was measured to stop at a stop string that spans the prompt's end and
+    the first generated token (prompt ``"12 + 3 ="``, stop ``"=*"``, first token ``"*"``: a one-token completion
+    that holds no stop string), and it refuses stop strings the vocabulary cannot end with (``"</s>"`` for a
+    character tokenizer); lm-evaluation-harness and the OpenAI API match stop strings in the generated text only.
+
+    Args:
+        tokenizer: decodes the generated ids.
+        stop: the stop strings.
+        prompt_len: the (left-padded) prompt length of the batch: generated tokens start there.
+    """
+
+    def __init__(self, tokenizer: Any, stop: Sequence[str], prompt_len: int) -> None:
+        self.tokenizer = tokenizer
+        self.stop = tuple(s for s in stop if s)
+        self.prompt_len = prompt_len
+        self.lookback = max((len(s) for s in self.stop), default=0) + 2
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        tail = input_ids[:, self.prompt_len :][:, -self.lookback :].tolist()  # (batch, <= lookback)
+        texts = self.tokenizer.batch_decode(tail, skip_special_tokens=False)
+        done = [any(s in t for s in self.stop) for t in texts]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 class HFBackend:
@@ -116,6 +149,8 @@ class HFBackend:
             "num_return_sequences": per_prompt,
             "pad_token_id": self.tokenizer.pad_token_id,
         }
+        if params.stop:  # each sequence ends once its generated text holds a stop string
+            gen_kw["stopping_criteria"] = [StopInGenerated(self.tokenizer, params.stop, enc["input_ids"].shape[1])]
         if sample:
             gen_kw.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         else:
@@ -124,20 +159,21 @@ class HFBackend:
         with torch.inference_mode():
             seqs = self.model.generate(**enc, **gen_kw)
         new = seqs[:, enc["input_ids"].shape[1] :].tolist()  # (len(batch) * per_prompt, <= max_new_tokens)
-        gens = [self._to_generation(row, params.max_new_tokens) for row in new]
+        gens = [self._to_generation(row, params.max_new_tokens, params.stop) for row in new]
         if not sample:
             return [[gens[j]] * k for j in range(len(batch))]
         return [gens[j * k : (j + 1) * k] for j in range(len(batch))]
 
-    def _to_generation(self, row: list[int], limit: int) -> Generation:
+    def _to_generation(self, row: list[int], limit: int, stop: Sequence[str] = ()) -> Generation:
         pad = self.tokenizer.pad_token_id
         for n, tok in enumerate(row):
             if tok in self._eos:
-                return Generation(self._decode(row[:n]), "stop", n + 1)
+                return Generation(cut_at_stop(self._decode(row[:n]), stop)[0], "stop", n + 1)
         while row and row[-1] == pad and pad not in self._eos:
             row = row[:-1]
-        reason: FinishReason = "length" if len(row) >= limit else "stop"
-        return Generation(self._decode(row), reason, len(row))
+        text, hit = cut_at_stop(self._decode(row), stop)  # the stop string and what its last token ran past go
+        reason: FinishReason = "length" if len(row) >= limit and not hit else "stop"
+        return Generation(text, reason, len(row))
 
     def _decode(self, ids: list[int]) -> str:
         text = self.tokenizer.decode(ids, skip_special_tokens=True)

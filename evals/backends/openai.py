@@ -3,7 +3,8 @@
 With the chat template on, prompts go to ``/chat/completions`` as messages (the server applies the model's
 template); off, the rendered text goes to ``/completions``. Each of the ``k`` samples of a prompt is its own
 request with ``n=1`` and ``seed = prompt seed + sample index`` (servers differ in how they treat ``n`` and seeds;
-this form works on all of them, and reproduces where the server honours seeds).
+this form works on all of them, and reproduces where the server honours seeds). Stop strings go in the request's
+``stop`` field, and the reply is cut at the first one too, for servers that ignore the field.
 
 Requests run on a thread pool of ``concurrency``; each has a wall-clock ``timeout``. Connection errors, timeouts,
 HTTP 429 and 5xx are retried ``max_retries`` times with exponential backoff (``backoff_s * 2**attempt``). Other
@@ -25,7 +26,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from evals.backends.base import Generation, PromptRequest, SamplingParams
+from evals.backends.base import Generation, PromptRequest, SamplingParams, cut_at_stop
 from evals.errors import BackendError
 from harness.data import render_prompt, to_messages
 
@@ -147,6 +148,8 @@ class OpenAIBackend:
             "seed": request.seed + index,
             "n": 1,
         }
+        if params.stop:
+            body["stop"] = list(params.stop)
         if self.chat_template:
             body["messages"] = to_messages(request.prompt, self.system_prompt)
             reply = self._with_retries("POST", "/chat/completions", body)
@@ -160,7 +163,8 @@ class OpenAIBackend:
             raise BackendError(f"openai backend: unexpected reply from {self.base_url}: {str(reply)[:300]}") from None
         finish = choice.get("finish_reason") or "stop"
         tokens = (reply.get("usage") or {}).get("completion_tokens")
-        return Generation(text or "", "length" if finish == "length" else "stop", tokens)
+        text, hit = cut_at_stop(text or "", params.stop)  # a server that ignores `stop` is cut here the same way
+        return Generation(text, "stop" if hit or finish != "length" else "length", tokens)
 
     def generate(self, requests: Sequence[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:
         """``k`` completions per request; requests run ``concurrency`` at a time."""

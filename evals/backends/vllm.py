@@ -20,7 +20,8 @@ prompts.
   which also re-processes tied output heads and raises on a stale engine). :meth:`VLLMBackend.close` shuts the
   engine down.
 
-Each prompt gets its own ``SamplingParams`` with that prompt's seed, so results do not depend on batching. vLLM
+Each prompt gets its own ``SamplingParams`` with that prompt's seed (and the stop strings, :func:`sampling_kwargs`),
+so results do not depend on batching. vLLM
 is imported when the backend is built, never at module import.
 """
 
@@ -33,13 +34,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.backends.base import Generation, PromptRequest, SamplingParams
+from evals.backends.base import FinishReason, Generation, PromptRequest, SamplingParams, cut_at_stop
 from evals.errors import BackendError
 from harness.data import render_prompt
 from harness.errors import ConfigError
 from harness.vllm_engine import WORKER_EXTENSION, EnginePlatform, engine_platform, sync_weights
 
-__all__ = ["VLLMBackend", "memory_settings", "CPU_KV_CACHE_BYTES"]
+__all__ = ["VLLMBackend", "memory_settings", "sampling_kwargs", "CPU_KV_CACHE_BYTES"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,25 @@ def memory_settings(
     if kv_cache_bytes is not None:
         out["kv_cache_memory_bytes"] = int(kv_cache_bytes)
     return out
+
+
+def sampling_kwargs(params: SamplingParams, k: int, seed: int) -> dict[str, Any]:
+    """The ``vllm.SamplingParams`` arguments of one prompt: ``k`` samples with that prompt's seed; stop strings
+    (vLLM leaves them out of the text, as ``include_stop_str_in_output=False`` by default).
+
+    >>> sampling_kwargs(SamplingParams(0.0, 1.0, 64, 0, ("Question:",)), 1, 7)["stop"]
+    ['Question:']
+    """
+    kw: dict[str, Any] = {
+        "n": k,
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "max_tokens": params.max_new_tokens,
+        "seed": seed,
+    }
+    if params.stop:
+        kw["stop"] = list(params.stop)
+    return kw
 
 
 def _checkpoint_dtype(path: str) -> str | None:
@@ -190,19 +210,15 @@ class VLLMBackend:
     def generate(self, requests: Sequence[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:
         """``k`` completions per request in one ``LLM.generate`` call."""
         prompts = [{"prompt_token_ids": self._prompt_ids(r)} for r in requests]
-        sps = [
-            self._vllm.SamplingParams(
-                n=k, temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_new_tokens, seed=r.seed
-            )
-            for r in requests
-        ]
+        sps = [self._vllm.SamplingParams(**sampling_kwargs(params, k, r.seed)) for r in requests]
         outputs = self.llm.generate(prompts, sps, use_tqdm=False)
         result: list[list[Generation]] = []
         for out in outputs:
-            gens = [
-                Generation(o.text, "length" if o.finish_reason == "length" else "stop", len(o.token_ids))
-                for o in out.outputs
-            ]
+            gens = []
+            for o in out.outputs:
+                text, hit = cut_at_stop(o.text, params.stop)  # vLLM already cuts; kept for one rule everywhere
+                reason: FinishReason = "length" if o.finish_reason == "length" and not hit else "stop"
+                gens.append(Generation(text, reason, len(o.token_ids)))
             result.append(gens)
         return result
 

@@ -265,3 +265,15 @@ def test_harness_score_code_with_scoring_backend_ray_matches_local(tmp_path):
         )
     assert [(s["status"], s["value"]) for s in got] == [(s.status, s.value) for s in want.scores["code"]]
     assert got[0]["status"] == "pass" and got[1]["status"] == "fail"
+
+
+def test_eval_task_with_scoring_backend_ray_scores_on_the_nodes(ray_pool, tmp_path):
+    from harness.cli import main as harness_main
+
+    out = tmp_path / "out"
+    args = ["eval", "--task", "humaneval", "--backend", "reference", "--limit", "3", "--output", str(out)]
+    assert harness_main([*args, "--no-progress", "--no-telemetry", "--scoring-backend", "ray"]) == 0
+    res = json.loads((out / "humaneval" / "results.json").read_text())
+    node = next(iter(ray_pool.nodes))
+    assert res["rewards"]["code"]["nodes"] == {node: 3}  # the task's code reward ran on the Ray node
+    assert res["rewards"]["code"]["mean"] == 1.0  # the canonical solutions pass there too

@@ -1,0 +1,44 @@
+"""Stop strings on the real vLLM engine (the CPU build in ``.venv-vllm``, one process per engine, see conftest):
+the evaluator's vllm backend ends a completion at a stop string, cuts the string off and reports ``stop``, on a
+random-init tiny model (engine_checks.py) saved by the test; the control is the same sample without the stop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from vllm_envs import run_in
+
+CHECKS = Path(__file__).with_name("engine_checks.py")
+
+SCRIPT = r"""
+import json, sys
+from evals.backends import PromptRequest, SamplingParams
+from evals.backends.vllm import VLLMBackend
+
+be = VLLMBackend(sys.argv[1], enforce_eager=True, chat_template=False, dtype="float32")
+free_params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=40, seed=0)
+for seed in range(50):  # a prompt seed whose sample runs to the limit
+    req = PromptRequest("p", "abc:", seed)
+    free = be.generate([req], 1, free_params)[0][0]
+    if free.finish_reason == "length":
+        break
+text = free.text
+at, stop = next((i, text[i:i + 2]) for i in range(8, len(text) - 1) if text.find(text[i:i + 2]) == i)
+cut = be.generate([req], 1, SamplingParams(1.0, 1.0, 40, 0, (stop,)))[0][0]
+be.close()
+print("RESULT " + json.dumps({"free": [text, free.finish_reason, free.tokens], "stop": stop, "at": at,
+                              "cut": [cut.text, cut.finish_reason, cut.tokens]}))
+"""
+
+
+def test_vllm_stop_string_cuts_the_text_and_ends_generation(vllm_venv: Path, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    run_in(vllm_venv, ["python", str(CHECKS), "model", "--out", str(model)])
+    out = run_in(vllm_venv, ["python", "-c", SCRIPT, str(model)])
+    r = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+    text, finish, tokens = r["free"]
+    assert finish == "length" and tokens == 40, r  # the control: without the stop string it runs to the limit
+    cut_text, cut_finish, cut_tokens = r["cut"]
+    assert cut_text == text[: r["at"]] and r["stop"] not in cut_text, r  # the same sample, cut before the stop
+    assert cut_finish == "stop" and cut_tokens < 40, r  # and the engine stopped generating there
