@@ -223,7 +223,7 @@ def test_task_prompts_reach_the_hf_model_exactly(tiny_model_dir: Path, tmp_path:
         if chat:
             _check_chat(rec["prompt"], own)
             text = be.tokenizer.apply_chat_template(rec["prompt"], tokenize=False, add_generation_prompt=True)
-            assert text.startswith("u:Question: ")  # the test model's chat template (eval_runs.CHAT_TEMPLATE)
+            assert isinstance(text, str) and text.startswith("u:Question: ")  # eval_runs.CHAT_TEMPLATE's rendering
         else:
             text = rec["prompt"]
             assert text == _expected_plain(text) and text.endswith(f"Question: {own}\nAnswer:")
