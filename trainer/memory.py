@@ -85,7 +85,7 @@ def trimmed_backward(params: Iterable[torch.nn.Parameter], *, every: int = EVERY
 
 #: Kernels oneDNN keeps compiled (its default is 1024). Each new matmul shape (bfloat16 on the CPU: every packed
 #: length, every KV length of the sampler) adds one with its scratch memory: SmolLM2 grew by about 13 MB per step.
-KERNEL_CACHE = 128
+KERNEL_CACHE = 32
 
 
 def cap_kernel_cache(capacity: int = KERNEL_CACHE) -> None:
