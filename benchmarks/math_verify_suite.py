@@ -4,12 +4,29 @@ Math-Verify (HuggingFace) ships its regression tests as ``(gold, pred, expected)
 ``pytest.mark.parametrize`` lists. This script reads those tuples from the test files of a Math-Verify source
 distribution (``pip download --no-deps --no-binary :all: math-verify``, then pass the ``.tar.gz`` or its unpacked
 folder) with :mod:`ast`, so no file of theirs is copied here and nothing is fetched. Each tuple is scored with
-``rewards.math.verify(gold, pred)`` (gold first, default settings) and compared with the expected verdict:
-agreement, false positives (we credit what they expect to fail), false negatives, per test file.
+``rewards.math.verify(gold, pred)`` (gold first) and compared with the expected verdict: agreement, false
+positives (we credit what they expect to fail), false negatives, per test file.
 
-Tuples whose test passes extra settings (a float precision, ``strict=False``, set-relation comparison) are
-counted like the others: the expected verdict is what a careful grader should say; a setting we do not have is
-reported in the per-row listing.
+Each tuple is scored under the settings its test passes, where we have the same setting. A setting is a keyword
+argument of the call that takes ``gold`` and ``pred``, given as a constant in the test or as a column of its
+parametrize row (``match_types``, which of their extractors run, is not one: ours reads LaTeX and plain text in
+every row). Mapped:
+
+* ``precision`` (their ``float_rounding``: floats compared after rounding to N decimal places) -> our
+  ``precision=N`` (numbers, one of them a decimal, compared after rounding both to N places).
+
+Not mapped, scored with our defaults and counted per setting at the end:
+
+* ``strict`` (theirs: ``False`` matches variables by position, ``f(y)`` = ``f(x)``, and compares sets with
+  tuples). Ours of that name is another setting (which final answers count); a renamed variable is another
+  answer, so we have no equivalent.
+* ``allow_set_relation_comp`` (theirs: ``False`` refuses a relation against a gold set). We always compare an
+  interval with its inequality.
+* A tuple whose test passes no precision is scored with no stated precision (our default), not with their
+  default rounding of 6 places: rounding is credited only where someone asks for it.
+
+``--lenient`` scores every row with our ``strict=False`` (an unanchored last value counts too), which is closer to
+their extraction (the last expression of the text, anchored or not); the default is our strict mode.
 
     python benchmarks/math_verify_suite.py PATH [--show-errors] [--lenient]
 """
@@ -48,8 +65,35 @@ def _literal(node: ast.AST) -> object:
         return None
 
 
+#: Their settings with an equivalent of ours: their keyword -> our keyword of ``verify``.
+MAPPED = {"precision": "precision"}
+#: Arguments that are not comparison settings (which extractors run).
+NOT_SETTINGS = {"match_types"}
+
+
+def _call_settings(fn: ast.FunctionDef, keys: list[str]) -> dict[str, object]:
+    """Keyword arguments of the call in ``fn`` that takes ``gold`` and ``pred``: constants as given, parametrize
+    columns by name (``"@column"``, filled per row)."""
+    out: dict[str, object] = {}
+    for call in ast.walk(fn):
+        if not isinstance(call, ast.Call):
+            continue
+        names = [a.id for a in call.args if isinstance(a, ast.Name)]
+        if names[:2] != ["gold", "pred"]:
+            continue
+        for kw in call.keywords:
+            if kw.arg is None or kw.arg in NOT_SETTINGS:
+                continue
+            if isinstance(kw.value, ast.Name) and kw.value.id in keys:
+                out[kw.arg] = "@" + kw.value.id
+            else:
+                out[kw.arg] = _literal(kw.value)
+    return out
+
+
 def tuples(path: Path) -> list[dict]:
-    """Every ``(gold, pred, expected, ...)`` parametrize row of the suite, with its file and extra settings."""
+    """Every ``(gold, pred, expected, ...)`` parametrize row of the suite, with its file and the settings its test
+    passes (under ``settings``)."""
     rows: list[dict] = []
     for name, src in _test_sources(path).items():
         for fn in ast.walk(ast.parse(src)):
@@ -64,6 +108,7 @@ def tuples(path: Path) -> list[dict]:
                 keys = [k.strip() for k in names.split(",")]
                 if keys[:2] != ["gold", "pred"] or len(dec.args) < 2 or not isinstance(dec.args[1], ast.List):
                     continue
+                passed = _call_settings(fn, keys)
                 for elt in dec.args[1].elts:
                     values = _literal(elt)
                     if not isinstance(values, tuple) or len(values) != len(keys):
@@ -73,8 +118,18 @@ def tuples(path: Path) -> list[dict]:
                     if not isinstance(expected, (bool, int)):
                         continue
                     gold, pred = row.pop("gold"), row.pop("pred")
+                    settings = {
+                        k: row.get(v[1:]) if isinstance(v, str) and v.startswith("@") else v for k, v in passed.items()
+                    }
                     rows.append(
-                        {"file": name, "test": fn.name, "gold": gold, "pred": pred, "expected": bool(expected), **row}
+                        {
+                            "file": name,
+                            "test": fn.name,
+                            "gold": gold,
+                            "pred": pred,
+                            "expected": bool(expected),
+                            "settings": settings,
+                        }
                     )
     return rows
 
@@ -91,19 +146,25 @@ def main() -> None:
     if not rows:
         raise SystemExit(f"{args.path}: no (gold, pred, expected) tuples found in tests/test_*.py")
     per: Counter[tuple[str, str]] = Counter()
+    passed: Counter[tuple[str, bool]] = Counter()
     for r in rows:
-        s = verify(r["gold"], r["pred"], strict=not args.lenient)
+        ours = {MAPPED[k]: v for k, v in r["settings"].items() if k in MAPPED}
+        for k in r["settings"]:
+            passed[(k, k in MAPPED)] += 1
+        s = verify(r["gold"], r["pred"], strict=not args.lenient, **ours)
         got = s.value == 1.0
         kind = "agree" if got == r["expected"] else ("FP" if got else "FN")
         per[(r["file"], kind)] += 1
         per[("all", kind)] += 1
         if kind != "agree" and args.show_errors:
-            extra = {k: v for k, v in r.items() if k not in ("file", "test", "gold", "pred", "expected")}
-            print(f"{kind} {r['test']} gold={r['gold']!r} pred={r['pred']!r} {s.status} {extra or ''}")
+            print(f"{kind} {r['test']} gold={r['gold']!r} pred={r['pred']!r} {s.status} {r['settings'] or ''}")
             print(f"    {s.info.get('extracted')!r} -> {s.info.get('reason')}")
     for f in sorted({k[0] for k in per}):
         n = sum(per[(f, k)] for k in ("agree", "FP", "FN"))
         print(f"{f:28s} n={n:4d} agree={per[(f, 'agree')] / n:.3f} FP={per[(f, 'FP')]} FN={per[(f, 'FN')]}")
+    for (k, mapped), n in sorted(passed.items()):
+        how = f"scored with our {MAPPED[k]}" if mapped else "no equivalent of ours: scored with our defaults"
+        print(f"setting {k!r} passed by {n} rows: {how}")
     verdicts: dict[tuple[str, str], set[bool]] = {}
     for r in rows:
         verdicts.setdefault((str(r["gold"]), str(r["pred"])), set()).add(r["expected"])

@@ -9,6 +9,11 @@ Rules, cheapest first:
   ``10^{40} + \\sqrt2`` is not ``10^{40}``. A decimal gold accepts values within half a unit of its last place,
   and within ``tolerance`` (relative) too unless the problem asks for an approximation; with an approximation
   asked, a decimal answer may also round an exact gold to its own last place (at least the places asked for).
+* A caller's stated ``precision`` (N decimal places, off by default) adds one rule: two real numbers without
+  variables, one of them a decimal, are equal when they round alike at N places (``0.33`` = ``\\frac13`` at 2;
+  ``3.14`` is not ``3.15``; two exact values such as ``\\frac13`` and ``\\frac{\\sqrt{11}}{10}`` are compared
+  exactly, and expressions with variables keep their own rule). It applies to matrix entries, tuple items and
+  interval ends one by one; the sides of a chain are still compared exactly.
 * Expressions with variables compare at deterministic random points, confirmed the same way at one exact point;
   the points include negative values (``|x|`` is not ``x``), skipped only where a root or logarithm would leave
   the reals (``\\sqrt{x}\\sqrt{y} = \\sqrt{xy}`` where both roots are real, while ``\\sqrt{x^2}`` is not ``x``).
@@ -32,12 +37,12 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 from sympy.functions.elementary.trigonometric import TrigonometricFunction
 
-from rewards.math.exact import Rounding, confirmed_zero, decimal_matches
+from rewards.math.exact import Rounding, confirmed_zero, decimal_matches, same_at_places
 from rewards.math.labels import unassign
 from rewards.math.sets import as_intervals, intervals_equal
 from rewards.math.values import DEG, MARKERS, PCT, PM, Based, Expr, Huge, Ivl, Rel, Seq, Text, Value
@@ -68,6 +73,8 @@ class Options:
     places: int | None = None
     #: the decimal places a gold that is one plain decimal writes (``12.50``: 2, where its value has 1)
     gold_places: int | None = None
+    #: the caller's stated precision: numbers, one of them a decimal, that round alike at this many places are equal
+    precision: int | None = None
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
@@ -119,6 +126,8 @@ def equivalent(gold: Value, ans: Value, opt: Options) -> tuple[bool, str]:
         return _rel_equal(g, a, opt)
     if isinstance(g, Expr) and isinstance(a, Expr):
         ok = expr_equal(g.e, a.e, opt)
+        if ok and opt.precision is not None and not expr_equal(g.e, a.e, replace(opt, precision=None)):
+            return True, f"equal when rounded to {opt.precision} decimal places"
         return ok, "equal values" if ok else "different values"
     if isinstance(g, Seq) and isinstance(a, Seq):
         return _seq_equal(g, a, _expand(g), _expand(a), opt)  # labelled tuples: (a, b) = (3, -2)
@@ -393,6 +402,27 @@ def _multiple_of(e: sp.Basic, marker: sp.Symbol) -> bool:
 
 
 def _plain_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
+    if _value_equal(g, a, opt):
+        return True
+    return opt.precision is not None and _alike_at_places(g, a, opt)
+
+
+def _alike_at_places(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
+    """The caller's ``precision``: two real numbers without variables, one a decimal, that round alike at that many
+    places (:func:`~rewards.math.exact.same_at_places`); never expressions with variables, matrices or infinities."""
+    if isinstance(g, sp.MatrixBase) or isinstance(a, sp.MatrixBase) or opt.precision is None:
+        return False  # a matrix is compared entry by entry (each entry comes back here)
+    if g.free_symbols or a.free_symbols or g.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or a.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
+        return False
+    if g.has(sp.Sum, sp.Product) or a.has(sp.Sum, sp.Product) or _too_big(g) or _too_big(a):
+        return False
+    if not (_evaluable(g, None) and _evaluable(a, None)):
+        return False
+    opt.check_time()
+    return same_at_places(g, a, opt.precision)
+
+
+def _value_equal(g: sp.Basic, a: sp.Basic, opt: Options) -> bool:
     if g == a:
         return True
     gm, am = isinstance(g, sp.MatrixBase), isinstance(a, sp.MatrixBase)

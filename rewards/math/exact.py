@@ -8,6 +8,10 @@ r"""When two numbers that agree to many digits are the same value: the decimal r
   written exactly with those decimals), ``0.3333333336`` is not ``1/3`` (off by more than a unit).
 * **Decimal golds.** :class:`Rounding` is the window of a gold written with decimals: half a unit of its last
   place, and within a relative tolerance too unless the problem asks for an approximation.
+* **Stated precision.** :func:`same_at_places` is the comparison a caller asks for with ``precision=N``: two real
+  numbers, one of them a decimal (a value whose decimal expansion ends, whatever its notation: ``\frac{33}{100}``
+  is 0.33), are the same when they round to the same number at ``N`` decimal places. A value exactly halfway
+  (``0.125`` at two places) rounds to either neighbour, as the conventions differ (half up, half to even).
 * **Exact zero.** Two closed forms whose 50-digit values agree to a relative 1e-30 are confirmed by evaluating
   their *difference* to 15 significant digits with adaptive precision (up to :data:`MAX_DIGITS` digits): a
   difference that evaluates to a nonzero number (``10^{40} + \sqrt2`` against ``10^{40}``, ``7 + 10^{-40}\pi``
@@ -24,10 +28,21 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.core.evalf import PrecisionExhausted
 
-__all__ = ["MIN_DECIMAL_DIGITS", "MAX_DIGITS", "Rounding", "decimal_digits", "decimal_matches", "confirmed_zero"]
+__all__ = [
+    "MIN_DECIMAL_DIGITS",
+    "MAX_DIGITS",
+    "MAX_PLACES",
+    "Rounding",
+    "decimal_digits",
+    "decimal_matches",
+    "confirmed_zero",
+    "same_at_places",
+]
 
 MIN_DECIMAL_DIGITS = 10
 MAX_DIGITS = 1200
+#: The most decimal places a caller may state (``precision``): values are evaluated to 50 significant digits.
+MAX_PLACES = 30
 
 
 def decimal_digits(a: sp.Basic) -> tuple[int, int] | None:
@@ -125,6 +140,50 @@ class Rounding:
         if dd is None or dd[0] == 0 or (self.places is not None and dd[0] < self.places):
             return False
         return bool(abs(value - a) < sp.Rational(1, 2 * 10 ** dd[0]))
+
+
+def same_at_places(g: sp.Basic, a: sp.Basic, places: int) -> bool:
+    """Whether the numbers ``g`` and ``a`` (without variables) round alike at ``places`` decimal places, one of
+    them being a decimal: see the module docstring. Values that are not real numbers are never alike here."""
+    if not any(_is_decimal(x) for x in (g, a)):
+        return False  # two exact values (1/3 and sqrt(11)/10): rounding is for the decimal that approximates one
+    gr, ar = _roundings(g, places), _roundings(a, places)
+    return bool(gr & ar)
+
+
+def _is_decimal(x: sp.Basic) -> bool:
+    dd = decimal_digits(x)
+    return dd is not None and dd[0] > 0
+
+
+def _roundings(x: sp.Basic, places: int) -> set[sp.Integer]:
+    """``x`` times ``10^places`` rounded to the nearest integer; both neighbours for an exact halfway value, none
+    for a value that is not a real number or cannot be told from halfway 40 digits below its last place."""
+    scaled: sp.Basic
+    if isinstance(x, sp.Rational):
+        scaled = x * 10**places
+        lo = sp.floor(scaled)
+        frac = scaled - lo
+        if frac == sp.Rational(1, 2):
+            return {sp.Integer(lo), sp.Integer(lo + 1)}
+        return {sp.Integer(lo + (1 if frac > sp.Rational(1, 2) else 0))}
+    try:
+        rough = sp.N(x, 15, maxn=MAX_DIGITS)
+        if not (rough.is_number and rough.is_real and rough.is_finite):
+            return set()
+        digits = places + max(0, int(sp.floor(sp.log(abs(rough) + 1, 10)))) + 40  # 40 digits below the last place
+        if digits > MAX_DIGITS:
+            return set()
+        scaled = sp.N(x * 10**places, digits, maxn=MAX_DIGITS)
+    except (TypeError, ValueError, ArithmeticError):
+        return set()
+    if not (scaled.is_number and scaled.is_real):
+        return set()
+    lo = sp.floor(scaled)
+    frac = scaled - lo
+    if abs(frac - sp.Rational(1, 2)) < sp.Float("1e-20"):
+        return set()  # an irrational value is never halfway; this close, the digits cannot say which side
+    return {sp.Integer(lo + (1 if frac > sp.Rational(1, 2) else 0))}
 
 
 def confirmed_zero(d: sp.Basic, subs: dict | None = None) -> bool:

@@ -13,6 +13,12 @@ A gold is trusted (no hedge can hide in it), so its reading is wider than a comp
   ordered list. Boxes separated by any other text are steps of a solution: the last one is the answer
   (``\boxed{1} no no no \boxed{2}`` is 2, so ``1, 2`` does not match it).
 * **A chain** ``1 = \zzz = x = 0`` whose whole cannot be read states its last side, when that side is a value.
+* **A lone box without its closing brace.** A gold that is nothing but one box, ``\boxed{5`` (spacing and ``$``
+  aside), with balanced braces inside, is that box closed: an answer field a few characters long is not cut by a
+  length limit, so the missing last brace is a slip. Still unscored: an answer's unclosed box (a completion is
+  cut off by its token limit; see :mod:`rewards.final_answer`), a gold with text before its unclosed box (``The
+  answer is \boxed{5``: a worked solution may have been cut mid-answer), unbalanced braces inside
+  (``\boxed{\frac{1}{2}``), an empty box.
 
 This module only reads the gold's text; parsing and comparing are :mod:`rewards.math.reward`'s.
 """
@@ -44,7 +50,7 @@ _LABEL = re.compile(r"([A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?|\([A-Za-z, ]{1,20}\)
 
 def gold_text(gold: Any) -> tuple[str, GoldKind]:
     """The gold answer and how its several boxes combine (see the module doc); ``None`` for a single answer."""
-    text = str(gold).strip()
+    text = _closed_lone_box(str(gold).strip())
     worked = "\\boxed" in text or "\\fbox" in text or "####" in text
     if not (worked or _ANCHOR.search(text)):
         return text, None
@@ -55,6 +61,26 @@ def gold_text(gold: Any) -> tuple[str, GoldKind]:
     if not found.hedged:
         return found.answer, None
     return _several(tail, found.answer)
+
+
+_LONE_OPEN_BOX = re.compile(r"\$?\s*(\\{1,2}(?:boxed|fbox))\s*\{")
+
+
+def _closed_lone_box(text: str) -> str:
+    """``\\boxed{5`` -> ``\\boxed{5}`` when the whole gold is one box that is never closed (see the module doc);
+    any other text unchanged."""
+    m = _LONE_OPEN_BOX.match(text)
+    if m is None:
+        return text
+    inner = text[m.end() :].rstrip().rstrip("$").rstrip()
+    depth = 0
+    for c in inner:
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth < 0:
+            return text  # the box closes: not an unclosed one
+    if depth != 0 or not inner:
+        return text
+    return f"{m.group(1)}{{{inner}}}"
 
 
 def _several(text: str, joined: str) -> tuple[str, GoldKind]:

@@ -12,7 +12,9 @@ Every answer is compared by its value, whatever its notation (``\frac{46702}{100
 are all 4.6702). A decimal gold accepts a value within half a unit of its last place (``4.67``: 0.005), and within
 the relative ``tolerance`` as well unless the problem asks for an approximation ("round", "nearest",
 "approximately", "to two decimal places", or ``\approx`` in the gold): so ``\frac{14}{3}`` is 4.67 only where
-rounding is asked for, and ``\sqrt{156}`` is never 12.5 otherwise. The grader never solves the problem for the
+rounding is asked for, and ``\sqrt{156}`` is never 12.5 otherwise. A caller who states a ``precision`` of N
+decimal places (off by default) also has numbers, one of them a decimal, compared after rounding both to N places
+(``0.33`` for ``\frac13`` at 2; never ``3.15`` for ``3.14``). The grader never solves the problem for the
 policy: an unsolved equation or inequality (``3x + 4 = 19``, ``2x + 1 > 7``) states no value, and an answer that
 restates an expression of the prompt (``17 \cdot 23`` for "Compute $17 \cdot 23$") earns nothing unless the
 gold is that expression (see :mod:`rewards.math.problem`). Identical
@@ -49,6 +51,7 @@ import sympy as sp
 from harness.registry import reward
 from harness.types import Sample, Score, Status
 from rewards.math.compare import Options, OutOfTime, equivalent, numeric_value
+from rewards.math.exact import MAX_PLACES, same_at_places
 from rewards.math.extract import extract_answer
 from rewards.math.gold import gold_last_side, gold_text
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
@@ -56,7 +59,7 @@ from rewards.math.parse import ParseError, parse_value
 from rewards.math.problem import Problem, expression_key, prompt_text, read_problem
 from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value, show
 
-__all__ = ["math_reward", "parse_answer", "verify"]
+__all__ = ["math_reward", "parse_answer", "verify", "check_precision"]
 
 log = logging.getLogger(__name__)
 
@@ -127,12 +130,19 @@ def verify(
     tolerance: float = 1e-9,
     time_limit: float = 2.0,
     prompt: Any = None,
+    precision: int | None = None,
 ) -> Score:
     """Score one completion against one gold answer (gold first). See the module docstring for the statuses.
 
     ``prompt`` (a string or chat messages) is the problem: it says whether rounding is asked for, and an answer
-    that restates one of its expressions earns nothing (see :mod:`rewards.math.problem`).
+    that restates one of its expressions earns nothing (see :mod:`rewards.math.problem`). ``precision`` (decimal
+    places, 0 to :data:`~rewards.math.exact.MAX_PLACES`) compares numbers, one of them a decimal, after rounding
+    both to that many places; None (the default) states no precision.
+
+    Raises:
+        ValueError: ``precision`` is not a whole number of places in range (a setting, not an answer).
     """
+    check_precision(precision)
     deadline = time.monotonic() + max(0.05, time_limit * 0.8)
     problem = read_problem(prompt_text(prompt))
     gold_s, boxes = gold_text(gold)
@@ -158,7 +168,18 @@ def verify(
         info["hedged"] = True  # several different boxes: compared as a list, so a single-valued gold fails
     if boxes == "list" and _is_set(answer):
         return _zero("ok", answer, info, "several boxed gold answers are a list, not the set of them")
-    return _compare(g, gold_s, answer, info, (percent_optional, tolerance, deadline), problem)
+    return _compare(g, gold_s, answer, info, (percent_optional, tolerance, deadline, precision), problem)
+
+
+def check_precision(precision: object) -> None:
+    """Refuse a ``precision`` that is not None or a whole number of decimal places from 0 to ``MAX_PLACES``."""
+    if precision is None:
+        return
+    if isinstance(precision, bool) or not isinstance(precision, int) or not 0 <= precision <= MAX_PLACES:
+        raise ValueError(
+            f"math reward: precision must be a whole number of decimal places from 0 to {MAX_PLACES} "
+            f"(or unset for no stated precision), got {precision!r}"
+        )
 
 
 def _parse_gold(gold_s: str) -> tuple[Value, str]:
@@ -185,10 +206,16 @@ def _is_set(answer: str) -> bool:
 
 
 def _compare(
-    g: Value, gold_s: str, answer: str, info: dict[str, Any], settings: tuple[bool, float, float], problem: Problem
+    g: Value,
+    gold_s: str,
+    answer: str,
+    info: dict[str, Any],
+    settings: tuple[bool, float, float, int | None],
+    problem: Problem,
 ) -> Score:
     """The verdict on one extracted answer: the fast path, else parse and compare (see :func:`verify`)."""
-    fast = _fast_verdict(gold_s, answer)
+    percent_optional, tolerance, deadline, precision = settings
+    fast = _fast_verdict(gold_s, answer, precision)
     if fast is not None:
         same, reason = fast
         info["answer_parsed"] = info["gold_parsed"] if same else None
@@ -202,7 +229,6 @@ def _compare(
         g = parse_answer(_decimal_comma(gold_s))  # a gold 1,22 answered by one number: its comma is a decimal one
     if isinstance(g, Text) and g.choice and not (isinstance(a, Text) and a.choice):
         g = _choice_content(gold_s) or g  # "C: \frac12" answered by the option's content
-    percent_optional, tolerance, deadline = settings
     opt = Options(
         percent_optional=percent_optional,
         tolerance=tolerance,
@@ -211,6 +237,7 @@ def _compare(
         approximate=problem.approximate or "\\approx" in gold_s,
         places=problem.places,
         gold_places=_written_places(gold_s),
+        precision=precision,
     )
     try:
         same, reason = equivalent(g, a, opt)
@@ -267,7 +294,7 @@ _PLAIN_NUMBER = re.compile(r"-?\d{1,300}(?:\.\d{1,300})?")
 _clean_gold = functools.lru_cache(maxsize=8192)(clean)
 
 
-def _fast_verdict(gold: str, answer: str) -> tuple[bool, str] | None:
+def _fast_verdict(gold: str, answer: str, precision: int | None = None) -> tuple[bool, str] | None:
     """The verdict without sympy when both sides are the same string or plain numbers, else None."""
     try:
         gc, ac = _clean_gold(gold), clean(answer)
@@ -282,6 +309,8 @@ def _fast_verdict(gold: str, answer: str) -> tuple[bool, str] | None:
     if _PLAIN_NUMBER.fullmatch(gc) and _PLAIN_NUMBER.fullmatch(ac):
         if Fraction(gc) == Fraction(ac):
             return True, "equal numbers"
+        if precision is not None and same_at_places(sp.Rational(gc), sp.Rational(ac), precision):
+            return True, f"equal when rounded to {precision} decimal places"
         if "." not in gc:
             return False, "different numbers"  # an exact gold: no tolerance applies
     return None
@@ -380,6 +409,7 @@ def math_reward(
     percent_optional: bool = True,
     tolerance: float = 1e-9,
     time_limit: float = 2.0,
+    precision: int | None = None,
 ) -> Callable[[Sample, str], Score]:
     """Value equivalence of the final answer with ``sample.answer`` (sympy; LaTeX and plain text).
 
@@ -388,9 +418,13 @@ def math_reward(
         percent_optional: ``25`` = ``25\\%`` (and ``0.25`` = ``25\\%``); False reads ``%`` strictly as 1/100.
         tolerance: relative tolerance, used only when the gold is a decimal (possibly rounded).
         time_limit: seconds per pair for the cooperative deadline (the scoring path kills at its own limit).
+        precision: decimal places (0 to 30) at which numbers, one of them a decimal, are compared after rounding
+            both (``math.precision=2``: ``0.33`` for ``\\frac13``); unset, only the problem's own request for
+            rounding and a decimal gold's last place count.
     """
     if tolerance < 0 or time_limit <= 0:
         raise ValueError("math reward: tolerance must be >= 0 and time_limit > 0")
+    check_precision(precision)
 
     def score(sample: Sample, completion: str) -> Score:
         if sample.answer is None:
@@ -403,6 +437,7 @@ def math_reward(
             tolerance=tolerance,
             time_limit=time_limit,
             prompt=sample.prompt,
+            precision=precision,
         )
 
     return score

@@ -14,7 +14,8 @@ REFUSED_AND_CREDITED = [
     # an inequality counts in solved form only
     ("x < 2", r"\boxed{-x > -2}", r"\boxed{x < 2}"),
     ("x < 2", r"\boxed{2x < 4}", r"\boxed{2 > x}"),
-    # a rounded decimal is credited only where rounding is asked (below: with the prompt)
+    # a rounded decimal is credited only where rounding is asked (below: by the prompt; test_math_precision.py:
+    # by the caller's precision, as the suite's tests that pass precision=2)
     (r"\frac13", r"\boxed{0.33}", r"\boxed{0.3333333333333}"),
     # a renamed variable is another answer
     ("f(x)", r"\boxed{f(y)}", r"\boxed{f(x)}"),

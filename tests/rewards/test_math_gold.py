@@ -54,3 +54,42 @@ def test_a_completion_keeps_its_own_hedge_rule() -> None:
     """The gold's reading is wider than a completion's: two boxes with text between stay a hedge in an answer."""
     assert verify("2", r"\boxed{1} no no no no no \boxed{2}").value == 0.0
     assert verify("2", r"It is $\boxed{1}$ or $\boxed{2}$.").value == 0.0
+
+
+LONE_UNCLOSED_BOXES = [
+    # a gold that is one box without its last brace is that box closed
+    (r"\boxed{5", r"\boxed{5}", 1.0),
+    (r"\boxed{5", r"\boxed{6}", 0.0),
+    (r"$\boxed{5$", r"\boxed{5}", 1.0),
+    (r"\boxed{\frac{1}{2}", r"\boxed{\frac12}", 1.0),
+    (r"\boxed{W(n) = 1 \text{ and } W(n) = -1", r"\boxed{W(n) = 1 \text{ or } W(n) = -1}", 1.0),
+    (r"\boxed{W(n) = 1 \text{ and } W(n) = -1", r"\boxed{1}", 0.0),
+    (r"\\boxed{x \in [1, 2)", r"\boxed{[1, 2)}", 1.0),
+]
+
+
+@pytest.mark.parametrize("gold,completion,expected", LONE_UNCLOSED_BOXES)
+def test_a_lone_box_without_its_closing_brace_is_read(gold: str, completion: str, expected: float) -> None:
+    s = verify(gold, completion)
+    assert s.value == expected, (gold, completion, s.status, s.info)
+
+
+@pytest.mark.parametrize(
+    "gold",
+    [
+        r"The answer is \boxed{5",  # text before: a worked solution may have been cut mid-answer
+        r"Answer: \boxed{7",
+        r"\boxed{\frac{1}{2",  # unbalanced inside
+        r"\boxed{ ",  # empty
+        r"\boxed{5} and \boxed{6",  # one box closes: not a lone unclosed box
+    ],
+)
+def test_other_unclosed_gold_boxes_stay_unscored(gold: str) -> None:
+    s = verify(gold, r"\boxed{5}")
+    assert (s.value, s.status) == (None, "gold_unparseable"), s
+
+
+def test_an_answer_s_unclosed_box_stays_refused_even_against_the_same_gold() -> None:
+    for gold in ("5", r"\boxed{5"):
+        s = verify(gold, r"The answer is \boxed{5")
+        assert (s.value, s.status) == (0.0, "no_answer"), s
