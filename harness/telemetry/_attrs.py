@@ -57,17 +57,9 @@ class RewardStats:
         """Build from per-sample values (None = unscored) and, optionally, their statuses and latencies."""
         if statuses is None:
             statuses = ["ok" if v is not None and not math.isnan(v) else "error" for v in values]
-        s = score_summary(values, statuses, latencies_s)
+        s, zv = score_summary(values, statuses, latencies_s), zero_variance_group_frac(values, group_size)
         return cls(
-            s["mean"],
-            s["std"],
-            s["count"],
-            s["scored"],
-            s["statuses"],
-            zero_variance_group_frac(values, group_size),
-            s["p50_s"],
-            s["p99_s"],
-            float(weight),
+            s["mean"], s["std"], s["count"], s["scored"], s["statuses"], zv, s["p50_s"], s["p99_s"], float(weight)
         )
 
     @classmethod
@@ -87,13 +79,8 @@ class RewardStats:
             weight = next((float(s.weight) for s in specs if getattr(s, "name", None) == name), 1.0)
         scores = result.scores[name]
         latencies = (getattr(result, "latency_s", None) or {}).get(name, ())
-        stats = cls.from_values(
-            [s.value for s in scores],
-            [str(s.status) for s in scores],
-            latencies_s=list(latencies),
-            group_size=group_size,
-            weight=weight,
-        )
+        values, statuses = [s.value for s in scores], [str(s.status) for s in scores]
+        stats = cls.from_values(values, statuses, latencies_s=list(latencies), group_size=group_size, weight=weight)
         nodes = (getattr(result, "nodes", None) or {}).get(name, ())
         return replace(stats, nodes=dict(sorted(Counter(n for n in nodes if n).items())))
 
@@ -166,19 +153,9 @@ def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
 
 
 #: keys of an evaluation's description and the types they are written as (``harness.eval.<key>``)
-EVAL_KEYS: dict[str, type] = {
-    "id": str,
-    "own": bool,
-    "data": str,
-    "fingerprint": str,
-    "prompts": int,
-    "k": int,
-    "temperature": float,
-    "top_p": float,
-    "max_new_tokens": int,
-    "seed": int,
-    "rewards": str,
-}
+EVAL_KEYS: dict[str, type] = {"own": bool, "temperature": float, "top_p": float}
+EVAL_KEYS |= dict.fromkeys(("id", "data", "fingerprint", "rewards"), str)
+EVAL_KEYS |= dict.fromkeys(("prompts", "k", "max_new_tokens", "seed"), int)
 
 
 def eval_attributes(evaluation: Mapping[str, Any] | None) -> dict[str, Any]:

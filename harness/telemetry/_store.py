@@ -83,7 +83,9 @@ def _span(sp: ReadableSpan) -> dict[str, Any]:
         doc["traceState"] = ctx.trace_state.to_header()
     if parent:
         doc["parentSpanId"] = f"{parent.span_id:016x}"
-    doc.update(_opt(flags=_flags(parent), name=sp.name))
+    doc["flags"] = _flags(parent)
+    if sp.name:
+        doc["name"] = sp.name
     doc["kind"] = sp.kind.value + 1  # SpanKind.INTERNAL (0) is SPAN_KIND_INTERNAL (1), and so on
     for key, t in (("startTimeUnixNano", sp.start_time), ("endTimeUnixNano", sp.end_time)):
         if t:
@@ -268,7 +270,7 @@ def read_requests(path: str | Path, *, spans: bool = False) -> Iterator[tuple[in
                     raise ValueError("not a JSON object")
                 yield n, spans_from_json(req) if spans else req
             except ValueError as e:
-                logger.warning("%s:%d: skipped: %s", path, n, e)
+                logger.warning("%s:%d: skipped a line that is not an OTLP/JSON request (%s)", path, n, e)
 
 
 def flat_span(sp: ReadableSpan) -> dict[str, Any]:
