@@ -2,8 +2,8 @@
 
 :class:`FileSpanExporter` is an SDK span exporter: each batch the SDK's ``BatchSpanProcessor`` hands it becomes
 one line, written with one ``write`` (a trainer and an evaluator can share the file). :func:`spans_to_json` writes
-protobuf's JSON form of the SDK's own OTLP encoding (hex ids, as OTLP/JSON has them) straight from the spans: a
-third of the CPU of going through protobuf (``docs/TRACING.md``); the tests compare the two for equality.
+protobuf's JSON form of the SDK's own OTLP encoding (hex ids, as OTLP/JSON has them) straight from the spans: about a
+quarter of the CPU of going through protobuf (``docs/TRACING.md``); the tests compare the two for equality.
 :func:`spans_from_json` reads a line back into the SDK's spans (for ``harness traces push`` and the readers),
 :func:`iter_spans` flattens them to dicts, :func:`drop_steps_after` rewrites the store when a run resumes.
 """
