@@ -1,7 +1,7 @@
 """Tracing of training rewards and held-out scores with OpenTelemetry (see ``docs/TRACING.md``).
 
-``RunTelemetry.start(run_dir, run_id, config)`` always writes ``run_dir/traces.jsonl`` (OTLP JSON) and also
-exports over OTLP when the ``OTEL_*`` variables or the config name an endpoint.
+``RunTelemetry.start(run_dir, run_id, config)`` writes ``run_dir/traces.jsonl`` (OTLP JSON) and also exports over
+OTLP when the ``OTEL_*`` variables or the config name an endpoint.
 """
 
 from harness.telemetry._attrs import RewardStats

@@ -1,13 +1,7 @@
-"""What goes on a span: a reward's batch summary, attribute builders for the step, reward and evaluation spans,
-links, and span ids.
+"""What goes on a span: :class:`RewardStats` (a reward's batch summary; the statistics are :mod:`harness.stats`'s),
+the attributes of reward, evaluation and per-sample records, links from saved ids, and the id generator.
 
-:class:`RewardStats` is what the trainer hands to :meth:`StepSpan.record_reward`; :meth:`RewardStats.from_values`
-builds it from plain lists (checked against hand-computed values), :meth:`RewardStats.from_batch` from a
-:class:`harness.scoring.BatchResult`; the statistics themselves (std with n - 1, the zero-variance rule,
-percentiles) are :mod:`harness.stats`'s. The rest are pure helpers for :mod:`harness.telemetry._run`: metrics
-flattened to ``harness.metric.<key>`` numbers, a reward's summary as attributes, a per-sample
-``gen_ai.evaluation.result`` event, a link from the ids a checkpoint saved, and the id generator every run's
-tracer provider uses. Nothing here runs rewards, starts or ends a span.
+Pure helpers for :mod:`harness.telemetry._run`: nothing here runs rewards, starts or ends a span.
 """
 
 from __future__ import annotations
@@ -27,37 +21,17 @@ from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from harness.stats import score_summary, zero_variance_group_frac
 
-__all__ = [
-    "RewardStats",
-    "num",
-    "flat_metrics",
-    "span_ids",
-    "link_to",
-    "reward_attributes",
-    "eval_attributes",
-    "sample_event",
-    "UrandomIdGenerator",
-]
+__all__ = ["RewardStats", "flat_metrics", "reward_attributes", "eval_attributes", "sample_event", "UrandomIdGenerator"]
 
-logger = logging.getLogger("harness.telemetry._run")
+logger = logging.getLogger("harness.telemetry")
 
 
 @dataclass(frozen=True)
 class RewardStats:
-    """One reward's summary over one training batch.
-
-    Attributes:
-        mean: mean over scored samples; None when none is scored.
-        std: sample std (n - 1) over scored samples; None below two.
-        count: number of samples.
-        scored: number of samples with a value.
-        statuses: count per :data:`harness.types.Status`.
-        zero_variance_group_frac: fraction of prompt groups with zero variance (see :mod:`harness.stats`).
-        latency_p50_s: median scoring latency in seconds.
-        latency_p99_s: 99th percentile scoring latency in seconds.
-        weight: the reward's weight in the total (0 = logged only).
-        nodes: calls per cluster node that scored them (the Ray scoring backend; empty on this machine's pool).
-    """
+    """One reward's summary over one training batch: mean and sample std (n - 1) over scored samples (None when
+    too few), ``count`` samples of which ``scored`` have a value, counts per status, the fraction of zero-variance
+    prompt groups, scoring latency percentiles, the spec's weight (0 = logged only) and the calls per cluster node
+    that scored them (the Ray backend)."""
 
     mean: float | None
     std: float | None
@@ -83,50 +57,32 @@ class RewardStats:
         """Build from per-sample values (None = unscored) and, optionally, their statuses and latencies."""
         if statuses is None:
             statuses = ["ok" if v is not None and not math.isnan(v) else "error" for v in values]
-        summary = score_summary(values, statuses, latencies_s)
+        s, zv = score_summary(values, statuses, latencies_s), zero_variance_group_frac(values, group_size)
         return cls(
-            mean=summary["mean"],
-            std=summary["std"],
-            count=summary["count"],
-            scored=summary["scored"],
-            statuses=summary["statuses"],
-            zero_variance_group_frac=zero_variance_group_frac(values, group_size),
-            latency_p50_s=summary["p50_s"],
-            latency_p99_s=summary["p99_s"],
-            weight=float(weight),
+            s["mean"], s["std"], s["count"], s["scored"], s["statuses"], zv, s["p50_s"], s["p99_s"], float(weight)
         )
 
     @classmethod
     def from_batch(
         cls, result: Any, name: str, group_size: int | None = None, *, weight: float | None = None
     ) -> RewardStats:
-        """Summarise reward ``name`` of a :class:`harness.scoring.BatchResult`.
-
-        Args:
-            result: the batch result (``scores[name]`` and, when present, ``latency_s[name]`` are read).
-            name: the reward spec name.
-            group_size: completions per prompt, for the zero-variance group fraction.
-            weight: the spec's weight; default: looked up in ``result.specs`` when it has them, else 1.0.
+        """Summarise reward ``name`` of a :class:`harness.scoring.BatchResult` (its ``scores`` and, when present,
+        ``latency_s``, ``nodes`` and ``specs``, whose weight is the default ``weight``, else 1.0).
 
         Raises:
             KeyError: when ``result`` has no scores for ``name`` (the message lists the names it has).
         """
-        scores = result.scores
-        if name not in scores:
-            raise KeyError(f"batch result has no reward {name!r}; it has {sorted(scores)}")
-        if weight is None:  # the spec's weight when the result has its specs
+        if name not in result.scores:
+            raise KeyError(f"batch result has no reward {name!r}; it has {sorted(result.scores)}")
+        if weight is None:
             specs = getattr(result, "specs", None) or ()
             weight = next((float(s.weight) for s in specs if getattr(s, "name", None) == name), 1.0)
-        latencies: Mapping[str, Sequence[float]] = getattr(result, "latency_s", None) or {}
-        stats = cls.from_values(
-            [s.value for s in scores[name]],
-            [str(s.status) for s in scores[name]],
-            latencies_s=list(latencies.get(name, ())),
-            group_size=group_size,
-            weight=weight,
-        )
-        nodes: Mapping[str, Sequence[str | None]] = getattr(result, "nodes", None) or {}
-        return replace(stats, nodes=dict(sorted(Counter(n for n in nodes.get(name, ()) if n).items())))
+        scores = result.scores[name]
+        latencies = (getattr(result, "latency_s", None) or {}).get(name, ())
+        values, statuses = [s.value for s in scores], [str(s.status) for s in scores]
+        stats = cls.from_values(values, statuses, latencies_s=list(latencies), group_size=group_size, weight=weight)
+        nodes = (getattr(result, "nodes", None) or {}).get(name, ())
+        return replace(stats, nodes=dict(sorted(Counter(n for n in nodes if n).items())))
 
 
 def num(v: Any) -> float | None:
@@ -139,42 +95,39 @@ def num(v: Any) -> float | None:
 def flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
     """``prefix + key -> float`` for each value that is a number; None, text and the like are left out.
 
-    The one flattener of metrics onto spans: the trainer's step metrics and the evaluator's headline numbers.
-
     >>> flat_metrics("m.", {"loss": 0.5, "pass@1": None, "n": 3, "note": "x"})
     {'m.loss': 0.5, 'm.n': 3.0}
     """
     out = {}
     for k, v in metrics.items():
         f = v if type(v) is float else num(v)
-        if f is None:
-            logger.debug("metric %s=%r is not a number; not recorded", k, v)
-            continue
-        out[prefix + k] = f
+        if f is not None:
+            out[prefix + k] = f
     return out
 
 
-def span_ids(span: trace.Span) -> dict[str, str] | None:
+def span_ids(span: trace.Span) -> dict[str, str]:
     ctx = span.get_span_context()
-    if not ctx.is_valid:
-        return None
-    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
+    return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"} if ctx.is_valid else {}
 
 
 def link_to(ids: Mapping[str, Any] | None, attributes: dict[str, Any]) -> Link | None:
+    """A link to the span whose hex ids ``ids`` holds (None when it holds none; malformed ones are logged)."""
     if not ids or not ids.get("trace_id") or not ids.get("span_id"):
         return None
     try:
-        ctx = SpanContext(
-            trace_id=int(ids["trace_id"], 16),
-            span_id=int(ids["span_id"], 16),
-            is_remote=True,
-            trace_flags=TraceFlags(TraceFlags.SAMPLED),
-        )
+        ctx = SpanContext(int(ids["trace_id"], 16), int(ids["span_id"], 16), True, TraceFlags(TraceFlags.SAMPLED))
     except (TypeError, ValueError):
         logger.warning("checkpoint context has malformed span ids %r; span not linked", dict(ids))
         return None
     return Link(ctx, attributes) if ctx.is_valid else None
+
+
+def node_attributes(nodes: Mapping[str, int] | None) -> dict[str, Any]:
+    """The Ray backend's nodes that scored and their calls, as aligned lists (none without nodes)."""
+    if not nodes:
+        return {}
+    return {"harness.reward.nodes": list(nodes), "harness.reward.node_calls": [int(n) for n in nodes.values()]}
 
 
 def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
@@ -195,28 +148,14 @@ def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
         "harness.reward.latency_p99_s": stats.latency_p99_s,
     }
     attrs.update({k: float(v) for k, v in optional.items() if v is not None})
-    for status, n in stats.statuses.items():
-        attrs[f"harness.reward.status.{status}"] = int(n)
-    if stats.nodes:  # the Ray backend: which nodes scored, and how many calls each (aligned lists)
-        attrs["harness.reward.nodes"] = list(stats.nodes)
-        attrs["harness.reward.node_calls"] = [int(n) for n in stats.nodes.values()]
-    return attrs
+    attrs.update({f"harness.reward.status.{status}": int(n) for status, n in stats.statuses.items()})
+    return {**attrs, **node_attributes(stats.nodes)}
 
 
-#: keys of an evaluation's description and the attribute types they are written as (``harness.eval.<key>``)
-_EVAL_KEYS: dict[str, type] = {
-    "id": str,
-    "own": bool,
-    "data": str,
-    "fingerprint": str,
-    "prompts": int,
-    "k": int,
-    "temperature": float,
-    "top_p": float,
-    "max_new_tokens": int,
-    "seed": int,
-    "rewards": str,
-}
+#: keys of an evaluation's description and the types they are written as (``harness.eval.<key>``)
+EVAL_KEYS: dict[str, type] = {"own": bool, "temperature": float, "top_p": float}
+EVAL_KEYS |= dict.fromkeys(("id", "data", "fingerprint", "rewards"), str)
+EVAL_KEYS |= dict.fromkeys(("prompts", "k", "max_new_tokens", "seed"), int)
 
 
 def eval_attributes(evaluation: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -227,47 +166,37 @@ def eval_attributes(evaluation: Mapping[str, Any] | None) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for key, value in (evaluation or {}).items():
-        kind = _EVAL_KEYS.get(key)
-        if kind is None or value is None:
-            continue
-        if key == "rewards" and not isinstance(value, str):
-            value = ",".join(str(v) for v in value)
-        out[f"harness.eval.{key}"] = kind(value)
+        if key in EVAL_KEYS and value is not None:
+            if key == "rewards" and not isinstance(value, str):
+                value = ",".join(map(str, value))
+            out[f"harness.eval.{key}"] = EVAL_KEYS[key](value)
     return out
 
 
 def sample_event(name: str, sample_id: str, score: Any) -> dict[str, Any]:
+    """A ``gen_ai.evaluation.result`` event's attributes; an LLM judge's ``Score.info`` adds model, token usage,
+    rationale, latency and rubric under GenAI names."""
     attrs: dict[str, Any] = {"gen_ai.evaluation.name": name, "harness.sample.id": str(sample_id)}
-    value = num(getattr(score, "value", score))
-    if value is not None:
+    if (value := num(getattr(score, "value", score))) is not None:
         attrs["gen_ai.evaluation.score.value"] = value
-    status = getattr(score, "status", None)
-    if status is not None:
+    if (status := getattr(score, "status", None)) is not None:
         attrs["gen_ai.evaluation.score.label"] = str(status)
-    answer = getattr(score, "answer", None)
-    if answer is not None:
+    if (answer := getattr(score, "answer", None)) is not None:
         attrs["harness.sample.answer"] = str(answer)[:256]
-    attrs.update(_genai_info(getattr(score, "info", None)))
-    return attrs
-
-
-def _genai_info(info: Any) -> dict[str, Any]:
-    """What an LLM-judge reward reports in ``Score.info`` (model, token usage, latency) under GenAI names."""
+    info = getattr(score, "info", None)
     if not isinstance(info, Mapping) or not isinstance(info.get("usage"), Mapping):
-        return {}
-    out: dict[str, Any] = {}
+        return attrs
     if isinstance(info.get("model"), str):
-        out["gen_ai.request.model"] = info["model"]
+        attrs["gen_ai.request.model"] = info["model"]
     for key in ("input_tokens", "output_tokens"):
-        n = info["usage"].get(key)
-        if isinstance(n, int) and not isinstance(n, bool):
-            out[f"gen_ai.usage.{key}"] = n
+        if isinstance(n := info["usage"].get(key), int) and not isinstance(n, bool):
+            attrs[f"gen_ai.usage.{key}"] = n
     for src, dst in (("latency_s", "harness.judge.latency_s"), ("rubric", "harness.judge.rubric")):
-        if isinstance(info.get(src), (str, int, float)) and not isinstance(info.get(src), bool):
-            out[dst] = info[src]
+        if isinstance(v := info.get(src), (str, int, float)) and not isinstance(v, bool):
+            attrs[dst] = v
     if isinstance(info.get("rationale"), str):
-        out["gen_ai.evaluation.explanation"] = info["rationale"][:512]
-    return out
+        attrs["gen_ai.evaluation.explanation"] = info["rationale"][:512]
+    return attrs
 
 
 _ID_RNG = random.Random(os.urandom(32))
@@ -276,22 +205,14 @@ if hasattr(os, "register_at_fork"):  # a forked child must not repeat its parent
 
 
 class UrandomIdGenerator(IdGenerator):
-    """Trace and span ids from a generator seeded from the OS's random source, private to this module.
+    """Ids from a private generator seeded from ``os.urandom`` (re-seeded in a forked child).
 
-    The SDK's default draws from the global ``random`` module, which a training run seeds for reproducibility:
-    two runs with the same seed would then reuse the same trace ids, and backends merge or drop the second
-    run's spans. A private ``random.Random`` seeded from ``os.urandom`` (re-seeded in a forked child) is not
-    touched by anyone's seeding and costs no system call per span.
+    The SDK's default draws from the global ``random``, which a training run seeds: two runs with one seed would
+    reuse trace ids, and backends merge or drop the second run's spans. No system call per span.
     """
 
     def generate_span_id(self) -> int:
-        while True:
-            v = _ID_RNG.getrandbits(64)
-            if v:
-                return v
+        return _ID_RNG.getrandbits(64) or self.generate_span_id()
 
     def generate_trace_id(self) -> int:
-        while True:
-            v = _ID_RNG.getrandbits(128)
-            if v:
-                return v
+        return _ID_RNG.getrandbits(128) or self.generate_trace_id()

@@ -1,14 +1,8 @@
 """Held-out evaluations in a run's spans: group ``eval.reward/<name>`` spans by evaluation and pick which to report.
 
-The evaluator writes ``harness.eval.*`` attributes on each evaluation's spans (id, whether it is the run's own, the
-data set's short name and fingerprint, k, sampling, rewards; see ``docs/TRACING.md``). Scores of different
-evaluations are never mixed: a checkpoint evaluated on another data set, with another k, sampling or reward, is
-another evaluation. Spans written before evaluations carried an id form one evaluation with id ``""``.
-
-Which evaluations ``harness report`` shows (:func:`select_evaluations`): by default the run's own (the newest, if
-the run's config changed between evaluations); when no span says which is the run's own, the first evaluation
-recorded; ``all`` shows every evaluation; otherwise an id (or a unique prefix of one) or a data set name. Pure:
-reads span dicts, starts nothing.
+An evaluation is what its spans' ``harness.eval.*`` attributes describe (data set, k, sampling, rewards; see
+``docs/TRACING.md``); scores of different evaluations are never mixed. Spans written before evaluations carried
+an id form one evaluation with id ``""``. Pure: reads span dicts, starts nothing.
 """
 
 from __future__ import annotations
@@ -51,12 +45,11 @@ class Evaluation:
         who = " (the run's own)" if self.own else ""
         prompts = f", {self.prompts} prompts" if self.prompts is not None else ""
         fp = f", fingerprint {self.fingerprint[:12]}" if self.fingerprint else ""
-        settings = [f"k={self.k}"]
-        settings += [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.sampling.items()]
-        return (
-            f"held-out evaluation {self.id}{who}: {self.data}{prompts}{fp}; {' '.join(settings)}; "
-            f"rewards {', '.join(self.rewards) or '-'}"
+        settings = " ".join(
+            [f"k={self.k}"] + [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.sampling.items()]
         )
+        rewards = ", ".join(self.rewards) or "-"
+        return f"held-out evaluation {self.id}{who}: {self.data}{prompts}{fp}; {settings}; rewards {rewards}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (without ``first_ns``, which says only when it was made)."""
@@ -70,10 +63,6 @@ def _int(v: Any) -> int | None:
         return None
 
 
-def _truthy(v: Any) -> bool:
-    return v is True or (isinstance(v, str) and v.lower() == "true")
-
-
 def group_evaluations(spans: list[dict[str, Any]]) -> tuple[list[Evaluation], dict[str, list[dict[str, Any]]]]:
     """The evaluations found in ``eval.reward/<name>`` spans (in the order they were made) and each one's spans."""
     by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -82,27 +71,26 @@ def group_evaluations(spans: list[dict[str, Any]]) -> tuple[list[Evaluation], di
             by_id[str(s["attributes"].get("harness.eval.id") or "")].append(s)
     out = []
     for eid, group in by_id.items():
-        a = max(group, key=lambda s: s["end_ns"])["attributes"]  # the newest span describes it
-        sampling = {
-            key: a[f"harness.eval.{key}"]
-            for key in ("temperature", "top_p", "max_new_tokens", "seed")
-            if f"harness.eval.{key}" in a
-        }
-        rewards = str(a.get("harness.eval.rewards") or "")
+        a = {
+            k[13:]: v
+            for k, v in max(group, key=lambda s: s["end_ns"])["attributes"].items()
+            if k.startswith("harness.eval.")
+        }  # the newest span describes it
+        own = any(str(s["attributes"].get("harness.eval.own")).lower() == "true" for s in group)
+        sampling = {key: a[key] for key in ("temperature", "top_p", "max_new_tokens", "seed") if key in a}
+        steps = {st for s in group if (st := _int(s["attributes"].get("harness.train.step"))) is not None}
         out.append(
             Evaluation(
-                id=eid,
-                own=any(_truthy(s["attributes"].get("harness.eval.own")) for s in group),
-                data=a.get("harness.eval.data"),
-                fingerprint=a.get("harness.eval.fingerprint"),
-                prompts=_int(a.get("harness.eval.prompts")),
-                k=_int(a.get("harness.eval.k")),
-                sampling=sampling,
-                rewards=[r for r in rewards.split(",") if r],
-                checkpoints=sorted(
-                    {st for s in group if (st := _int(s["attributes"].get("harness.train.step"))) is not None}
-                ),
-                first_ns=min(s["start_ns"] for s in group),
+                eid,
+                own,
+                a.get("data"),
+                a.get("fingerprint"),
+                _int(a.get("prompts")),
+                _int(a.get("k")),
+                sampling,
+                [r for r in str(a.get("rewards") or "").split(",") if r],
+                sorted(steps),
+                min(s["start_ns"] for s in group),
             )
         )
     out.sort(key=lambda e: e.first_ns)
@@ -110,7 +98,8 @@ def group_evaluations(spans: list[dict[str, Any]]) -> tuple[list[Evaluation], di
 
 
 def select_evaluations(evaluations: list[Evaluation], which: str | None = None) -> list[Evaluation]:
-    """The evaluations to report: ``None`` the run's own (else the first made), ``"all"``, or an id/prefix/data name.
+    """The evaluations to report: None the run's own (its newest, if the run's config changed between
+    evaluations; when no span says which is its own, the first made), ``"all"``, or an id (prefix) or data set.
 
     Raises:
         HarnessError: ``which`` matches no evaluation, or more than one.
@@ -119,9 +108,7 @@ def select_evaluations(evaluations: list[Evaluation], which: str | None = None) 
         return []
     if which is None:
         own = [e for e in evaluations if e.own]
-        if own:  # the run's config may have changed between evaluations: its newest own evaluation
-            return [max(own, key=lambda e: e.first_ns)]
-        return [evaluations[0]]
+        return [max(own, key=lambda e: e.first_ns)] if own else [evaluations[0]]
     if which == "all":
         return sorted(evaluations, key=lambda e: (not e.own, e.first_ns))
     hits = [e for e in evaluations if e.id and e.id.startswith(which)] or [e for e in evaluations if e.data == which]

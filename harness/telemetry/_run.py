@@ -8,9 +8,9 @@ Span tree (names and attributes are listed in ``docs/TRACING.md``)::
       eval.reward/<name>       EVALUATOR  held-out score beside the training mean, linked to reward/<name>
 
 Every span repeats ``harness.run.id``, ``harness.train.step`` and ``session.id`` (= run id), so backends that
-drop links can join by attribute. This module keeps its own :class:`TracerProvider` (it never installs a global
-one) and does not know about trainers, models or checkpoint files: the caller writes
-:meth:`RunTelemetry.checkpoint_context` wherever it keeps a checkpoint.
+drop links can join by attribute. A run has its own :class:`TracerProvider` (never the global one). This module
+knows nothing of trainers or checkpoint files: the caller writes :meth:`RunTelemetry.checkpoint_context` wherever
+it keeps a checkpoint.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from harness.telemetry._attrs import (
     eval_attributes,
     flat_metrics,
     link_to,
+    node_attributes,
     num,
     reward_attributes,
     sample_event,
@@ -54,44 +55,43 @@ logger = logging.getLogger(__name__)
 
 TRACES_FILE = "traces.jsonl"
 CONTEXT_VERSION = 1
-_SCOPE = "harness.telemetry"
 _STORE_QUEUE = 1 << 16  # spans waiting for the file store's thread: complete unless that many pile up in a second
 
 
-class StepSpan:
+class _Span:
+    def __init__(self, tel: RunTelemetry, step: int, span: trace.Span) -> None:
+        self._tel, self.step, self.span = tel, step, span
+
+    def set_metrics(self, metrics: Mapping[str, float | None]) -> None:
+        """Record flat metrics (loss, kl, pass@k, ...) as ``harness.metric.<key>`` numbers; None is left out."""
+        self.span.set_attributes(flat_metrics("harness.metric.", metrics))
+
+
+class StepSpan(_Span):
     """The ``train.step`` span of one training step; returned by :meth:`RunTelemetry.train_step`."""
 
     def __init__(self, tel: RunTelemetry, step: int, span: trace.Span) -> None:
-        self._tel = tel
-        self.step = step
-        self.span = span
+        super().__init__(tel, step, span)
         self.rewards: dict[str, dict[str, Any]] = {}
         self._context = trace.set_span_in_context(span, Context())  # the parent of the reward spans
 
-    def set_metrics(self, metrics: Mapping[str, float]) -> None:
-        """Record flat training metrics (loss, kl, ...) as ``harness.metric.<key>`` attributes."""
-        self.span.set_attributes(flat_metrics("harness.metric.", metrics))
-
     def record_reward(self, name: str, stats: RewardStats, samples: Sequence[tuple[str, Any]] | None = None) -> None:
-        """Add a ``reward/<name>`` child span with ``stats``.
-
-        Args:
-            name: the reward spec name.
-            stats: the batch summary of that reward.
-            samples: optional ``(sample_id, Score)`` pairs; up to ``sample_records`` of them (config, default 0 =
-                off) are recorded as ``gen_ai.evaluation.result`` events, drawn with a per-step seed.
-        """
-        attrs = self._tel._common(self.step, "EVALUATOR")
-        attrs.update(reward_attributes(name, stats))
+        """Add a ``reward/<name>`` child span with ``stats``; of ``samples`` (``(sample_id, Score)`` pairs), up to
+        ``sample_records`` (config, default 0 = off), drawn with a per-step seed, become ``gen_ai.evaluation.result``
+        events."""
+        attrs = {**self._tel._common(self.step, "EVALUATOR"), **reward_attributes(name, stats)}
         span = self._tel._tracer.start_span(f"reward/{name}", context=self._context, attributes=attrs)
-        for sid, score in self._tel._sample_records(self.step, name, samples):
+        k, samples = self._tel.config.sample_records, samples or ()
+        if 0 < k < len(samples):
+            rng = random.Random(f"{self._tel.run_id}/{self.step}/{name}")
+            samples = [samples[i] for i in sorted(rng.sample(range(len(samples)), k))]
+        for sid, score in samples if k > 0 else ():
             span.add_event("gen_ai.evaluation.result", sample_event(name, sid, score))
         span.end()
-        ids = span_ids(span) or {}
-        self.rewards[name] = {**ids, "mean": stats.mean}
+        self.rewards[name] = {**span_ids(span), "mean": stats.mean}
 
 
-class EvalSpan:
+class EvalSpan(_Span):
     """The ``eval.checkpoint`` span of one evaluated checkpoint; returned by :meth:`RunTelemetry.eval_checkpoint`."""
 
     def __init__(
@@ -102,15 +102,9 @@ class EvalSpan:
         ctx: Mapping[str, Any] | None,
         evaluation: Mapping[str, Any] | None = None,
     ) -> None:
-        self._tel = tel
-        self.step = step
-        self.span = span
+        super().__init__(tel, step, span)
         self._ctx = ctx or {}
         self._evaluation = eval_attributes(evaluation)
-
-    def set_metrics(self, metrics: Mapping[str, float | None]) -> None:
-        """Record flat evaluation metrics (pass@k, maj@k, ...) as ``harness.metric.<key>`` numbers; None: left out."""
-        self.span.set_attributes(flat_metrics("harness.metric.", metrics))
 
     def record_reward(
         self,
@@ -120,36 +114,28 @@ class EvalSpan:
         *,
         nodes: Mapping[str, int] | None = None,
     ) -> None:
-        """Add an ``eval.reward/<name>`` child span with the held-out score beside the training mean.
-
-        The span links to the ``reward/<name>`` span of the checkpoint's step when the checkpoint context has it.
-
-        Args:
-            name: the reward spec name (the same name as in training).
-            heldout: the held-out score (None when nothing could be scored).
-            metrics: further flat metrics of this reward (``harness.metric.<key>``).
-            nodes: calls per cluster node that scored them (the Ray backend), as ``harness.reward.nodes`` and
-                ``harness.reward.node_calls`` like the training reward spans.
-        """
+        """Add an ``eval.reward/<name>`` child span: the held-out score (None: nothing could be scored) beside the
+        training mean of the checkpoint context, further flat metrics (``harness.metric.<key>``) and the Ray
+        backend's ``nodes`` (calls per node); linked to the ``reward/<name>`` span of the checkpoint's step when
+        the context has it."""
         train = (self._ctx.get("rewards") or {}).get(name) or {}
         train_mean = num(train.get("train_mean"))
-        attrs = self._tel._common(self.step, "EVALUATOR")
-        attrs.update({"harness.reward.name": name, "gen_ai.evaluation.name": name})
-        attrs.update(self._evaluation)
+        attrs = {
+            **self._tel._common(self.step, "EVALUATOR"),
+            "harness.reward.name": name,
+            "gen_ai.evaluation.name": name,
+            **self._evaluation,
+        }
         if heldout is not None:
-            attrs["harness.reward.heldout"] = float(heldout)
-            attrs["gen_ai.evaluation.score.value"] = float(heldout)
+            attrs["harness.reward.heldout"] = attrs["gen_ai.evaluation.score.value"] = float(heldout)
         if train_mean is not None:
             attrs["harness.reward.train_mean"] = train_mean
             if heldout is not None:
                 attrs["harness.reward.gap"] = train_mean - float(heldout)
         attrs.update(flat_metrics("harness.metric.", metrics or {}))
-        if nodes:
-            attrs["harness.reward.nodes"] = list(nodes)
-            attrs["harness.reward.node_calls"] = [int(n) for n in nodes.values()]
-        link = link_to(
-            train, {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
-        )
+        attrs.update(node_attributes(nodes))
+        link_attrs = {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
+        link = link_to(train, link_attrs)
         attrs["harness.link.linked"] = link is not None
         with self._tel._tracer.start_as_current_span(
             f"eval.reward/{name}", attributes=attrs, links=[link] if link else None
@@ -168,20 +154,15 @@ class RunTelemetry:
         run_dir: Path,
         run_id: str,
         section: TelemetrySection,
-        provider: TracerProvider | None,
-        file_store: BatchSpanProcessor | None,
-        exporter: OtlpDelivery | None,
+        provider: TracerProvider | None = None,
+        file_store: BatchSpanProcessor | None = None,
+        exporter: OtlpDelivery | None = None,
     ) -> None:
-        self.run_dir = run_dir
-        self.run_id = run_id
-        self.config = section
-        self._provider = provider
-        self._file_store = file_store
-        self.exporter = exporter
-        self._tracer = provider.get_tracer(_SCOPE) if provider is not None else trace.NoOpTracer()
+        self.run_dir, self.run_id, self.config = run_dir, run_id, section
+        self._provider, self._file_store, self.exporter = provider, file_store, exporter
+        self._tracer = provider.get_tracer("harness.telemetry") if provider is not None else trace.NoOpTracer()
         self._steps: dict[int, dict[str, Any]] = {}
         self._checkpoints: dict[int, dict[str, Any]] = {}
-        self._closed = False
 
     @classmethod
     def start(
@@ -193,24 +174,16 @@ class RunTelemetry:
         environ: Mapping[str, str] | None = None,
         extra_processors: Sequence[SpanProcessor] = (),
     ) -> RunTelemetry:
-        """Set up tracing for a run.
-
-        Args:
-            run_dir: the run directory; ``traces.jsonl`` is appended there.
-            run_id: the run id (``harness.run.id`` and ``session.id`` on every span).
-            config: the ``telemetry`` config section; default: all defaults.
-            environ: the environment to read ``OTEL_*`` from; default: ``os.environ``.
-            extra_processors: further span processors (tests use the SDK's in-memory exporter).
-
-        Never raises for an unreachable backend; the first failed export logs one warning.
+        """Set up tracing for a run: ``run_dir/traces.jsonl`` is appended to, and spans go to the OTLP backend that
+        ``environ`` (default ``os.environ``) or ``config`` names. ``extra_processors``: further span processors
+        (tests use the SDK's in-memory exporter). Never raises for an unreachable backend.
 
         Raises:
-            ConfigError: for a malformed ``OTEL_*`` variable (unknown protocol, header without ``=``), naming it.
+            ConfigError: for a malformed ``OTEL_*`` variable or endpoint, naming it.
         """
-        section = config or TelemetrySection()
-        run_dir = Path(run_dir)
+        section, run_dir = config or TelemetrySection(), Path(run_dir)
         if not section.enabled:
-            return cls(run_dir, run_id, section, None, None, None)
+            return cls(run_dir, run_id, section)
         env = os.environ if environ is None else environ
         try:
             otlp = resolve_otlp(section, env)
@@ -225,12 +198,12 @@ class RunTelemetry:
             }
         )
         provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
-        store = None
+        store = delivery = None
         if section.file_store:  # the SDK's batch processor: encoding and writing run in its thread
-            exporter = FileSpanExporter(run_dir / TRACES_FILE)
-            store = BatchSpanProcessor(exporter, max_queue_size=_STORE_QUEUE, schedule_delay_millis=1000)
+            store = BatchSpanProcessor(
+                FileSpanExporter(run_dir / TRACES_FILE), max_queue_size=_STORE_QUEUE, schedule_delay_millis=1000
+            )
             provider.add_span_processor(store)
-        delivery = None
         if otlp is not None:
             try:
                 delivery = OtlpDelivery(otlp, section.retry_after_s)
@@ -255,22 +228,12 @@ class RunTelemetry:
             "openinference.span.kind": kind,
         }
 
-    def _sample_records(self, step: int, name: str, samples: Sequence[tuple[str, Any]] | None):
-        k = self.config.sample_records
-        if not samples or k <= 0:
-            return []
-        if len(samples) <= k:
-            return list(samples)
-        rng = random.Random(f"{self.run_id}/{step}/{name}")
-        return [samples[i] for i in sorted(rng.sample(range(len(samples)), k))]
-
     @contextmanager
     def train_step(self, step: int) -> Iterator[StepSpan]:
         """A ``train.step`` span for the duration of the ``with`` block; yields a :class:`StepSpan`."""
-        attrs = self._common(step, "CHAIN")
         # started, not made current: nothing inside a step needs it as the ambient span, and attaching and
         # detaching the context is a good part of what a span costs
-        span = self._tracer.start_span("train.step", context=Context(), attributes=attrs)
+        span = self._tracer.start_span("train.step", context=Context(), attributes=self._common(step, "CHAIN"))
         st = StepSpan(self, step, span)
         try:
             yield st
@@ -279,65 +242,58 @@ class RunTelemetry:
             span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
             raise
         finally:
-            self._steps[int(step)] = {**(span_ids(span) or {}), "rewards": dict(st.rewards)}
+            self._steps[int(step)] = {**span_ids(span), "rewards": dict(st.rewards)}
             span.end()
 
     def checkpoint_context(self, step: int) -> dict[str, Any]:
         """What a checkpoint saved at ``step`` must carry so its evaluation can link back (JSON-able).
 
-        Holds the ids of the ``train.step`` span of ``step`` (or of the latest traced step before it) and of its
-        reward spans, and per reward the mean training reward over the steps since the previous checkpoint.
-        Call it for checkpoints in step order (a repeated call returns the same context): the per-step records it
-        has averaged are then dropped, so a long run keeps only the steps since its last checkpoint in memory. After
-        a resume, the first window starts at the first step traced by this process (``since_step`` is None).
+        The ids of the ``train.step`` span of ``step`` (or of the latest traced step before it) and of its reward
+        spans, and per reward the mean training reward over the steps since the previous checkpoint. Call it in
+        step order (a repeated call returns the same context): the steps it averaged are then forgotten, so memory
+        holds only the steps since the last checkpoint. After a resume, the first window starts at the first step
+        this process traced (``since_step`` is None). Flushes the file store first, so the spans are on disk.
         """
         step = int(step)
-        if self._file_store is not None:  # the spans a checkpoint points to are on disk before it is saved
+        if self._file_store is not None:
             self._file_store.force_flush()
-        if step in self._checkpoints:
-            return json.loads(json.dumps(self._checkpoints[step]))
-        prev = max((c for c in self._checkpoints if c < step), default=None)
-        traced = [s for s in self._steps if s <= step]
-        span_step = max(traced, default=None)
-        window = [s for s in traced if prev is None or s > prev]
-        rec = self._steps.get(span_step, {}) if span_step is not None else {}
-        names = sorted({n for s in window for n in self._steps[s]["rewards"]})
-        rewards: dict[str, dict[str, Any]] = {}
-        for name in names:
-            points = [
-                (s, self._steps[s]["rewards"][name].get("mean")) for s in window if name in self._steps[s]["rewards"]
-            ]
-            train_mean, n = window_mean(points, prev, step)
-            ids = rec.get("rewards", {}).get(name, {})
-            rewards[name] = {
-                "trace_id": ids.get("trace_id"),
-                "span_id": ids.get("span_id"),
-                "mean": ids.get("mean"),
-                "train_mean": train_mean,
-                "steps": n,
+        if step not in self._checkpoints:
+            prev = max((c for c in self._checkpoints if c < step), default=None)
+            span_step = max((s for s in self._steps if s <= step), default=None)
+            window = [s for s in self._steps if s <= step and (prev is None or s > prev)]
+            rec = self._steps.get(span_step, {}) if span_step is not None else {}
+            rewards: dict[str, dict[str, Any]] = {}
+            for name in sorted({n for s in window for n in self._steps[s]["rewards"]}):
+                points = [
+                    (s, self._steps[s]["rewards"][name]["mean"]) for s in window if name in self._steps[s]["rewards"]
+                ]
+                train_mean, n = window_mean(points, prev, step)
+                ids = rec.get("rewards", {}).get(name, {})
+                rewards[name] = {
+                    "trace_id": ids.get("trace_id"),
+                    "span_id": ids.get("span_id"),
+                    "mean": ids.get("mean"),
+                    "train_mean": train_mean,
+                    "steps": n,
+                }
+            for s in window:  # later checkpoints average only later steps; keep the linked step for eval_checkpoint
+                if s != span_step:
+                    del self._steps[s]
+            self._checkpoints[step] = {
+                "version": CONTEXT_VERSION,
+                "run_id": self.run_id,
+                "step": step,
+                "span_step": span_step,
+                "since_step": prev,
+                "trace_id": rec.get("trace_id"),
+                "span_id": rec.get("span_id"),
+                "rewards": rewards,
             }
-        for s in window:  # later checkpoints average only later steps; keep the linked step for eval_checkpoint
-            if s != span_step:
-                del self._steps[s]
-        ctx = {
-            "version": CONTEXT_VERSION,
-            "run_id": self.run_id,
-            "step": step,
-            "span_step": span_step,
-            "since_step": prev,
-            "trace_id": rec.get("trace_id"),
-            "span_id": rec.get("span_id"),
-            "rewards": rewards,
-        }
-        self._checkpoints[step] = ctx
-        return json.loads(json.dumps(ctx))
+        return json.loads(json.dumps(self._checkpoints[step]))
 
     @contextmanager
     def eval_checkpoint(
-        self,
-        step: int,
-        checkpoint_ctx: Mapping[str, Any] | None = None,
-        evaluation: Mapping[str, Any] | None = None,
+        self, step: int, checkpoint_ctx: Mapping[str, Any] | None = None, evaluation: Mapping[str, Any] | None = None
     ) -> Iterator[EvalSpan]:
         """An ``eval.checkpoint`` span linked to the checkpoint's ``train.step`` span; yields an :class:`EvalSpan`.
 
@@ -346,41 +302,31 @@ class RunTelemetry:
             checkpoint_ctx: what :meth:`checkpoint_context` returned for it (read from the checkpoint directory);
                 None: looked up in this process when the step was trained here, else the span is not linked.
             evaluation: which evaluation this is (``id``, ``own``, ``data``, ``fingerprint``, ``prompts``, ``k``,
-                the sampling settings, ``rewards``); written as ``harness.eval.*`` attributes on this span and its
-                reward spans, so that ``harness report`` keeps the scores of different evaluations apart.
+                sampling, ``rewards``), written as ``harness.eval.*`` on this span and its reward spans so that
+                ``harness report`` keeps the scores of different evaluations apart.
         """
-        ctx = (
-            checkpoint_ctx
-            if checkpoint_ctx is not None
-            else (self.checkpoint_context(step) if int(step) in self._steps or int(step) in self._checkpoints else None)
-        )
+        ctx = checkpoint_ctx
+        if ctx is None and (int(step) in self._steps or int(step) in self._checkpoints):
+            ctx = self.checkpoint_context(step)
         if ctx and ctx.get("run_id") not in (None, self.run_id):
-            logger.warning(
-                "checkpoint context is from run %s, not %s; evaluating anyway", ctx.get("run_id"), self.run_id
-            )
-        attrs = self._common(step, "CHAIN")
-        attrs["harness.checkpoint.step"] = int(step)
-        attrs.update(eval_attributes(evaluation))
+            logger.warning("checkpoint context is from run %s, not %s; evaluating anyway", ctx["run_id"], self.run_id)
+        attrs = {**self._common(step, "CHAIN"), "harness.checkpoint.step": int(step), **eval_attributes(evaluation)}
         link = link_to(ctx, {"harness.link.kind": "train_step", "harness.train.step": int(step)})
         attrs["harness.link.linked"] = link is not None
         with self._tracer.start_as_current_span(
-            "eval.checkpoint", context=Context(), attributes=attrs, links=[link] if link else None
+            "eval.checkpoint", Context(), attributes=attrs, links=[link] if link else None
         ) as span:
             yield EvalSpan(self, step, span, ctx, evaluation)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Write pending spans to the file store and send what waits for the OTLP backend (up to ``timeout_s``)."""
-        if self._provider is None:
-            return True
-        return self._provider.force_flush(int(timeout_s * 1000))
+        return self._provider is None or self._provider.force_flush(int(timeout_s * 1000))
 
     def shutdown(self) -> None:
         """Flush and close every destination; safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
         if self._provider is not None:
             self._provider.shutdown()
+            self._provider = None
 
     def __enter__(self) -> RunTelemetry:
         return self

@@ -1,9 +1,8 @@
 """Read a run's spans back: from the OTLP-JSON file store, from Phoenix's REST API or from MLflow's REST API.
 
-Every reader returns the same flat span dicts as :func:`harness.telemetry.iter_spans` (``name``, ``trace_id``,
-``span_id``, ``parent_span_id``, ``start_ns``, ``end_ns``, ``attributes``, ``events``, ``links``), so the report
-does not care where spans came from. Only the standard library's HTTP client is used: neither backend's Python
-package is needed. Phoenix stores no span links, so its spans come back with ``links == []``; the report joins
+Every reader returns the flat span dicts of :func:`harness.telemetry.iter_spans`, so the report does not care
+where spans came from; MLflow's spans (OTLP in protobuf's JSON form) go through the file store's own decoder.
+Only the standard library's HTTP client is used. Phoenix stores no span links (``links == []``); the report joins
 by the ``harness.run.id`` / ``harness.train.step`` / ``harness.reward.name`` attributes instead.
 """
 
@@ -11,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import re
 import urllib.error
 import urllib.parse
@@ -27,8 +25,6 @@ from harness.errors import HarnessError
 from harness.telemetry._store import flat_span, iter_spans, span_from_json, store_path
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
-
-logger = logging.getLogger(__name__)
 
 
 class SourceError(HarnessError):
@@ -47,45 +43,20 @@ def load_file_store(path: str | Path) -> list[dict[str, Any]]:
     return list(iter_spans(p))
 
 
-def _get_json(url: str, *, data: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+def _get_json(url: str, data: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
     body = json.dumps(data).encode() if data is not None else None
-    req = urllib.request.Request(
-        url, data=body, headers={"Content-Type": "application/json", "Accept": "application/json"}
-    )
+    req = urllib.request.Request(url, body, {"Content-Type": "application/json", "Accept": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.load(r)
     except urllib.error.HTTPError as e:
-        detail = e.read()[:300].decode(errors="replace")
-        raise SourceError(f"{url}: HTTP {e.code}: {detail}") from None
+        raise SourceError(f"{url}: HTTP {e.code}: {e.read()[:300].decode(errors='replace')}") from None
     except (urllib.error.URLError, OSError, json.JSONDecodeError) as e:
         raise SourceError(f"{url}: {e}") from None
 
 
 def _iso_ns(s: str | None) -> int:
-    if not s:
-        return 0
-    return int(datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() * 1e9)
-
-
-def _phoenix_span(sp: dict[str, Any]) -> dict[str, Any]:
-    attrs = dict(sp.get("attributes") or {})
-    if sp.get("span_kind"):
-        attrs.setdefault("openinference.span.kind", sp["span_kind"])
-    ctx = sp.get("context") or {}
-    return {
-        "name": sp.get("name", ""),
-        "trace_id": ctx.get("trace_id", ""),
-        "span_id": ctx.get("span_id", ""),
-        "parent_span_id": sp.get("parent_id") or None,
-        "start_ns": _iso_ns(sp.get("start_time")),
-        "end_ns": _iso_ns(sp.get("end_time")),
-        "attributes": attrs,
-        "events": [
-            {"name": e.get("name", ""), "attributes": e.get("attributes") or {}} for e in sp.get("events") or ()
-        ],
-        "links": [],
-    }
+    return int(datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() * 1e9) if s else 0
 
 
 def load_phoenix(
@@ -98,39 +69,48 @@ def load_phoenix(
     """
     base = url.rstrip("/") + f"/v1/projects/{urllib.parse.quote(project, safe='')}/spans"
     spans: list[dict[str, Any]] = []
-    cursor: str | None = None
+    cursor = None
     while True:
         q = {"limit": page_size, **({"cursor": cursor} if cursor else {})}
         page = _get_json(f"{base}?{urllib.parse.urlencode(q)}", timeout=timeout)
-        spans.extend(_phoenix_span(sp) for sp in page.get("data") or ())
-        cursor = page.get("next_cursor")
-        if not cursor:
-            break
-    return spans
+        for sp in page.get("data") or ():
+            attrs, ctx = dict(sp.get("attributes") or {}), sp.get("context") or {}
+            if sp.get("span_kind"):
+                attrs.setdefault("openinference.span.kind", sp["span_kind"])
+            spans.append(
+                {
+                    "name": sp.get("name", ""),
+                    "trace_id": ctx.get("trace_id", ""),
+                    "span_id": ctx.get("span_id", ""),
+                    "parent_span_id": sp.get("parent_id") or None,
+                    "start_ns": _iso_ns(sp.get("start_time")),
+                    "end_ns": _iso_ns(sp.get("end_time")),
+                    "attributes": attrs,
+                    "events": [
+                        {"name": e.get("name", ""), "attributes": e.get("attributes") or {}}
+                        for e in sp.get("events") or ()
+                    ],
+                    "links": [],
+                }
+            )
+        if not (cursor := page.get("next_cursor")):
+            return spans
 
 
-def _b64_hex(s: str | None) -> str:
-    if not s:
-        return ""
-    try:
-        return base64.b64decode(s).hex()
-    except ValueError:
-        return s
-
-
-def _mlflow_span(sp: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
-    """MLflow returns OTLP spans in protobuf's JSON form with proto field names, base64 ids and enum names."""
-    sp = {k: v for k, v in _camel(sp).items() if k not in ("kind", "status", "flags")}
-    for obj in (sp, *(sp.get("links") or ())):
-        for k in ("traceId", "spanId", "parentSpanId"):
-            obj[k] = _b64_hex(obj.get(k))
-    return flat_span(span_from_json(sp, Resource(resource), InstrumentationScope("mlflow")))
-
-
-def _camel(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {re.sub(r"_([a-z])", lambda m: m[1].upper(), k): _camel(v) for k, v in obj.items()}
-    return [_camel(x) for x in obj] if isinstance(obj, list) else obj
+def _camel_hex(obj: Any) -> Any:
+    """MLflow's OTLP spans (proto field names, base64 ids) as OTLP/JSON (lowerCamelCase, hex ids)."""
+    if isinstance(obj, list):
+        return [_camel_hex(x) for x in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {re.sub(r"_([a-z])", lambda m: m[1].upper(), k): _camel_hex(v) for k, v in obj.items()}
+    for k in ("traceId", "spanId", "parentSpanId"):
+        if isinstance(out.get(k), str):
+            try:
+                out[k] = base64.b64decode(out[k]).hex()
+            except ValueError:
+                pass
+    return out
 
 
 def load_mlflow(
@@ -144,29 +124,28 @@ def load_mlflow(
         SourceError: when MLflow does not answer or the experiment does not exist.
     """
     base = url.rstrip("/") + "/api/3.0/mlflow/traces"
+    location = {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": str(experiment_id)}}
     ids: list[str] = []
-    token: str | None = None
+    token = None
     while True:
-        body: dict[str, Any] = {
-            "locations": [{"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": str(experiment_id)}}],
-            "max_results": 500,
-        }
-        if token:
-            body["page_token"] = token
-        page = _get_json(base + "/search", data=body, timeout=timeout)
-        for t in page.get("traces") or ():
-            tags = t.get("tags") or {}
-            if run_id is None or tags.get("harness.run.id") in (None, run_id):
-                ids.append(t["trace_id"])
-        token = page.get("next_page_token")
-        if not token:
+        body = {"locations": [location], "max_results": 500, **({"page_token": token} if token else {})}
+        page = _get_json(base + "/search", body, timeout)
+        ids += [
+            t["trace_id"]
+            for t in page.get("traces") or ()
+            if run_id is None or (t.get("tags") or {}).get("harness.run.id") in (None, run_id)
+        ]
+        if not (token := page.get("next_page_token")):
             break
     spans: list[dict[str, Any]] = []
     for i in range(0, len(ids), batch):
-        q = urllib.parse.urlencode([("trace_ids", t) for t in ids[i : i + batch]])
-        got = _get_json(f"{base}/batchGet?{q}", timeout=timeout)
+        got = _get_json(
+            f"{base}/batchGet?{urllib.parse.urlencode([('trace_ids', t) for t in ids[i : i + batch]])}", timeout=timeout
+        )
         for tr in got.get("traces") or ():
             tags = (tr.get("trace_info") or {}).get("tags") or {}
-            resource = {k: v for k, v in tags.items() if k in ("harness.run.id", "service.name")}
-            spans.extend(_mlflow_span(sp, resource) for sp in tr.get("spans") or ())
+            resource = Resource({k: v for k, v in tags.items() if k in ("harness.run.id", "service.name")})
+            for sp in tr.get("spans") or ():  # MLflow writes kind, status and flags by name: left out
+                doc = {k: v for k, v in _camel_hex(sp).items() if k not in ("kind", "status", "flags")}
+                spans.append(flat_span(span_from_json(doc, resource, InstrumentationScope("mlflow"))))
     return spans

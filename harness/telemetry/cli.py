@@ -1,9 +1,8 @@
 """The ``harness report`` and ``harness traces push`` subcommands (wired into :mod:`harness.cli`).
 
-``harness report RUN_DIR`` reads the run's file store; ``--from phoenix URL`` or ``--from mlflow URL`` reads a
-backend instead. It prints the table, writes ``report.md`` and ``report.png`` (into ``--out``, else RUN_DIR, else
-the current directory) and, with ``--fail-on-alarm``, exits 1 when a divergence alarm fires.
-Logging is configured by :mod:`harness.cli`, not here.
+``harness report RUN_DIR`` reads the run's file store, ``--from phoenix|mlflow URL`` a backend; it prints the
+table, writes ``report.md`` and ``report.png`` (into ``--out``, else RUN_DIR, else ``.``) and, with
+``--fail-on-alarm``, exits 1 on a divergence alarm. Logging is configured by :mod:`harness.cli`, not here.
 """
 
 from __future__ import annotations
@@ -34,46 +33,34 @@ def _alarm_config(args: argparse.Namespace) -> AlarmSection:
             if args.config:
                 raise
             logger.warning("alarm thresholds: defaults used, %s does not load: %s", cfg_path, e)
-    names = ("window", "train_rise", "heldout_min_rise")
-    overrides = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    overrides = {k: v for k in ("window", "train_rise", "heldout_min_rise") if (v := getattr(args, k)) is not None}
     try:
         return AlarmSection.model_validate({**base.model_dump(), **overrides})
     except ValueError as e:
         raise HarnessError(f"alarm thresholds: {e}") from None
 
 
-def _load_spans(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
-    from harness.telemetry._sources import load_file_store, load_mlflow, load_phoenix
-
-    if args.source is None:
-        if not args.run_dir:
-            raise HarnessError("give RUN_DIR (its traces.jsonl is read) or --from phoenix|mlflow URL")
-        return load_file_store(args.run_dir), f"file store {Path(args.run_dir) / 'traces.jsonl'}"
-    backend, url = args.source
-    if backend == "phoenix":
-        return load_phoenix(url, project=args.project), f"Phoenix {url} project {args.project}"
-    if backend == "mlflow":
-        return (
-            load_mlflow(url, experiment_id=args.experiment_id, run_id=args.run_id),
-            f"MLflow {url} experiment {args.experiment_id}",
-        )
-    raise HarnessError(f"--from: expected phoenix or mlflow, got {backend!r}")
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     """Handler of ``harness report``."""
+    from harness.telemetry._sources import load_file_store, load_mlflow, load_phoenix
     from harness.telemetry.report import build_report, format_table, write_report
 
     alarm = _alarm_config(args)
-    spans, source = _load_spans(args)
-    report = build_report(spans, alarm, run_id=args.run_id, source=source, evaluation=args.eval)
-    out = Path(args.out or args.run_dir or ".")
-    md, png = write_report(report, out)
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=1))
+    backend, url = args.source or ("", "")
+    if not backend:
+        if not args.run_dir:
+            raise HarnessError("give RUN_DIR (its traces.jsonl is read) or --from phoenix|mlflow URL")
+        spans, source = load_file_store(args.run_dir), f"file store {Path(args.run_dir) / 'traces.jsonl'}"
+    elif backend == "phoenix":
+        spans, source = load_phoenix(url, project=args.project), f"Phoenix {url} project {args.project}"
+    elif backend == "mlflow":
+        spans = load_mlflow(url, experiment_id=args.experiment_id, run_id=args.run_id)
+        source = f"MLflow {url} experiment {args.experiment_id}"
     else:
-        print(format_table(report))
-        print(f"wrote {md} and {png}")
+        raise HarnessError(f"--from: expected phoenix or mlflow, got {backend!r}")
+    report = build_report(spans, alarm, run_id=args.run_id, source=source, evaluation=args.eval)
+    md, png = write_report(report, Path(args.out or args.run_dir or "."))
+    print(json.dumps(report.to_dict(), indent=1) if args.json else f"{format_table(report)}\nwrote {md} and {png}")
     return 1 if args.fail_on_alarm and report.alarms else 0
 
 
@@ -94,8 +81,9 @@ def add_report_parser(sub: Any) -> None:
     p.add_argument(
         "--eval",
         metavar="ID|all",
-        help="held-out evaluations to show: an evaluation id (or prefix) or data set name, or all "
-        "(default: the run's own evaluation, its config's data.heldout, eval settings and rewards)",
+        help="held-out evaluations to show: an evaluation id (or prefix) or "
+        "data set name, or all (default: the run's own evaluation, its config's data.heldout, eval "
+        "settings and rewards)",
     )
     p.add_argument("--out", help="directory for report.md and report.png (default: RUN_DIR or .)")
     p.add_argument("--config", help="run config whose telemetry.alarm thresholds to use (default: RUN_DIR/config.yaml)")
@@ -112,12 +100,10 @@ def cmd_traces_push(args: argparse.Namespace) -> int:
     from harness.telemetry._export import parse_headers
     from harness.telemetry.push import push_file_store
 
-    headers: dict[str, str] = {}
-    for h in args.header or []:
-        try:
-            headers.update(parse_headers(h))
-        except ValueError as e:
-            raise HarnessError(f"--header: {e}") from None
+    try:
+        headers = parse_headers(",".join(args.header or ()))
+    except ValueError as e:
+        raise HarnessError(f"--header: {e}") from None
     res = push_file_store(args.run_dir, args.endpoint, protocol=args.protocol, headers=headers, timeout=args.timeout)
     print(f"pushed {res.spans} spans in {res.requests} requests to {args.endpoint}")
     return 0
@@ -126,8 +112,9 @@ def cmd_traces_push(args: argparse.Namespace) -> int:
 def add_traces_parser(sub: Any) -> None:
     """Add ``harness traces push`` to an argparse subparsers object."""
     p = sub.add_parser("traces", help="work with a run's trace file store")
-    tsub = p.add_subparsers(dest="traces_command", metavar="SUBCOMMAND")
-    push = tsub.add_parser("push", help="replay RUN_DIR/traces.jsonl into an OTLP backend")
+    push = p.add_subparsers(dest="traces_command", metavar="SUBCOMMAND").add_parser(
+        "push", help="replay RUN_DIR/traces.jsonl into an OTLP backend"
+    )
     push.add_argument("run_dir", help="run directory or traces.jsonl file")
     push.add_argument(
         "--endpoint",

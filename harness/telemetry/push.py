@@ -1,10 +1,9 @@
 """``harness traces push``: replay a run's OTLP-JSON file store into any OTLP backend.
 
-Each stored line is one OTLP request; its spans are read back as the SDK's spans (same trace and span ids, so links
-made in the original run still resolve) and handed to the SDK's own OTLP exporter, http/protobuf or grpc, one
-export per line, after every line has been checked; the first failed export stops the replay with an error naming
-the line and, where the exporter logged one, the reason.
-This module does not deduplicate: pushing the same store twice stores the spans twice where the backend allows.
+Each stored line is read back as the SDK's spans (same trace and span ids, so links still resolve) and handed to
+the SDK's own OTLP exporter (http/protobuf or grpc), one export per line, once every line has been checked. The
+first failed export stops the replay with an error naming the line. Nothing is deduplicated: pushing a store twice
+stores its spans twice where the backend allows.
 """
 
 from __future__ import annotations
@@ -45,14 +44,8 @@ def push_file_store(
     headers: Mapping[str, str] | None = None,
     timeout: float = 30.0,
 ) -> PushResult:
-    """Send every request of a file store (a run directory or a ``traces.jsonl``) to ``endpoint``.
-
-    Args:
-        path: the run directory or the file.
-        endpoint: full traces URL for http/protobuf (``http://host:4318/v1/traces``); ``http://host:4317`` for grpc.
-        protocol: ``http/protobuf`` or ``grpc``.
-        headers: request headers (e.g. ``x-mlflow-experiment-id``).
-        timeout: seconds per request.
+    """Send every request of a file store (a run directory or a ``traces.jsonl``) to ``endpoint`` (the full traces
+    URL for http/protobuf, ``http://host:4317`` for grpc) with ``headers``, ``timeout`` seconds per request.
 
     Raises:
         PushError: for a missing file, a line that is not an OTLP request, or a request the backend refused.
@@ -62,7 +55,7 @@ def push_file_store(
         raise PushError(f"{p}: no trace file store to push")
     if protocol not in ("http/protobuf", "grpc"):
         raise PushError(f"--protocol: expected http/protobuf or grpc, got {protocol!r}")
-    for line_no, doc in read_requests(p):  # validate every line before sending any, so nothing is half pushed
+    for line_no, doc in read_requests(p):  # every line is checked before any is sent: nothing is half pushed
         try:
             spans_from_json(doc)
         except ValueError as e:
@@ -73,8 +66,7 @@ def push_file_store(
         raise PushError(f"--endpoint: {e}") from None
     n_req = n_spans = 0
     try:
-        for line_no, doc in read_requests(p):
-            spans = spans_from_json(doc)
+        for line_no, spans in read_requests(p, spans=True):
             result, held = HOLD.run(exporter.export, spans)
             if result is not SpanExportResult.SUCCESS:
                 why = held[-1] if held else "no reason given"
