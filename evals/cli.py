@@ -70,7 +70,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--checkpoint", help="one checkpoint directory (or any save_pretrained directory)")
     which.add_argument("--checkpoints", metavar="RUN_DIR", help="every checkpoint of a run")
-    p.add_argument("--watch", action="store_true", help="with --checkpoints: keep scoring new checkpoints")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="with --checkpoints RUN: evaluate each new checkpoint as it is saved (also --task)",
+    )
     p.add_argument("--watch-interval", type=float, default=30.0, help="seconds between looks for new checkpoints")
     p.add_argument("--watch-timeout", type=float, default=None, help="stop watching after this many idle seconds")
     p.add_argument(
