@@ -120,22 +120,24 @@ def watch_checkpoints(run_dir: str | Path, *, interval: float, idle_timeout: flo
     seconds (at least 0.1), look again. The caller's work on a checkpoint happens between two looks, so a checkpoint
     saved meanwhile is found by the next one.
 
-    Stops after a look that found nothing new when no checkpoint was new for ``idle_timeout`` seconds (counted from
-    the end of the caller's work on the last one); ``None`` watches until interrupted. With ``idle_timeout=0``
-    it stops at the first look that finds nothing new.
+    Stops at a look that finds nothing new, made after at least one wait, once no checkpoint has been new for
+    ``idle_timeout`` seconds (counted from the start, then from the end of the caller's work on the last new one);
+    ``None`` watches until interrupted. With ``idle_timeout=0`` it waits once after the last new checkpoint (or once
+    when there is none yet), looks again, and stops if nothing came.
 
     Raises:
         EvalError: ``run_dir`` has no ``checkpoints`` directory.
     """
     done: set[Path] = set()
-    idle_since = time.monotonic()
+    idle_since, waited = time.monotonic(), False
     while True:
         new = [c for c in list_checkpoints(run_dir) if c not in done]
         for ckpt in new:
             yield ckpt
             done.add(ckpt)
         if new:
-            idle_since = time.monotonic()
-        elif idle_timeout is not None and time.monotonic() - idle_since >= idle_timeout:
+            idle_since, waited = time.monotonic(), False
+        elif waited and idle_timeout is not None and time.monotonic() - idle_since >= idle_timeout:
             return
         _pause(max(0.1, interval))
+        waited = True

@@ -362,7 +362,7 @@ def _check_watch(args: argparse.Namespace) -> None:
     """``--watch`` looks for new checkpoints in a run directory: it needs ``--checkpoints RUN``.
 
     Raises:
-        HarnessError: ``--watch`` (or a ``--watch-*`` setting) without ``--checkpoints``, or a negative setting.
+        HarnessError: ``--watch`` without ``--checkpoints``, or a negative ``--watch-interval``/``--watch-timeout``.
     """
     if args.watch and not args.checkpoints:
         raise HarnessError("--watch needs --checkpoints RUN (it waits for new checkpoints in RUN/checkpoints/)")

@@ -41,6 +41,7 @@ from evals.runner import saved_data_path
 from evals.task_results import EvaluationRecord, format_task_table, summary
 from evals.task_run import TaskEvaluation, TaskOverrides, checkpoint_metrics, evaluate_task, get_tasks
 from harness.cfg.scoring import ScoringSection
+from harness.config import load_config
 from harness.errors import HarnessError
 
 __all__ = ["run_tasks", "task_names", "given_settings", "chat_flag", "data_for"]
@@ -77,10 +78,12 @@ def task_names(args: argparse.Namespace) -> str | list[str] | None:
     if getattr(args, "data", None) or not (args.checkpoint or args.checkpoints):
         return None
     first = Path(args.checkpoint) if args.checkpoint else next(iter(list_checkpoints(args.checkpoints)), None)
-    if first is None:
-        return None
-    info = resolve_checkpoint(first)
-    return (info.config.eval.task or info.config.data.task) if info.config is not None else None
+    if first is not None:
+        config = resolve_checkpoint(first).config
+    else:  # --watch before the first checkpoint: the run's own config.yaml (written when training starts)
+        saved = Path(args.checkpoints) / "config.yaml"
+        config = load_config(saved) if saved.is_file() else None
+    return (config.eval.task or config.data.task) if config is not None else None
 
 
 def _run_heldout(over: TaskOverrides, info: CheckpointInfo, task: str) -> TaskOverrides:
