@@ -99,13 +99,16 @@ def is_ready(path: Path) -> bool:
 
 
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
-    """The run's ``checkpoints/step-N`` directories that are complete, by step.
+    """The run's ``checkpoints/step-N`` directories that are complete, by step; none for a run that has saved
+    nothing yet (its ``config.yaml``, written when training starts, but no ``checkpoints/``).
 
     Raises:
-        EvalError: ``run_dir`` has no ``checkpoints`` directory.
+        EvalError: ``run_dir`` has neither a ``checkpoints`` directory nor a ``config.yaml``.
     """
     base = Path(run_dir) / "checkpoints"
     if not base.is_dir():
+        if (Path(run_dir) / "config.yaml").is_file():
+            return []
         raise EvalError(f"{run_dir}: no checkpoints/ directory; expected a run directory written by harness train")
     found = [(int(m.group(1)), d) for d in base.iterdir() if d.is_dir() and (m := _STEP.match(d.name))]
     return [d for _, d in sorted(found) if is_ready(d)]
@@ -126,7 +129,7 @@ def watch_checkpoints(run_dir: str | Path, *, interval: float, idle_timeout: flo
     when there is none yet), looks again, and stops if nothing came.
 
     Raises:
-        EvalError: ``run_dir`` has no ``checkpoints`` directory.
+        EvalError: ``run_dir`` is not a run directory (:func:`list_checkpoints`).
     """
     done: set[Path] = set()
     idle_since, waited = time.monotonic(), False

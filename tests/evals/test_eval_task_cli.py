@@ -193,19 +193,19 @@ def test_watch_evaluates_each_new_checkpoint_on_the_task(
 def test_watch_started_before_the_first_checkpoint_uses_the_run_config_task(
     tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--watch`` beside a run that has saved nothing yet: the task comes from the run's config.yaml, not from a
-    checkpoint (there is none to read it from)."""
+    """``--watch`` beside a run that has saved nothing yet (no checkpoints/ directory): it waits, and the task comes
+    from the run's config.yaml, not from a checkpoint (there is none to read it from)."""
     import evals.checkpoint
 
     run = make_run(
         tmp_path, tiny_model_dir, eval_section={"task": "humaneval", "limit": 2, "k": 1, "max_new_tokens": 4}
     )
-    ckpt = run / "checkpoints" / "step-000004"
-    ckpt.rename(tmp_path / "later")
+    ckpts = run / "checkpoints"
+    ckpts.rename(tmp_path / "later")  # training has started (config.yaml) and saved nothing yet
 
     def training_saves_step_4(seconds: float) -> None:
-        if not ckpt.exists():
-            (tmp_path / "later").rename(ckpt)
+        if not ckpts.exists():
+            (tmp_path / "later").rename(ckpts)
 
     monkeypatch.setattr(evals.checkpoint, "_pause", training_saves_step_4, raising=False)
     rc, out, err = _harness(capsys, "--checkpoints", str(run), "--watch", "--watch-timeout", "0")
