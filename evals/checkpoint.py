@@ -9,7 +9,8 @@ The run layout (written by ``harness train``)::
 A checkpoint directory outside that layout (any ``save_pretrained`` directory) can be evaluated too; then there
 is no run config (rewards must be given) and no span context.
 
-This module reads only; it loads no weights.
+This module reads only; it loads no weights. :func:`watch_checkpoints` is the one loop that waits for a run's new
+checkpoints, for ``harness eval --watch`` with and without ``--task``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ from typing import Any
 from evals.errors import EvalError
 from harness.config import RunConfig, load_config
 
-__all__ = ["CheckpointInfo", "resolve_checkpoint", "list_checkpoints", "is_ready"]
+__all__ = ["CheckpointInfo", "resolve_checkpoint", "list_checkpoints", "is_ready", "watch_checkpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +99,48 @@ def is_ready(path: Path) -> bool:
 
 
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
-    """The run's ``checkpoints/step-N`` directories that are complete, by step.
+    """The run's ``checkpoints/step-N`` directories that are complete, by step; none for a run that has saved
+    nothing yet (its ``config.yaml``, written when training starts, but no ``checkpoints/``).
 
     Raises:
-        EvalError: ``run_dir`` has no ``checkpoints`` directory.
+        EvalError: ``run_dir`` has neither a ``checkpoints`` directory nor a ``config.yaml``.
     """
     base = Path(run_dir) / "checkpoints"
     if not base.is_dir():
+        if (Path(run_dir) / "config.yaml").is_file():
+            return []
         raise EvalError(f"{run_dir}: no checkpoints/ directory; expected a run directory written by harness train")
     found = [(int(m.group(1)), d) for d in base.iterdir() if d.is_dir() and (m := _STEP.match(d.name))]
     return [d for _, d in sorted(found) if is_ready(d)]
+
+
+#: How :func:`watch_checkpoints` waits between looks (a test replaces it to save a checkpoint between two looks).
+_pause: Callable[[float], None] = time.sleep
+
+
+def watch_checkpoints(run_dir: str | Path, *, interval: float, idle_timeout: float | None) -> Iterator[Path]:
+    """Each complete checkpoint of the run once, by step, as it appears: look, yield what is new, wait ``interval``
+    seconds (at least 0.1), look again. The caller's work on a checkpoint happens between two looks, so a checkpoint
+    saved meanwhile is found by the next one.
+
+    Stops at a look that finds nothing new, made after at least one wait, once no checkpoint has been new for
+    ``idle_timeout`` seconds (counted from the start, then from the end of the caller's work on the last new one);
+    ``None`` watches until interrupted. With ``idle_timeout=0`` it waits once after the last new checkpoint (or once
+    when there is none yet), looks again, and stops if nothing came.
+
+    Raises:
+        EvalError: ``run_dir`` is not a run directory (:func:`list_checkpoints`).
+    """
+    done: set[Path] = set()
+    idle_since, waited = time.monotonic(), False
+    while True:
+        new = [c for c in list_checkpoints(run_dir) if c not in done]
+        for ckpt in new:
+            yield ckpt
+            done.add(ckpt)
+        if new:
+            idle_since, waited = time.monotonic(), False
+        elif waited and idle_timeout is not None and time.monotonic() - idle_since >= idle_timeout:
+            return
+        _pause(max(0.1, interval))
+        waited = True

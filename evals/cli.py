@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint
+from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint, watch_checkpoints
 from evals.config import EvalSection
 from evals.runner import EvalResult, evaluate, resolve_settings
 from evals.task_cli import chat_flag, given_settings, run_tasks, task_names
@@ -71,7 +70,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--checkpoint", help="one checkpoint directory (or any save_pretrained directory)")
     which.add_argument("--checkpoints", metavar="RUN_DIR", help="every checkpoint of a run")
-    p.add_argument("--watch", action="store_true", help="with --checkpoints: keep scoring new checkpoints")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="with --checkpoints RUN: evaluate each new checkpoint as it is saved (also --task)",
+    )
     p.add_argument("--watch-interval", type=float, default=30.0, help="seconds between looks for new checkpoints")
     p.add_argument("--watch-timeout", type=float, default=None, help="stop watching after this many idle seconds")
     p.add_argument(
@@ -320,6 +323,7 @@ def _eval_one(
 
 def run_eval(args: argparse.Namespace) -> int:
     """Handler of ``harness eval``."""
+    _check_watch(args)
     names = task_names(args)
     if names:
         return run_tasks(args, names, _SETTING_FLAGS, settings_from_args, _scoring)
@@ -341,22 +345,29 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _eval_run(args: argparse.Namespace, run_dir: Path, engines: dict[str, Any]) -> int:
-    done: set[Path] = set()
-    idle_since = time.monotonic()
-    while True:
-        new = [c for c in list_checkpoints(run_dir) if c not in done]
-        for ckpt in new:
+    if not args.watch:
+        found = list_checkpoints(run_dir)
+        if not found:
+            raise HarnessError(f"{run_dir}: no complete checkpoints under checkpoints/")
+        for ckpt in found:
             _eval_one(args, ckpt, Path(args.output) / ckpt.name if args.output else None, engines)
-            done.add(ckpt)
-            idle_since = time.monotonic()
-        if not args.watch:
-            if not done:
-                raise HarnessError(f"{run_dir}: no complete checkpoints under checkpoints/")
-            return 0
-        if args.watch_timeout is not None and time.monotonic() - idle_since > args.watch_timeout:
-            print(f"harness eval: no new checkpoint for {args.watch_timeout:g} s; stopping", file=sys.stderr)
-            return 0
-        time.sleep(max(0.1, args.watch_interval))
+        return 0
+    for ckpt in watch_checkpoints(run_dir, interval=args.watch_interval, idle_timeout=args.watch_timeout):
+        _eval_one(args, ckpt, Path(args.output) / ckpt.name if args.output else None, engines)
+    print(f"harness eval: no new checkpoint for {args.watch_timeout:g} s; stopping", file=sys.stderr)
+    return 0
+
+
+def _check_watch(args: argparse.Namespace) -> None:
+    """``--watch`` looks for new checkpoints in a run directory: it needs ``--checkpoints RUN``.
+
+    Raises:
+        HarnessError: ``--watch`` without ``--checkpoints``, or a negative ``--watch-interval``/``--watch-timeout``.
+    """
+    if args.watch and not args.checkpoints:
+        raise HarnessError("--watch needs --checkpoints RUN (it waits for new checkpoints in RUN/checkpoints/)")
+    if args.watch_interval < 0 or (args.watch_timeout is not None and args.watch_timeout < 0):
+        raise HarnessError("--watch-interval and --watch-timeout take seconds >= 0")
 
 
 def main(argv: list[str] | None = None) -> int:

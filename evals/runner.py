@@ -44,7 +44,7 @@ from harness.scoring import (
     scoring_pool,
     weighted_total,
 )
-from harness.types import RewardSpec, Sample
+from harness.types import RewardSpec, Sample, Score
 
 __all__ = ["evaluate", "EvalResult", "resolve_specs", "resolve_settings"]
 
@@ -172,17 +172,23 @@ def resolve_settings(info: CheckpointInfo, settings: EvalSection | None, k: int 
 
 def _records(
     chunk: Sequence[Sample],
-    gens: Sequence[Sequence[Any]],
+    generated: _Generated,
     result: BatchResult,
     specs: Sequence[RewardSpec],
-    seeds: Sequence[int],
     k: int,
 ) -> list[dict[str, Any]]:
+    seeds, gens, scored = generated
+    at = {pos: n for n, pos in enumerate(scored)}  # (prompt, sample) -> its row in ``result``
     out = []
     for i, sample in enumerate(chunk):
         for j in range(k):
-            row = result.row(i * k + j)
             g = gens[i][j]
+            n = at.get((i, j))
+            if n is None:  # nothing generated for this prompt (g.error says why): unscored, not 0
+                why = g.error or "no completion was generated"
+                row = {spec.name: Score.unscored("bad_input", why) for spec in specs}
+            else:
+                row = result.row(n)
             out.append(
                 {
                     "prompt_id": sample.id,
@@ -193,9 +199,9 @@ def _records(
                     "completion": g.text,
                     "finish_reason": g.finish_reason,
                     "tokens": g.tokens,
-                    "scores": {n: s.model_dump(mode="json") for n, s in row.items()},
+                    "scores": {name: s.model_dump(mode="json") for name, s in row.items()},
                     "total": weighted_total(row, specs),
-                    **_nodes(result, i * k + j),
+                    **(_nodes(result, n) if n is not None else {}),
                 }
             )
     return out
@@ -217,8 +223,9 @@ def _chunk_size(settings: EvalSection) -> int:
     return settings.batch_size
 
 
-#: What a batch of prompts generated: the seed of each prompt and its ``k`` generations.
-_Generated = tuple[list[int], list[list[Generation]]]
+#: What a batch of prompts generated: the seed of each prompt, its ``k`` generations, and the (prompt, sample)
+#: positions sent to scoring, in order (every one but those the backend could not generate, ``Generation.error``).
+_Generated = tuple[list[int], list[list[Generation]], list[tuple[int, int]]]
 
 
 def _generate_and_score(
@@ -248,12 +255,15 @@ def _generate_and_score(
         seeds = [prompt_seed(params.seed, s.id) for s in chunk]
         requests = [PromptRequest(s.id, s.prompt, sd) for s, sd in zip(chunk, seeds, strict=True)]
         gens = backend.generate(requests, k, params)
-        return (seeds, gens), [s for s in chunk for _ in range(k)], [g.text for row in gens for g in row]
+        scored = [(i, j) for i, row in enumerate(gens) for j, g in enumerate(row) if g.error is None]
+        refused = [(s.id, row[0].error) for s, row in zip(chunk, gens, strict=True) if row and row[0].error]
+        if refused:
+            log.warning("%d prompt(s) left unscored: %s: %s", len(refused), *refused[0])
+        return (seeds, gens, scored), [chunk[i] for i, _ in scored], [gens[i][j].text for i, j in scored]
 
     def write(done: Submitted[list[Sample], _Generated], result: BatchResult) -> None:
-        seeds, gens = done.generated
         timing["score_call_s"] += sum(sum(v) for v in result.latency_s.values())
-        output.append(_records(done.part, gens, result, specs, seeds, k))
+        output.append(_records(done.part, done.generated, result, specs, k))
         if bar is not None:
             bar.update(len(done.part))
 

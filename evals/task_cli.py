@@ -7,6 +7,7 @@
     harness eval --task gsm8k --data gsm8k_test.jsonl --checkpoint DIR --no-chat-template --limit 50
     harness eval --task gsm8k,humaneval --data gsm8k=gsm8k_test.jsonl --checkpoint DIR   # one local source of two
     harness eval --task humaneval --backend reference           # canonical solutions: checks the task, not a model
+    harness eval --task gsm8k --checkpoints runs/r1 --watch     # each new checkpoint of a training run as it is saved
 
 Output layout (``--output OUT``; default ``<run>/eval/tasks`` for a run's checkpoints, else ``eval/tasks``)::
 
@@ -14,8 +15,10 @@ Output layout (``--output OUT``; default ``<run>/eval/tasks`` for a run's checkp
     OUT/[<checkpoint>/]<task>/       one evaluation: state.json, samples.jsonl, results.json (resumable)
     OUT/[<checkpoint>/]samples_<task>.jsonl   with --log-samples: the per-sample records of that evaluation
 
-The checkpoint level is left out only when ``--output`` is given for a single checkpoint. This module parses what the
-command line says about tasks and prints; the work is :func:`evals.task_run.evaluate_task`.
+The checkpoint level is left out only when ``--output`` is given for a single checkpoint (never with ``--watch``:
+more may come). With ``--watch`` the table and ``OUT/results.json`` are brought up to date after each checkpoint.
+This module parses what the command line says about tasks and prints; the work is
+:func:`evals.task_run.evaluate_task`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.backends import Backend, make_backend
-from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint
+from evals.checkpoint import CheckpointInfo, list_checkpoints, resolve_checkpoint, watch_checkpoints
 from evals.config import EvalSection
 from evals.genkwargs import parse_gen_kwargs
 from evals.outputs import atomic_write_json
@@ -38,6 +41,7 @@ from evals.runner import saved_data_path
 from evals.task_results import EvaluationRecord, format_task_table, summary
 from evals.task_run import TaskEvaluation, TaskOverrides, checkpoint_metrics, evaluate_task, get_tasks
 from harness.cfg.scoring import ScoringSection
+from harness.config import load_config
 from harness.errors import HarnessError
 
 __all__ = ["run_tasks", "task_names", "given_settings", "chat_flag", "data_for"]
@@ -74,10 +78,12 @@ def task_names(args: argparse.Namespace) -> str | list[str] | None:
     if getattr(args, "data", None) or not (args.checkpoint or args.checkpoints):
         return None
     first = Path(args.checkpoint) if args.checkpoint else next(iter(list_checkpoints(args.checkpoints)), None)
-    if first is None:
-        return None
-    info = resolve_checkpoint(first)
-    return (info.config.eval.task or info.config.data.task) if info.config is not None else None
+    if first is not None:
+        config = resolve_checkpoint(first).config
+    else:  # --watch before the first checkpoint: the run's own config.yaml (written when training starts)
+        saved = Path(args.checkpoints) / "config.yaml"
+        config = load_config(saved) if saved.is_file() else None
+    return (config.eval.task or config.data.task) if config is not None else None
 
 
 def _run_heldout(over: TaskOverrides, info: CheckpointInfo, task: str) -> TaskOverrides:
@@ -116,8 +122,6 @@ def data_for(data: str | None, tasks: list[str]) -> dict[str, str]:
 def _check(args: argparse.Namespace) -> None:
     if args.field:
         raise HarnessError("--field does not apply with --task: the task maps its own columns (see harness tasks show)")
-    if args.watch:
-        raise HarnessError("--watch is not available with --task; run it again when new checkpoints are saved")
     if args.backend != "reference" and not (args.checkpoint or args.checkpoints):
         raise HarnessError("--task needs --checkpoint DIR or --checkpoints RUN (or --backend reference: no model)")
 
@@ -184,14 +188,13 @@ def run_tasks(
         system_prompt=args.system_prompt,
     )
     root = _root(args)
-    ckpts = _checkpoints(args, root)
-    nested = len(ckpts) > 1 or not args.output  # one directory per checkpoint unless --output names one for it
     done: list[TaskEvaluation] = []
-    for path in ckpts:
-        label = "reference" if path == root and args.backend == "reference" else path.name
+
+    def on_checkpoint(path: Path, nested: bool) -> None:
         info = resolve_checkpoint(path)
         base = settings_for(args, info)
         be = _backend(args, path, base)
+        label = "reference" if path == root and args.backend == "reference" else path.name
         try:
             for task in tasks:
                 if be is not None:  # one model for all tasks; each sets its own chat mode (hf, vllm and openai
@@ -219,12 +222,28 @@ def run_tasks(
         finally:
             if be is not None:
                 be.close()
+
+    if args.watch:  # each new checkpoint on every task; the table and summary so far after each one
+        for path in watch_checkpoints(args.checkpoints, interval=args.watch_interval, idle_timeout=args.watch_timeout):
+            on_checkpoint(path, nested=True)
+            _summarize(root, done)
+        print(f"harness eval: no new checkpoint for {args.watch_timeout:g} s; stopping", file=sys.stderr)
+        return 0
+    ckpts = _checkpoints(args, root)
+    nested = len(ckpts) > 1 or not args.output  # one directory per checkpoint unless --output names one for it
+    for path in ckpts:
+        on_checkpoint(path, nested)
+    _summarize(root, done)
+    return 0
+
+
+def _summarize(root: Path, done: list[TaskEvaluation]) -> None:
+    """Print the table across checkpoints and tasks; write ``root/results.json``."""
     entries = [e for ev in done for e in checkpoint_metrics(ev)]
-    print(format_task_table(entries))
+    print(format_task_table(entries), flush=True)
     dest = root / "results.json"
     atomic_write_json(dest, summary(entries, [_evaluation_record(ev) for ev in done]))
     print(f"results: {dest}", file=sys.stderr)
-    return 0
 
 
 def _evaluation_record(ev: TaskEvaluation) -> EvaluationRecord:

@@ -11,6 +11,7 @@ decides a level (see :func:`sandbox._results.level_of`).
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 import sys
@@ -20,7 +21,17 @@ from typing import Any
 
 from sandbox import _cgroups, _sys
 
-__all__ = ["REFERENCE_BURN_S", "SERVER_PATHS", "SYSTEM_RO", "calibrate", "home_namespaces", "probe", "runtime_roots"]
+__all__ = [
+    "REFERENCE_BURN_S",
+    "SERVER_PATHS",
+    "SYSTEM_RO",
+    "calibrate",
+    "home_namespaces",
+    "import_path",
+    "probe",
+    "real_executable",
+    "runtime_roots",
+]
 
 #: Seconds the calibration loop takes on an unloaded reference machine (2 cores, Python 3.11).
 REFERENCE_BURN_S = 0.025
@@ -49,7 +60,18 @@ SYSTEM_RO = (
 
 
 def runtime_roots() -> list[str]:
-    """The interpreter's install trees and package directories that a solution may import from."""
+    """The interpreter's install trees and package directories that a solution may import from, as real paths.
+
+    Resolved once, on the first call: the server makes it before it pivots into its minimal root (which holds these
+    real paths only), where a symlink on the way, such as a virtual environment reached through a link
+    (``.venv -> /elsewhere/.venv``), no longer resolves; the Landlock rules and the binds each child makes then
+    name the same real paths.
+    """
+    return list(_resolved_roots())
+
+
+@functools.lru_cache(maxsize=1)
+def _resolved_roots() -> tuple[str, ...]:
     roots: list[str] = []
     for p in (sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix):
         roots.append(os.path.realpath(p))
@@ -60,7 +82,26 @@ def runtime_roots() -> list[str]:
     for r in sorted(set(roots), key=len):
         if not any(r == o or r.startswith(o + "/") for o in out):
             out.append(r)
-    return out
+    return tuple(out)
+
+
+def real_executable() -> str:
+    """``sys.executable`` with its directory resolved (call it before the pivot): the interpreter a solution starts
+    by that name (``subprocess``, ``multiprocessing``'s spawn) is then found in the minimal root. The file's own link
+    (``bin/python`` -> the base interpreter) is kept, so it still starts inside its virtual environment."""
+    if not sys.executable:
+        return sys.executable
+    where, name = os.path.split(sys.executable)
+    return os.path.join(os.path.realpath(where), name)
+
+
+def import_path() -> list[str]:
+    """The server's ``sys.path``: the standard library's and the package directories, as real paths (as
+    :func:`runtime_roots`; call it before the pivot), so that children import from the trees their root holds.
+    The working directory's entry and path-hook entries (an editable install's finder) are left out."""
+    base = (sys.base_prefix, os.path.realpath(sys.base_prefix))
+    kept = [p for p in sys.path if "site-packages" in p or "dist-packages" in p or p.startswith(base)]
+    return [os.path.realpath(p) if os.path.exists(p) else p for p in kept]
 
 
 def _blocked_ancestor(path: str) -> str | None:

@@ -6,7 +6,9 @@ unix socket in a fresh ``0700`` directory; each scoring worker on the node finds
 :class:`RelaySandbox`, which forwards ``isolation``, ``run_program`` and ``run_tests`` (arguments, results and the
 exceptions they raise, pickled) to the host's own :class:`~sandbox.Sandbox`, a thread per worker connection. So one
 server, one isolation report and one set of slots serve the whole node; a relay that cannot be reached (its host
-died with its node) is a :class:`SandboxError`, which the code reward scores ``sandbox_error`` (unscored).
+died with its node) is a :class:`SandboxError`, which the code reward scores ``sandbox_error`` (unscored). A host that
+dies on a live node is started again at the same socket path (:class:`RelayServer`'s ``path``), and a worker's next
+call reconnects there.
 
 Pickle is used only between the host and the node's scoring workers, which run the same trusted plugin code as the
 host; untrusted code never reaches the socket (it runs in the sandbox's own namespaces, as other uids, without the
@@ -19,6 +21,7 @@ import os
 import pickle
 import shutil
 import socket
+import stat
 import struct
 import tempfile
 import threading
@@ -54,13 +57,41 @@ def _recv(sock: socket.socket) -> Any:
     return pickle.loads(_exact(sock, n))
 
 
-class RelayServer:
-    """Serve ``target``'s ``isolation``, ``run_program`` and ``run_tests`` on a private unix socket (see above)."""
+def _own_private_dir(path: str) -> str:
+    """``path``, a directory of this uid with mode 0700 (made when missing), where a relay socket may be bound.
 
-    def __init__(self, target: Any) -> None:
+    Raises:
+        SandboxError: it is a link, someone else's, or open to others (whoever can write there can answer the
+            node's workers in the host's place).
+    """
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise SandboxError(f"the sandbox relay's directory {path} is not a private directory of this user")
+    return path
+
+
+class RelayServer:
+    """Serve ``target``'s ``isolation``, ``run_program`` and ``run_tests`` on a private unix socket (see above).
+
+    ``path``: where to listen; default a new socket in a fresh ``0700`` directory. A host started again in place of
+    one that died passes the dead one's path: the node's workers keep the path they were given and reconnect there.
+    """
+
+    def __init__(self, target: Any, path: str | None = None) -> None:
         self._target = target
-        self._dir = tempfile.mkdtemp(prefix="grpo-harness-sandbox-")  # mode 0700
-        self.path = os.path.join(self._dir, "relay.sock")
+        if path is None:
+            self._dir = tempfile.mkdtemp(prefix="grpo-harness-sandbox-")  # mode 0700
+            self.path = os.path.join(self._dir, "relay.sock")
+        else:
+            self._dir, self.path = _own_private_dir(os.path.dirname(path)), path
+            try:
+                os.unlink(path)  # the dead host's socket file: nothing listens on it
+            except FileNotFoundError:
+                pass
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(self.path)
         self._sock.listen(128)
@@ -115,18 +146,24 @@ class RelaySandbox:
         self._pid = os.getpid()
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """One request and its reply. A connection made by an earlier call that fails is tried once more on a new
+        one: the host may have been started again since (the driver restarts a dead one at the same path)."""
         with self._lock:
-            try:
-                if self._sock is None:
-                    self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    self._sock.connect(self.path)
-                _send(self._sock, (method, args, kwargs))
-                status, value = _recv(self._sock)
-            except (OSError, EOFError, pickle.UnpicklingError) as e:
-                if self._sock is not None:
-                    self._sock.close()
-                    self._sock = None
-                raise SandboxError(f"this node's sandbox server cannot be reached ({self.path}): {e}") from None
+            for again in (False, True):
+                fresh = self._sock is None
+                try:
+                    if self._sock is None:
+                        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                        self._sock.connect(self.path)
+                    _send(self._sock, (method, args, kwargs))
+                    status, value = _recv(self._sock)
+                    break
+                except (OSError, EOFError, pickle.UnpicklingError) as e:
+                    if self._sock is not None:
+                        self._sock.close()
+                        self._sock = None
+                    if fresh or again or isinstance(e, pickle.UnpicklingError):
+                        raise SandboxError(f"this node's sandbox server cannot be reached ({self.path}): {e}") from None
         if status == "err":
             raise value
         return value

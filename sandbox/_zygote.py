@@ -34,7 +34,16 @@ from typing import Any
 from sandbox import _cgroups, _child, _judge, _solution, _sys, _usage, _wire  # noqa: F401  (before any mount)
 from sandbox._forker import ForkHelper, HelperLost
 from sandbox._nspool import NamespacePool
-from sandbox._probe import REFERENCE_BURN_S, SYSTEM_RO, calibrate, home_namespaces, probe, runtime_roots
+from sandbox._probe import (
+    REFERENCE_BURN_S,
+    SYSTEM_RO,
+    calibrate,
+    home_namespaces,
+    import_path,
+    probe,
+    real_executable,
+    runtime_roots,
+)
 
 __all__ = ["REFERENCE_BURN_S", "Server", "calibrate", "collect_unix_garbage", "main", "runtime_roots"]
 
@@ -451,13 +460,15 @@ def main(ctl_fd: int) -> None:
         _sys.set_child_subreaper()
     except OSError:
         pass
+    path = import_path()  # real paths, resolved before probe() pivots into the minimal root
+    sys.executable = real_executable()
     try:
         layers, roots = probe()
         factor = calibrate()
     except Exception as e:  # tell the host why, instead of just vanishing
         sock.sendall(json.dumps({"error": f"probing the isolation layers failed: {type(e).__name__}: {e}"}).encode())
         raise
-    sys.path[:] = [p for p in sys.path if "site-packages" in p or "dist-packages" in p or p.startswith(sys.base_prefix)]
+    sys.path[:] = path
     sock.sendall(json.dumps({"ready": True, "layers": layers, "speed_factor": factor, "pid": os.getpid()}).encode())
     server = Server(sock, layers, roots)
     server.start_helper()

@@ -63,11 +63,22 @@ class PromptRequest:
 
 @dataclass(frozen=True)
 class Generation:
-    """One completion. ``finish_reason`` is ``"length"`` when it hit ``max_new_tokens``."""
+    """One completion. ``finish_reason`` is ``"length"`` when it hit ``max_new_tokens``.
+
+    ``error``: why nothing could be generated for this prompt (a prompt longer than the model's context); the
+    runner then leaves the completion unscored (status ``bad_input``) with this reason, and the evaluation goes on.
+    Such a generation has finish reason ``"error"`` and no text (:meth:`refused`).
+    """
 
     text: str
     finish_reason: FinishReason = "stop"
     tokens: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def refused(cls, reason: str) -> Generation:
+        """No completion for this prompt, and why."""
+        return cls("", "error", 0, reason)
 
 
 @runtime_checkable

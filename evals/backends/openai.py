@@ -3,8 +3,10 @@
 With the chat template on, prompts go to ``/chat/completions`` as messages (the server applies the model's
 template); off, the rendered text goes to ``/completions``. Each of the ``k`` samples of a prompt is its own
 request with ``n=1`` and ``seed = prompt seed + sample index`` (servers differ in how they treat ``n`` and seeds;
-this form works on all of them, and reproduces where the server honours seeds). Stop strings go in the request's
-``stop`` field, and the reply is cut at the first one too, for servers that ignore the field.
+this form works on all of them, and reproduces where the server honours seeds). The first :data:`MAX_STOP` stop
+strings go in the request's ``stop`` field (OpenAI's API refuses more; humaneval has 5), and the reply is cut at the
+first of all of them here (:func:`~evals.backends.base.cut_at_stop`, the hf and vllm backends' one rule), which also
+covers servers that ignore the field.
 
 Requests run on a thread pool of ``concurrency``; each has a wall-clock ``timeout``. Connection errors, timeouts,
 HTTP 429 and 5xx are retried ``max_retries`` times with exponential backoff (``backoff_s * 2**attempt``). Other
@@ -30,9 +32,12 @@ from evals.backends.base import Generation, PromptRequest, SamplingParams, cut_a
 from evals.errors import BackendError
 from harness.data import render_prompt, to_messages
 
-__all__ = ["OpenAIBackend"]
+__all__ = ["OpenAIBackend", "MAX_STOP"]
 
 log = logging.getLogger(__name__)
+
+#: Stop strings sent in a request: OpenAI's API answers HTTP 400 to more than 4; the rest are applied to the reply.
+MAX_STOP = 4
 
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -149,7 +154,7 @@ class OpenAIBackend:
             "n": 1,
         }
         if params.stop:
-            body["stop"] = list(params.stop)
+            body["stop"] = list(params.stop[:MAX_STOP])
         if self.chat_template:
             body["messages"] = to_messages(request.prompt, self.system_prompt)
             reply = self._with_retries("POST", "/chat/completions", body)
@@ -163,7 +168,8 @@ class OpenAIBackend:
             raise BackendError(f"openai backend: unexpected reply from {self.base_url}: {str(reply)[:300]}") from None
         finish = choice.get("finish_reason") or "stop"
         tokens = (reply.get("usage") or {}).get("completion_tokens")
-        text, hit = cut_at_stop(text or "", params.stop)  # a server that ignores `stop` is cut here the same way
+        text, hit = cut_at_stop(text or "", params.stop)  # every stop string: those not sent, and a server that
+        # ignores `stop`
         return Generation(text, "stop" if hit or finish != "length" else "length", tokens)
 
     def generate(self, requests: Sequence[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:

@@ -21,8 +21,10 @@ prompts.
   engine down.
 
 Each prompt gets its own ``SamplingParams`` with that prompt's seed (and the stop strings, :func:`sampling_kwargs`),
-so results do not depend on batching. vLLM
-is imported when the backend is built, never at module import.
+so results do not depend on batching. A prompt the engine would refuse (longer than its context, :func:`refusal`;
+vLLM would fail the whole call) is not sent: it comes back refused (``Generation.refused``), so the evaluator leaves
+that row unscored with the reason and goes on, as it goes on past any row the ``hf`` backend generates. vLLM is
+imported when the backend is built, never at module import.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from harness.data import render_prompt
 from harness.errors import ConfigError
 from harness.vllm_engine import WORKER_EXTENSION, EnginePlatform, engine_platform, sync_weights
 
-__all__ = ["VLLMBackend", "memory_settings", "sampling_kwargs", "CPU_KV_CACHE_BYTES"]
+__all__ = ["VLLMBackend", "memory_settings", "sampling_kwargs", "refusal", "CPU_KV_CACHE_BYTES"]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,24 @@ def sampling_kwargs(params: SamplingParams, k: int, seed: int) -> dict[str, Any]
     if params.stop:
         kw["stop"] = list(params.stop)
     return kw
+
+
+def refusal(prompt_tokens: int, max_model_len: int) -> str | None:
+    """Why the engine would refuse a prompt of ``prompt_tokens`` tokens, or None: vLLM rejects an empty prompt and
+    one that leaves no room for a generated token (``>= max_model_len``), and it fails the whole ``generate`` call
+    for it, so the backend checks each prompt first and refuses only that one.
+
+    >>> refusal(511, 512) is None, refusal(512, 512)[:53]
+    (True, "prompt of 512 tokens does not fit the model's context")
+    """
+    if prompt_tokens == 0:
+        return "empty prompt (0 tokens): the engine generates from at least one token"
+    if prompt_tokens >= max_model_len:
+        return (
+            f"prompt of {prompt_tokens} tokens does not fit the model's context of {max_model_len} tokens (vLLM's "
+            "max_model_len) with room for a completion; shorten it (fewer few-shot examples: --num-fewshot)"
+        )
+    return None
 
 
 def _checkpoint_dtype(path: str) -> str | None:
@@ -208,14 +228,22 @@ class VLLMBackend:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def generate(self, requests: Sequence[PromptRequest], k: int, params: SamplingParams) -> list[list[Generation]]:
-        """``k`` completions per request in one ``LLM.generate`` call."""
-        prompts = [{"prompt_token_ids": self._prompt_ids(r)} for r in requests]
-        sps = [self._vllm.SamplingParams(**sampling_kwargs(params, k, r.seed)) for r in requests]
-        outputs = self.llm.generate(prompts, sps, use_tqdm=False)
+        """``k`` completions per request in one ``LLM.generate`` call; a prompt the engine would refuse (longer than
+        its context, :func:`refusal`) comes back as ``k`` refused generations, and the others are generated."""
+        ids = [self._prompt_ids(r) for r in requests]
+        limit = int(self.llm.llm_engine.model_config.max_model_len)
+        refused = [refusal(len(p), limit) for p in ids]
+        go = [i for i, why in enumerate(refused) if why is None]
+        prompts = [{"prompt_token_ids": ids[i]} for i in go]
+        sps = [self._vllm.SamplingParams(**sampling_kwargs(params, k, requests[i].seed)) for i in go]
+        outputs = iter(self.llm.generate(prompts, sps, use_tqdm=False) if go else [])
         result: list[list[Generation]] = []
-        for out in outputs:
+        for why in refused:
+            if why is not None:
+                result.append([Generation.refused(why)] * k)
+                continue
             gens = []
-            for o in out.outputs:
+            for o in next(outputs).outputs:
                 text, hit = cut_at_stop(o.text, params.stop)  # vLLM already cuts; kept for one rule everywhere
                 reason: FinishReason = "length" if o.finish_reason == "length" and not hit else "stop"
                 gens.append(Generation(text, reason, len(o.token_ids)))

@@ -8,7 +8,8 @@ crash isolation and the unscored-not-zero semantics of the local pool on every n
 Placement: ``actors_per_node`` actors on every alive node with CPUs (default: the node's CPU count), pinned to
 the node and reserving no CPU of Ray's own accounting, so the placement is exactly the setting; beside them one
 sandbox host per node, whose one sandbox server runs every code call of the node's actors and whose isolation level
-is reported per node (``nodes`` and a log line). Back-pressure:
+is reported per node (``nodes`` and a log line); a host that dies on a live node is started again, at the same relay
+path, before the dispatcher's next step (the calls it held are ``sandbox_error``). Back-pressure:
 ``submit`` only queues and returns; one dispatcher thread keeps at most ``inflight_per_actor`` chunks on each actor.
 A node or actor lost mid-batch fails the calls it held with ``("crash", "... lost ...")`` (``Score(None,
 "error")``), the actor is replaced when its node is still alive, and the rest of the batch goes on elsewhere. A
@@ -145,6 +146,8 @@ class RayPool:
         self.nodes: dict[str, dict[str, Any]] = {}  # node label -> info, isolation and actor count
         self.lost_calls = 0
         self._hosts: dict[str, Any] = {}  # node id -> its sandbox host actor
+        self._watches: dict[str, Any] = {}  # node id -> its host's open watch call (ends when the host dies)
+        self.host_restarts = 0
         self._actors: list[_Actor] = []
         try:
             self._actors = self._start_actors()
@@ -208,21 +211,61 @@ class RayPool:
 
     def _start_hosts(self, labels: dict[str, str]) -> None:
         """One sandbox host per node: its server, its relay socket and its isolation report (see the actor module)."""
-        remote = self.ray.remote(SandboxHost)
-        self._hosts = {nid: remote.options(**self._placed(nid)).remote(label) for nid, label in labels.items()}
+        self._hosts = {nid: self._new_host(nid, label) for nid, label in labels.items()}
         try:
             reports = self.ray.get([h.start.remote() for h in self._hosts.values()], timeout=_START_TIMEOUT_S)
         except self.ray.exceptions.GetTimeoutError:
             raise ScoringError(f"Ray sandbox hosts did not start within {_START_TIMEOUT_S:.0f} s") from None
         for nid, rep in zip(self._hosts, reports, strict=True):
-            self.nodes[rep["node"]] = {
-                "node_id": nid,
-                "relay": rep["relay"],
-                "sandbox_host_pid": rep["pid"],
-                "isolation": rep["level"],
-                "isolation_missing": rep["missing"],
-                "error": rep.get("error"),
-            }
+            self._host_started(nid, rep)
+
+    def _new_host(self, node_id: str, label: str) -> Any:
+        return self.ray.remote(SandboxHost).options(max_concurrency=2, **self._placed(node_id)).remote(label)
+
+    def _host_started(self, node_id: str, rep: dict[str, Any]) -> None:
+        """Record a host's report on its node and keep its :meth:`SandboxHost.watch` call open."""
+        self.nodes.setdefault(rep["node"], {}).update(
+            node_id=node_id,
+            relay=rep["relay"],
+            sandbox_host_pid=rep["pid"],
+            isolation=rep["level"],
+            isolation_missing=rep["missing"],
+            error=rep.get("error"),
+        )
+        self._watches[node_id] = self._hosts[node_id].watch.remote()
+
+    def _check_hosts(self) -> None:
+        """Start a new sandbox host, at the same relay path, on each live node whose host died (its watch call
+        ended): the node's actors keep their path, and their workers reconnect on their next code call."""
+        if not self._watches:
+            return
+        ended, _ = self.ray.wait(list(self._watches.values()), num_returns=len(self._watches), timeout=0)
+        for ref in ended:
+            node_id = next(n for n, r in self._watches.items() if r == ref)
+            del self._watches[node_id]
+            label = next(lb for lb, info in self.nodes.items() if info["node_id"] == node_id)
+            if node_id not in {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}:
+                continue  # gone with its node; so are the node's actors
+            self._restart_host(node_id, label)
+
+    def _restart_host(self, node_id: str, label: str) -> None:
+        relay = self.nodes[label]["relay"]
+        for attempt in range(1, _MAX_REPLACE_FAILURES + 1):
+            log.warning("sandbox host on scoring node %s died; starting a new one at %s", label, relay)
+            self._hosts[node_id] = host = self._new_host(node_id, label)
+            try:
+                rep = self.ray.get(host.start.remote(relay), timeout=_START_TIMEOUT_S)
+            except (self.ray.exceptions.RayError, self.ray.exceptions.GetTimeoutError) as e:
+                log.warning("sandbox host on node %s failed to start (attempt %d): %s", label, attempt, e)
+                try:
+                    self.ray.kill(host)
+                except Exception:  # noqa: BLE001 - it may be gone already
+                    pass
+                continue
+            self.host_restarts += 1
+            self._host_started(node_id, rep)
+            return
+        log.error("sandbox host on node %s did not start again: its code calls are sandbox_error", label)
 
     # -- public ---------------------------------------------------------------------------------------------
     @property
@@ -332,6 +375,7 @@ class RayPool:
     def _step(self) -> None:
         if not self.ray.is_initialized():  # shut down under us (its exit handler): never let a call start a new one
             raise ScoringError("Ray was shut down while the scoring pool was open")
+        self._check_hosts()
         self._assign()
         refs = [c.ref for a in self._actors for c in a.calls]
         if not refs:

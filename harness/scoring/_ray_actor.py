@@ -147,23 +147,32 @@ class ScoringActor:
 
 
 class SandboxHost:
-    """The node's one sandbox server, shared by the node's scoring workers through a relay socket (one per node)."""
+    """The node's one sandbox server, shared by the node's scoring workers through a relay socket (one per node).
+
+    The driver keeps one :meth:`watch` call open on it, which ends only when the host dies, and starts a new host
+    at the same socket path when it does (the actor runs with ``max_concurrency`` 2 for that call).
+    """
 
     def __init__(self, node: str) -> None:
         self.node = node
         self._relay: Any = None
 
-    def start(self) -> dict[str, Any]:
-        """Start the relay and the server; the socket's path and the node's isolation level, missing layers, speed."""
+    def start(self, relay: str | None = None) -> dict[str, Any]:
+        """Start the relay (at ``relay``, a dead host's socket path, when given) and the server; the socket's path
+        and the node's isolation level, missing layers, speed."""
         from sandbox import SandboxError, get_sandbox
         from sandbox._relay import RelayServer
 
         sandbox = get_sandbox()
         if self._relay is None:
-            self._relay = RelayServer(sandbox)
+            self._relay = RelayServer(sandbox, relay)
         out: dict[str, Any] = {"node": self.node, "relay": self._relay.path, "pid": os.getpid()}
         try:
             rep = sandbox.isolation()
         except SandboxError as e:  # the relay still answers: every code call then says sandbox_error, with this
             return {**out, "level": None, "missing": [], "error": str(e)}
         return {**out, "level": rep.level, "missing": list(rep.missing), "speed": rep.speed_factor}
+
+    def watch(self) -> None:
+        """Never returns while the host lives: the driver learns of its death when this call fails."""
+        threading.Event().wait()

@@ -66,7 +66,8 @@ def test_hf_missing_model_is_a_backend_error(tmp_path: Path) -> None:
 
 class _StandInVLLM(types.ModuleType):
     """Records how the backend calls vLLM 0.33's offline API (LLM, SamplingParams, LLM.generate with token-id
-    prompts, collective_rpc("reload_weights"), reset_prefix_cache, the engine core's shutdown)."""
+    prompts, collective_rpc("reload_weights"), reset_prefix_cache, the engine core's shutdown, the engine's
+    ``model_config.max_model_len``)."""
 
     def __init__(self, tokenizer: Any) -> None:
         super().__init__("vllm")
@@ -82,7 +83,8 @@ class _StandInVLLM(types.ModuleType):
             def __init__(self, **kw: Any) -> None:
                 outer.calls.append(("LLM", kw))
                 core = types.SimpleNamespace(shutdown=lambda: outer.calls.append(("shutdown", None)))
-                self.llm_engine = types.SimpleNamespace(engine_core=core)
+                config = types.SimpleNamespace(max_model_len=4096)  # what the backend checks prompt lengths against
+                self.llm_engine = types.SimpleNamespace(engine_core=core, model_config=config)
 
             def get_tokenizer(self) -> Any:
                 return tokenizer

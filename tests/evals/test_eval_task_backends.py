@@ -165,6 +165,72 @@ def test_vllm_sampling_params_carry_the_stop_strings() -> None:
     assert "stop" not in sampling_kwargs(SamplingParams(0.6, 0.95, 64, 0), 4, 99)
 
 
+class _StrictAPI(BaseHTTPRequestHandler):
+    """Stands in for OpenAI's remote API on what matters here: a request with more than 4 ``stop`` strings is refused
+    with HTTP 400 (the API's error body), and the reply is cut at the first stop string that was sent (it is not
+    kept). It answers every prompt with :data:`_STRICT_REPLY`."""
+
+    bodies: list[dict[str, Any]] = []
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        pass
+
+    def _send(self, code: int, obj: dict[str, Any]) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send(200, {"data": [{"id": "strict-api"}]})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        self.bodies.append(body)
+        stop = body.get("stop") or []
+        if len(stop) > 4:
+            message = (
+                "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with "
+                f"length {len(stop)} instead."
+            )
+            self._send(400, {"error": {"message": message, "type": "invalid_request_error", "param": "stop"}})
+            return
+        text, reason = _STRICT_REPLY, "length"
+        hits = [i for i in (text.find(s) for s in stop) if i >= 0]
+        if hits:
+            text, reason = text[: min(hits)], "stop"
+        self._send(200, {"choices": [{"index": 0, "text": text, "finish_reason": reason}], "usage": {}})
+
+
+#: A completion holding humaneval's 5th plain stop string ("\nprint") before its 2nd ("\ndef").
+_STRICT_REPLY = "    return sorted(xs)\nprint(f([2, 1]))\ndef g():\n    pass"
+
+
+def test_openai_sends_at_most_4_stop_strings_and_cuts_at_the_rest() -> None:
+    """humaneval has 5 plain stop strings; the API takes 4: the first 4 go in ``stop``, the 5th cuts the reply here."""
+    from evals.task_run import get_tasks
+
+    [task] = get_tasks("humaneval")
+    stop = tuple(task.generation.stop_for(False))
+    assert len(stop) == 5 and stop[4] == "\nprint"
+    _StrictAPI.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _StrictAPI)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        be = OpenAIBackend(f"http://127.0.0.1:{server.server_address[1]}/v1", chat_template=False, max_retries=0)
+        params = SamplingParams(0.0, 1.0, 64, 0, stop)
+        [[got]] = be.generate([PromptRequest("HumanEval/0", "def f(xs):\n", 0)], 1, params)
+    finally:
+        server.shutdown()
+        server.server_close()
+    [body] = _StrictAPI.bodies
+    assert body["stop"] == list(stop[:4])
+    # the server stopped at "\ndef" (sent); the client cut earlier, at "\nprint" (not sent)
+    assert got.text == "    return sorted(xs)" and got.finish_reason == "stop"
+
+
 # --- through a task: few-shot prompts, the chat template on and off, and the task's stop strings ---------------
 
 GSM8K_ROWS = [

@@ -156,6 +156,63 @@ def test_two_checkpoints_by_two_tasks_make_one_table(
     assert res["k"] == 4 and res["sampling"]["temperature"] == 1.0 and res["sampling"]["max_new_tokens"] == 4
 
 
+def test_watch_evaluates_each_new_checkpoint_on_the_task(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--watch --task``: a checkpoint saved while the watcher waits is evaluated on the task at its next look, and
+    the table and summary cover every checkpoint so far."""
+    import evals.checkpoint
+
+    run = make_run(tmp_path, tiny_model_dir, step=4)
+    ckpts, summary_path = run / "checkpoints", run / "eval" / "tasks" / "results.json"
+    pauses: list[float] = []
+
+    def training_saves_step_8(seconds: float) -> None:  # stands in for the wait: training saves a checkpoint
+        pauses.append(seconds)
+        if len(pauses) == 1:
+            assert json.loads(summary_path.read_text())["lm_eval"].keys() == {"step-000004"}  # done before the wait
+            shutil.copytree(ckpts / "step-000004", ckpts / "step-000008")
+
+    monkeypatch.setattr(evals.checkpoint, "_pause", training_saves_step_8, raising=False)
+    data = write_jsonl(tmp_path / "gsm8k_test.jsonl", GSM8K_ROWS[:2])
+    rc, out, err = _harness(
+        capsys,
+        *("--task", "gsm8k", "--data", str(data), "--checkpoints", str(run), "--num-fewshot", "0"),
+        *("--gen-kwargs", "max_new_tokens=4", "--watch", "--watch-timeout", "0", "--watch-interval", "7"),
+    )
+    assert rc == 0, err
+    assert pauses == [7.0, 7.0]  # one wait after each checkpoint; the look after the second found nothing: stop
+    assert "no new checkpoint for 0 s; stopping" in err
+    assert [ln.split()[0] for ln in out.strip().splitlines()[-2:]] == ["step-000004", "step-000008"]
+    summary = json.loads(summary_path.read_text())
+    assert {e["checkpoint"] for e in summary["results"] if e["metric"] == "pass@1"} == {"step-000004", "step-000008"}
+    res = json.loads((run / "eval" / "tasks" / "step-000008" / "gsm8k" / "results.json").read_text())
+    assert res["results"][0]["task"] == "gsm8k" and res["results"][0]["n"] == 2
+
+
+def test_watch_started_before_the_first_checkpoint_uses_the_run_config_task(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--watch`` beside a run that has saved nothing yet (no checkpoints/ directory): it waits, and the task comes
+    from the run's config.yaml, not from a checkpoint (there is none to read it from)."""
+    import evals.checkpoint
+
+    run = make_run(
+        tmp_path, tiny_model_dir, eval_section={"task": "humaneval", "limit": 2, "k": 1, "max_new_tokens": 4}
+    )
+    ckpts = run / "checkpoints"
+    ckpts.rename(tmp_path / "later")  # training has started (config.yaml) and saved nothing yet
+
+    def training_saves_step_4(seconds: float) -> None:
+        if not ckpts.exists():
+            (tmp_path / "later").rename(ckpts)
+
+    monkeypatch.setattr(evals.checkpoint, "_pause", training_saves_step_4, raising=False)
+    rc, out, err = _harness(capsys, "--checkpoints", str(run), "--watch", "--watch-timeout", "0")
+    assert rc == 0, err
+    assert "humaneval/pass@1 (n=2)" in out and out.strip().splitlines()[-1].startswith("step-000004")
+
+
 def test_a_run_config_eval_task_is_used_without_flags(
     tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -178,6 +235,8 @@ def test_a_run_config_eval_task_is_used_without_flags(
         (["--task", "humaneval"], "--task needs --checkpoint DIR or --checkpoints RUN"),
         (["--task", "humaneval", "--backend", "reference", "--field", "prompt=q"], "--field does not apply"),
         (["--backend", "reference", "--data", "x.jsonl"], "one of --checkpoint DIR or --checkpoints RUN is required"),
+        (["--task", "humaneval", "--backend", "reference", "--watch"], "--watch needs --checkpoints RUN"),
+        (["--task", "humaneval", "--checkpoint", ".", "--watch"], "--watch needs --checkpoints RUN"),
     ],
 )
 def test_bad_task_input_is_a_clear_error(

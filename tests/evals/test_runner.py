@@ -194,3 +194,53 @@ def test_default_output_places(run_dir: Path, tiny_model_dir: Path) -> None:
     (run_dir / "checkpoints" / "step-000009.tmp").mkdir()  # a checkpoint being written is not listed
     (run_dir / "checkpoints" / "step-000010").mkdir()  # nor one without weights
     assert list_checkpoints(run_dir) == [_ckpt(run_dir)]
+
+
+class _RefusesSome:
+    """The real hf backend, except that the prompts named in ``refuse`` come back refused, as the vllm backend
+    returns a prompt longer than the model's context (``Generation.refused``)."""
+
+    name = "hf"
+
+    def __init__(self, inner: Any, refuse: set[str]) -> None:
+        self.inner, self.refuse = inner, refuse
+
+    def generate(self, requests, k, params):  # type: ignore[no-untyped-def]
+        from evals.backends import Generation
+
+        todo = [r for r in requests if r.id not in self.refuse]
+        made = iter(self.inner.generate(todo, k, params) if todo else [])
+        no = Generation.refused("prompt of 900 tokens does not fit the model's context of 512 tokens")
+        return [[no] * k if r.id in self.refuse else next(made) for r in requests]
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_prompt_the_backend_refuses_is_unscored_with_the_reason_and_the_rest_go_on(
+    run_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from evals.backends.hf import HFBackend
+    from harness.cfg.eval import EvalSection
+
+    # batches of 2: h2 and h3 make a batch with nothing to score, h5 shares one with h4
+    settings = EvalSection(k=2, temperature=1.0, top_p=1.0, max_new_tokens=6, workers=2, batch_size=2)
+    be = _RefusesSome(HFBackend(_ckpt(run_dir)), {"h2", "h3", "h5"})
+    with caplog.at_level(logging.WARNING, logger="evals.runner"):
+        res = evaluate(_ckpt(run_dir), settings=settings, backend=be, output_dir=tmp_path / "o", telemetry=False)
+    recs = _lines(tmp_path / "o" / "samples.jsonl")
+    assert len(recs) == 12
+    for r in recs:
+        if r["prompt_id"] in ("h2", "h3", "h5"):
+            assert r["finish_reason"] == "error" and r["completion"] == "" and r["total"] is None
+            for s in r["scores"].values():
+                assert s["value"] is None and s["status"] == "bad_input"
+                assert s["info"]["reason"] == "prompt of 900 tokens does not fit the model's context of 512 tokens"
+        else:
+            assert r["scores"]["evals_length"]["value"] == pytest.approx(len(r["completion"]) / 10.0)
+    assert res.results["completions"]["errors"] == 6
+    assert res.results["rewards"]["evals_length"]["scored"] == 6  # h0, h1, h4: never a 0 for the others
+    assert "2 prompt(s) left unscored: h2: prompt of 900 tokens" in caplog.text

@@ -2,8 +2,9 @@
 
 Each test compares with the local pool or with a property the local pool has: the same verdicts on ordinary and
 hostile rows of the code, math and format rewards; a hanging plugin costs its limit per call; a crashing plugin
-leaves only its own sample unscored; an actor killed mid-batch fails only the calls it held; a plugin that does not
-import on a node is an error naming the node; ``harness train`` and ``harness score`` run with the backend.
+leaves only its own sample unscored; an actor killed mid-batch fails only the calls it held; a sandbox host killed
+is started again; a plugin that does not import on a node is an error naming the node; ``harness train`` and
+``harness score`` run with the backend.
 Real parts throughout: Ray, the sandbox, the trainer's tiny random-init toy model.
 """
 
@@ -183,6 +184,25 @@ def test_actor_lost_mid_batch_fails_its_calls_and_the_batch_goes_on(ray_pool):
             assert "lost during the call" in s.info["reason"], s.info
     assert [s.status for s in after.scores["test_ray_sleep"]] == ["ok"] * 2
     assert ray_pool.size == 2 and victim not in _actor_pids(ray_pool)
+
+
+def test_a_dead_sandbox_host_is_started_again_and_the_next_calls_pass(ray_pool):
+    """The node's sandbox host is killed: the pool starts a new one at the same relay path, and the workers, whose
+    connections went to the dead one, reconnect on their next call (before: every later code call sandbox_error)."""
+    from fake_clock import wait_until
+
+    rows = [({"id": f"h{i}", "tests": "assert add(1, 1) == 2"}, CODE.format(CODE_ROWS[0][1])) for i in range(4)]
+    samples, comps = [s for s, _ in rows], [c for _, c in rows]
+    with ScoringSession(["code"], cache=False, pool=ray_pool) as session:
+        before = session.score(samples, comps)  # every worker has a connection to the host now
+        (node,) = ray_pool.nodes.values()
+        dead, relay = node["sandbox_host_pid"], node["relay"]
+        os.kill(dead, signal.SIGKILL)
+        wait_until(lambda: node["sandbox_host_pid"] != dead, "a new sandbox host is started", timeout=120)
+        after = session.score(samples, comps)
+    assert [s.status for s in before.scores["code"]] == ["pass"] * 4
+    assert [s.status for s in after.scores["code"]] == ["pass"] * 4, [s.info for s in after.scores["code"]]
+    assert node["relay"] == relay and node["isolation"] == before.scores["code"][0].info["isolation"]
 
 
 def test_plugin_that_fails_to_import_on_a_node_is_an_error_naming_the_node(ray_pool, tmp_path):

@@ -42,3 +42,37 @@ def test_vllm_stop_string_cuts_the_text_and_ends_generation(vllm_venv: Path, tmp
     cut_text, cut_finish, cut_tokens = r["cut"]
     assert cut_text == text[: r["at"]] and r["stop"] not in cut_text, r  # the same sample, cut before the stop
     assert cut_finish == "stop" and cut_tokens < 40, r  # and the engine stopped generating there
+
+
+LONG_PROMPT_SCRIPT = r"""
+import json, sys
+from evals.backends import PromptRequest, SamplingParams
+from evals.backends.vllm import VLLMBackend
+
+be = VLLMBackend(sys.argv[1], enforce_eager=True, chat_template=False, dtype="float32")
+limit = be.llm.llm_engine.model_config.max_model_len
+params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=6, seed=0)
+short = [PromptRequest("a", "abc:", 1), PromptRequest("b", "hello:", 2)]
+fits = PromptRequest("fits", "x" * (limit - 1), 3)  # the longest prompt with room for one token
+alone = be.generate(short, 2, params)
+mixed = be.generate([short[0], PromptRequest("long", "x" * (limit + 40), 4), fits, short[1]], 2, params)
+be.close()
+rows = lambda gens: [[[g.text, g.finish_reason, g.error] for g in row] for row in gens]
+print("RESULT " + json.dumps({"limit": limit, "alone": rows(alone), "mixed": rows(mixed)}))
+"""
+
+
+def test_vllm_prompt_longer_than_the_context_is_refused_alone(vllm_venv: Path, tmp_path: Path) -> None:
+    """A prompt longer than the engine's context would fail vLLM's whole generate call (a traceback): the backend
+    refuses that prompt alone, with the reason, and generates the others exactly as without it."""
+    model = tmp_path / "model"
+    run_in(vllm_venv, ["python", str(CHECKS), "model", "--out", str(model)])  # max_position_embeddings 256
+    out = run_in(vllm_venv, ["python", "-c", LONG_PROMPT_SCRIPT, str(model)])
+    r = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+    assert r["limit"] == 256, r
+    a, long, fits, b = r["mixed"]
+    assert [a, b] == r["alone"]  # the other prompts: the same samples as in a call without the long one
+    for text, finish, error in long:
+        assert (text, finish) == ("", "error") and "prompt of 296 tokens does not fit" in error
+        assert "context of 256 tokens" in error
+    assert len(fits) == 2 and all(finish != "error" and error is None for _, finish, error in fits), fits
