@@ -194,3 +194,23 @@ def test_default_output_places(run_dir: Path, tiny_model_dir: Path) -> None:
     (run_dir / "checkpoints" / "step-000009.tmp").mkdir()  # a checkpoint being written is not listed
     (run_dir / "checkpoints" / "step-000010").mkdir()  # nor one without weights
     assert list_checkpoints(run_dir) == [_ckpt(run_dir)]
+
+
+def test_results_json_is_the_returned_results_byte_for_byte_in_its_key_order(run_dir: Path, tmp_path: Path) -> None:
+    res = evaluate(_ckpt(run_dir), output_dir=tmp_path / "out", telemetry=False)
+    text = (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
+    assert text == json.dumps(res.results, indent=2, sort_keys=False, default=str) + "\n"
+    assert json.loads(text) == res.results  # every part is plain JSON: it round-trips unchanged
+    assert list(res.results) == [
+        *("checkpoint", "step", "run_id", "k", "rewards", "total", "success", "prompts", "pass@k", "avg@k", "maj@k"),
+        *("completions", "truncation_warning", "dataset", "sampling", "seeds", "backend", "contamination", "timing"),
+        *("versions", "started", "finished", "evaluation"),
+    ]
+    assert list(res.results["rewards"]["evals_contains_answer"]) == [
+        *("weight", "params", "mean", "std", "count", "scored", "statuses", "p50_s", "p99_s", "stderr", "unscored"),
+    ]
+    first = _lines(tmp_path / "out" / "samples.jsonl")[0]
+    assert list(first) == [
+        *("prompt_id", "sample_index", "seed", "prompt", "answer", "completion", "finish_reason", "tokens"),
+        *("scores", "total"),
+    ]
