@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evals.result_types import EvaluationInfo
 from harness.types import RewardSpec
 
 __all__ = ["evaluation_key", "describe_evaluation", "data_label"]
@@ -68,18 +69,18 @@ def describe_evaluation(
     k: int,
     sampling: Mapping[str, Any],
     specs: Sequence[RewardSpec],
-) -> dict[str, Any]:
+) -> EvaluationInfo:
     """What the evaluation's spans carry (``harness.eval.*``) and ``results.json`` records under ``evaluation``."""
-    return {
-        "id": key,
-        "own": own,
-        "data": data_label(source),
-        "fingerprint": fingerprint,
-        "prompts": prompts,
-        "k": k,
-        "temperature": sampling.get("temperature"),
-        "top_p": sampling.get("top_p"),
-        "max_new_tokens": sampling.get("max_new_tokens"),
-        "seed": sampling.get("seed"),
-        "rewards": [s.name for s in specs],
-    }
+    return EvaluationInfo(
+        id=key,
+        own=own,
+        data=data_label(source),
+        fingerprint=fingerprint,
+        prompts=prompts,
+        k=k,
+        temperature=sampling.get("temperature"),
+        top_p=sampling.get("top_p"),
+        max_new_tokens=sampling.get("max_new_tokens"),
+        seed=sampling.get("seed"),
+        rewards=[s.name for s in specs],
+    )

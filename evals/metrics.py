@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from evals.result_types import AtK, AvgAtK, PromptMetrics
 from harness.stats import mean_and_stderr, scored_values
 from harness.types import Score
 
@@ -127,7 +127,7 @@ def prompt_metrics(
     *,
     k: int,
     threshold: float = 1.0,
-) -> dict[str, Any]:
+) -> PromptMetrics:
     """pass@k for every k <= ``k``, avg@k and maj@k from the success reward's scores grouped by prompt.
 
     Args:
@@ -159,14 +159,14 @@ def prompt_metrics(
             solved = winner is not None and ok[votes.index(winner)]
             per_k_maj[j].append(1.0 if solved else 0.0)
 
-    def pack(xs: list[float]) -> dict[str, Any]:
+    def pack(xs: list[float]) -> AtK:
         mean, se, m = mean_and_stderr(xs)
-        return {"value": mean, "stderr": se, "prompts": m}
+        return AtK(value=mean, stderr=se, prompts=m)
 
     return {
         "prompts": len(groups),
         "threshold": threshold,
         "pass@k": {j: pack(per_k_pass[j]) for j in _ks(k)},
-        "avg@k": {"k": k, **pack(avg)},
+        "avg@k": AvgAtK(k=k, **pack(avg)),
         "maj@k": {j: pack(per_k_maj[j]) for j in _ks(k)},
     }

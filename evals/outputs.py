@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import ResumeError
+from evals.result_types import EvalResults
 from harness.jsonl import read_records
 
 __all__ = ["EvalOutput", "atomic_write_text", "atomic_write_json", "read_records"]
@@ -139,7 +140,7 @@ class EvalOutput:
             f.flush()
             os.fsync(f.fileno())
 
-    def write_results(self, results: Mapping[str, Any]) -> Path:
+    def write_results(self, results: EvalResults) -> Path:
         """Write ``results.json`` atomically and return its path."""
-        atomic_write_json(self.results_path, dict(results))
+        atomic_write_json(self.results_path, results)
         return self.results_path

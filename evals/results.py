@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evals.metrics import mean_and_stderr, prompt_metrics
+from evals.result_types import CompletionStats, EvalMetrics, RewardResult, SuccessRule, TotalResult
 from harness.scoring import reward_summary
 from harness.table import align_columns
 from harness.types import RewardSpec, Score
@@ -65,19 +66,21 @@ def build_results(
     k: int,
     success_reward: str,
     threshold: float,
-) -> dict[str, Any]:
+) -> EvalMetrics:
     """Metrics of an evaluation from its records (every completion of every prompt, in any order).
+
+    Records are read back from ``samples.jsonl`` (older files included), so they are taken as plain mappings.
 
     Returns:
         ``{"rewards": {name: summary}, "total": {...}, "success": {...}, "pass@k": {...}, "avg@k": {...},
         "maj@k": {...}, "completions": {...}}``; ``pass@k`` and ``maj@k`` are keyed by the string ``str(k)``.
     """
     ordered = sorted(records, key=lambda r: (str(r["prompt_id"]), int(r["sample_index"])))
-    rewards: dict[str, Any] = {}
+    rewards: dict[str, RewardResult] = {}
     for spec in specs:
         rewards[spec.name] = {
             "weight": spec.weight,
-            "params": dict(spec.params),
+            "params": spec.model_dump()["params"],  # a plain copy of the read-only params
             **reward_summary(_scores(ordered, spec.name)),
         }
         nodes = Counter(n for r in ordered if (n := (r.get("nodes") or {}).get(spec.name)))
@@ -93,22 +96,22 @@ def build_results(
     truncated = sum(f == "length" for f in finish) / len(finish) if finish else 0.0
     return {
         "rewards": rewards,
-        "total": {"mean": total_mean, "stderr": total_se, "scored": total_n},
-        "success": {"reward": success_reward, "threshold": threshold},
+        "total": TotalResult(mean=total_mean, stderr=total_se, scored=total_n),
+        "success": SuccessRule(reward=success_reward, threshold=threshold),
         "prompts": pm["prompts"],
         "pass@k": {str(j): v for j, v in pm["pass@k"].items()},
         "avg@k": pm["avg@k"],
         "maj@k": {str(j): v for j, v in pm["maj@k"].items()},
-        "completions": {
-            "count": len(ordered),
-            "truncated_frac": truncated,
-            "errors": sum(f == "error" for f in finish),
-            "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
-        },
+        "completions": CompletionStats(
+            count=len(ordered),
+            truncated_frac=truncated,
+            errors=sum(f == "error" for f in finish),
+            mean_tokens=sum(tokens) / len(tokens) if tokens else None,
+        ),
     }
 
 
-def headline_metrics(results: Mapping[str, Any]) -> dict[str, Any]:
+def headline_metrics(results: EvalMetrics) -> dict[str, Any]:
     """The headline numbers by name: pass@j, maj@j, avg@k, total/mean, completions/truncated_frac (None: not computed).
 
     The evaluation span records them with :meth:`harness.telemetry.EvalSpan.set_metrics`, whose one flattener turns
@@ -138,7 +141,7 @@ def _headline_ks(k: int) -> list[int]:
     return ks
 
 
-def format_table(results: Mapping[str, Any]) -> str:
+def format_table(results: EvalMetrics) -> str:
     """A plain-text summary: one row per reward (mean ± stderr, scored/count, statuses), then pass@k and maj@k."""
     rows = [("reward", "weight", "mean ± stderr", "scored", "statuses")]
     for name, r in results.get("rewards", {}).items():
@@ -156,14 +159,14 @@ def format_table(results: Mapping[str, Any]) -> str:
     rows.append(("total", "", _fmt(total.get("mean"), total.get("stderr")), str(total.get("scored", "")), ""))
     lines = align_columns(rows)
     succ = results.get("success", {})
-    k = int(results.get("k") or results.get("avg@k", {}).get("k") or 1)
+    k = int(results.get("avg@k", {}).get("k") or 1)  # avg@k is at the evaluation's k
     lines.append("")
     lines.append(f"success: {succ.get('reward')} >= {succ.get('threshold')}   prompts: {results.get('prompts')}")
-    for label in ("pass@k", "maj@k"):
+    for label, per_k in (("pass@", results.get("pass@k", {})), ("maj@", results.get("maj@k", {}))):
         parts = []
         for j in _headline_ks(k):
-            v = results.get(label, {}).get(str(j), {})
-            parts.append(f"{label[:-1]}{j}={_fmt(v.get('value'), v.get('stderr'))}")
+            v = per_k.get(str(j))
+            parts.append(f"{label}{j}={_fmt(v['value'], v['stderr']) if v else _fmt(None)}")
         lines.append("  ".join(parts))
     avg = results.get("avg@k", {})
     lines.append(

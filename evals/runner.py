@@ -28,6 +28,7 @@ from evals.config import BackendName, EvalSection
 from evals.errors import ContaminationError, EvalError
 from evals.identity import describe_evaluation, evaluation_key
 from evals.outputs import EvalOutput, read_records
+from evals.result_types import DatasetRecord, EvalMetrics, EvalResults, EvaluationInfo, SampleRecord, SeedsRecord
 from evals.results import TRUNCATION_WARN_FRAC, build_results, format_table, headline_metrics, package_versions
 from harness.cfg.common import FieldMap
 from harness.cfg.scoring import ScoringSection
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 class EvalResult:
     """What :func:`evaluate` returns: the content of ``results.json`` and where it was written."""
 
-    results: dict[str, Any]
+    results: EvalResults
     output_dir: Path
 
     @property
@@ -176,7 +177,7 @@ def _records(
     result: BatchResult,
     specs: Sequence[RewardSpec],
     k: int,
-) -> list[dict[str, Any]]:
+) -> list[SampleRecord]:
     seeds, gens, scored = generated
     at = {pos: n for n, pos in enumerate(scored)}  # (prompt, sample) -> its row in ``result``
     out = []
@@ -189,28 +190,28 @@ def _records(
                 row = {spec.name: Score.unscored("bad_input", why) for spec in specs}
             else:
                 row = result.row(n)
-            out.append(
-                {
-                    "prompt_id": sample.id,
-                    "sample_index": j,
-                    "seed": seeds[i],
-                    "prompt": sample.prompt,
-                    "answer": sample.answer,
-                    "completion": g.text,
-                    "finish_reason": g.finish_reason,
-                    "tokens": g.tokens,
-                    "scores": {name: s.model_dump(mode="json") for name, s in row.items()},
-                    "total": weighted_total(row, specs),
-                    **(_nodes(result, n) if n is not None else {}),
-                }
+            rec = SampleRecord(
+                prompt_id=sample.id,
+                sample_index=j,
+                seed=seeds[i],
+                prompt=sample.prompt,
+                answer=sample.answer,
+                completion=g.text,
+                finish_reason=g.finish_reason,
+                tokens=g.tokens,
+                scores={name: s.model_dump(mode="json") for name, s in row.items()},
+                total=weighted_total(row, specs),
             )
+            nodes = _nodes(result, n) if n is not None else {}
+            if nodes:
+                rec["nodes"] = nodes
+            out.append(rec)
     return out
 
 
-def _nodes(result: BatchResult, index: int) -> dict[str, Any]:
-    """``{"nodes": {reward: node}}`` for a completion scored on a cluster (the Ray backend); nothing otherwise."""
-    nodes = {n: col[index] for n, col in result.nodes.items() if index < len(col) and col[index]}
-    return {"nodes": nodes} if nodes else {}
+def _nodes(result: BatchResult, index: int) -> dict[str, str]:
+    """The node each reward's call ran on, for a completion scored on a cluster (the Ray backend); else empty."""
+    return {n: node for n, col in result.nodes.items() if index < len(col) and (node := col[index])}
 
 
 def _chunk_size(settings: EvalSection) -> int:
@@ -278,7 +279,7 @@ def _generate_and_score(
     return timing
 
 
-def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any], evaluation: Mapping[str, Any]) -> bool:
+def _record_telemetry(info: CheckpointInfo, results: EvalResults) -> bool:
     if info.run_dir is None or info.step is None:
         return False
     from harness.telemetry import RunTelemetry
@@ -287,7 +288,7 @@ def _record_telemetry(info: CheckpointInfo, results: Mapping[str, Any], evaluati
         info.run_dir, info.run_id or info.run_dir.name, info.config.telemetry if info.config else None
     )
     try:
-        with tel.eval_checkpoint(info.step, info.telemetry_ctx, evaluation) as ev:
+        with tel.eval_checkpoint(info.step, info.telemetry_ctx, results["evaluation"]) as ev:
             ev.set_metrics(headline_metrics(results))
             for name, r in results["rewards"].items():
                 extra = {"stderr": r["stderr"], "scored": r["scored"], "count": r["count"]}
@@ -332,18 +333,31 @@ class _Plan:
             self.held.fingerprint, cfg.k, self.params.to_dict(), self.specs, self.chat_template, self.system_prompt
         )
 
-    def dataset_record(self) -> dict[str, Any]:
+    def dataset_record(self) -> DatasetRecord:
         """The dataset part of results.json."""
-        return {
-            "source": self.source,
-            "fingerprint": self.held.fingerprint,
-            "prompts": len(self.held.samples),
-            "skipped_rows": len(self.held.errors),
-            "row_errors": [str(e) for e in self.held.errors[:20]],
-            "fields": self.fields.model_dump(),
-            "chat_template": self.chat_template,
-            "system_prompt": self.system_prompt,
-        }
+        return DatasetRecord(
+            source=self.source,
+            fingerprint=self.held.fingerprint,
+            prompts=len(self.held.samples),
+            skipped_rows=len(self.held.errors),
+            row_errors=[str(e) for e in self.held.errors[:20]],
+            fields=self.fields.model_dump(),
+            chat_template=self.chat_template,
+            system_prompt=self.system_prompt,
+        )
+
+    def describe(self, cfg: EvalSection, own: bool) -> EvaluationInfo:
+        """The ``evaluation`` part of results.json (:func:`evals.identity.describe_evaluation`)."""
+        return describe_evaluation(
+            self.key(cfg),
+            own,
+            self.source,
+            self.held.fingerprint,
+            len(self.held.samples),
+            cfg.k,
+            self.params.to_dict(),
+            self.specs,
+        )
 
 
 def _plan(
@@ -413,21 +427,21 @@ def _own_key(info: CheckpointInfo, plan: _Plan) -> str | None:
     return own.key(cfg)
 
 
-def _metrics(plan: _Plan, cfg: EvalSection, output: EvalOutput) -> dict[str, Any]:
-    """Metrics over every record of this evaluation's prompts (a redone partial prompt: its last records win)."""
+def _metrics(plan: _Plan, cfg: EvalSection, output: EvalOutput) -> tuple[EvalMetrics, bool]:
+    """Metrics over every record of this evaluation's prompts (a redone partial prompt: its last records win), and
+    whether too many completions hit the token limit (logged here)."""
     ids = {s.id for s in plan.held.samples}
     latest = {(str(r["prompt_id"]), int(r["sample_index"])): r for r in read_records(output.samples_path)[0]}
     records = [r for key, r in latest.items() if key[0] in ids]
     metrics = build_results(records, plan.specs, k=cfg.k, success_reward=plan.success, threshold=cfg.success_threshold)
     trunc = metrics["completions"]["truncated_frac"]
-    metrics["truncation_warning"] = trunc > TRUNCATION_WARN_FRAC
-    if metrics["truncation_warning"]:
+    if trunc > TRUNCATION_WARN_FRAC:
         log.warning(
             "%.0f%% of completions hit max_new_tokens=%d: scores are likely cut short; raise the limit",
             100 * trunc,
             plan.params.max_new_tokens,
         )
-    return metrics
+    return metrics, trunc > TRUNCATION_WARN_FRAC
 
 
 def evaluate(
@@ -527,37 +541,30 @@ def evaluate(
         "prompts_generated": len(todo),
         "prompts_resumed": len(plan.held.samples) - len(todo),
     }
-    results = {
+    metrics, truncation_warning = _metrics(plan, cfg, output)
+    finished_at = datetime.now(timezone.utc).isoformat()
+    results: EvalResults = {  # the key order is results.json's
         "checkpoint": str(info.path),
         "step": info.step,
         "run_id": info.run_id,
         "k": cfg.k,
-        **_metrics(plan, cfg, output),
+        **metrics,
+        "truncation_warning": truncation_warning,
         "dataset": plan.dataset_record(),
         "sampling": plan.params.to_dict(),
-        "seeds": {
-            "run_seed": plan.params.seed,
-            "per_prompt": "sha256(run_seed, prompt id) -> 31 bits; openai adds the sample index",
-        },
+        "seeds": SeedsRecord(
+            run_seed=plan.params.seed,
+            per_prompt="sha256(run_seed, prompt id) -> 31 bits; openai adds the sample index",
+        ),
         "backend": describe,
         "contamination": contamination,
         "timing": timing,
         "versions": package_versions(),
         "started": started.isoformat(),
-        "finished": datetime.now(timezone.utc).isoformat(),
+        "finished": finished_at,
+        "evaluation": plan.describe(cfg, plan.key(cfg) == _own_key(info, plan)),
     }
-    key = plan.key(cfg)
-    results["evaluation"] = describe_evaluation(
-        key,
-        key == _own_key(info, plan),
-        plan.source,
-        plan.held.fingerprint,
-        len(plan.held.samples),
-        cfg.k,
-        plan.params.to_dict(),
-        plan.specs,
-    )
     output.write_results(results)
     if telemetry:
-        _record_telemetry(info, results, results["evaluation"])
+        _record_telemetry(info, results)
     return EvalResult(results=results, output_dir=output.dir)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from evals.result_types import EvalResults, TaskConfig, TaskMetric
 from harness.table import align_columns
 
 __all__ = [
@@ -39,35 +40,6 @@ __all__ = [
 ]
 
 
-class TaskConfig(TypedDict):
-    """A task as it was run: source, prompt rendering, sampling, rewards, success rule."""
-
-    task: str
-    source: str
-    split: str | None
-    num_fewshot: int
-    chat_template: bool
-    system_prompt: str | None
-    k: int
-    generation: dict[str, Any]
-    rewards: list[dict[str, Any]]
-    success_reward: str | None
-    success_threshold: float
-    limit: int | None
-    origin: str
-
-
-class TaskMetric(TypedDict):
-    """One number of one task, with its standard error and sample size."""
-
-    task: str
-    metric: str
-    value: float | None
-    stderr: float | None
-    n: int
-    config: TaskConfig
-
-
 class CheckpointMetric(TaskMetric):
     """A :class:`TaskMetric` of one checkpoint, in the run summary."""
 
@@ -81,7 +53,7 @@ class EvaluationRecord(TypedDict):
     checkpoint: str
     task: str
     output_dir: str
-    results: dict[str, Any]
+    results: EvalResults
 
 
 class TaskSummary(TypedDict):
@@ -98,11 +70,11 @@ class TaskSummary(TypedDict):
 TABLE_METRICS = ("pass@1", "pass@k", "maj@k")
 
 
-def task_metrics(task: str, results: Mapping[str, Any], config: TaskConfig) -> list[TaskMetric]:
+def task_metrics(task: str, results: EvalResults, config: TaskConfig) -> list[TaskMetric]:
     """The entries of one task evaluation from its ``results.json`` content.
 
     >>> res = {"k": 1, "pass@k": {"1": {"value": 0.5, "stderr": 0.5, "prompts": 2}}, "maj@k": {}, "rewards": {}}
-    >>> [(m["metric"], m["value"], m["n"]) for m in task_metrics("t", res, {})]  # type: ignore[typeddict-item]
+    >>> [(m["metric"], m["value"], m["n"]) for m in task_metrics("t", res, {})]  # type: ignore[arg-type]
     [('pass@1', 0.5, 2)]
     """
     k = int(results.get("k") or 1)
@@ -124,7 +96,7 @@ def task_metrics(task: str, results: Mapping[str, Any], config: TaskConfig) -> l
     return out
 
 
-def lm_eval_section(per_task: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def lm_eval_section(per_task: Mapping[str, EvalResults]) -> dict[str, Any]:
     """lm-evaluation-harness's ``results`` / ``n-samples`` / ``configs`` layout from task results (each holding its
     ``results`` entries and ``dataset``); the filter name is ``none``, as lm-eval writes it without filters."""
     results: dict[str, dict[str, Any]] = {}
@@ -181,7 +153,7 @@ def format_task_table(entries: Sequence[CheckpointMetric]) -> str:
 def summary(entries: Sequence[CheckpointMetric], evaluations: Sequence[EvaluationRecord]) -> TaskSummary:
     """The run summary: every entry, where each evaluation's files are, the table, and lm-eval's layout per
     checkpoint (``lm_eval[checkpoint]["results"][task]["pass@1,none"]``)."""
-    per_ckpt: dict[str, dict[str, dict[str, Any]]] = {}
+    per_ckpt: dict[str, dict[str, EvalResults]] = {}
     for ev in evaluations:
         per_ckpt.setdefault(ev["checkpoint"], {})[ev["task"]] = ev["results"]
     return TaskSummary(

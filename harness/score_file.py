@@ -31,7 +31,7 @@ from typing import Any, TextIO
 
 from harness.errors import DataError
 from harness.scoring import BatchResult, ScoringSession, TaskPool, score_while_generating
-from harness.scoring._result import reward_summary
+from harness.scoring._result import RewardSummary, reward_summary
 from harness.types import RewardSpec, Sample, Score
 
 __all__ = ["score_file", "ScoreFileReport", "parse_row", "join_row", "format_summary"]
@@ -49,7 +49,7 @@ class ScoreFileReport:
     scores: dict[str, list[Score]] = field(default_factory=dict)
     latency_s: dict[str, list[float]] = field(default_factory=dict)
 
-    def summary(self) -> dict[str, dict[str, Any]]:
+    def summary(self) -> dict[str, RewardSummary]:
         return {n: reward_summary(col, self.latency_s.get(n, ())) for n, col in self.scores.items()}
 
 

@@ -10,7 +10,7 @@ This module holds plain data only; it does not run rewards (see :mod:`harness.sc
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Literal, NoReturn, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
@@ -27,6 +27,7 @@ __all__ = [
     "PROGRAM_FAILED_STATUSES",
     "UNCACHED_STATUSES",
     "FrozenDict",
+    "FrozenList",
     "frozen_form",
 ]
 
@@ -87,15 +88,64 @@ def frozen_form(value: Any) -> Hashable:
     return value  # hash() just succeeded: it is Hashable
 
 
+#: Values kept as they are when a container is frozen: immutable, and the common case (a fast path per Score).
+_LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes, frozenset})
+
+
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError("this mapping is read-only: build a new dict ({**d, 'key': value}) and a new object from it")
+
+
+def _read_only_list(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError("this list is read-only: build a new list ([*items, value]) and a new object from it")
+
+
+def _frozen_value(value: Any) -> Any:
+    """``value`` with every dict inside it a :class:`FrozenDict` and every list a :class:`FrozenList`.
+
+    Tuples are rebuilt with frozen contents and sets become frozensets; any other object (a user's class instance)
+    is kept as it is: only the JSON-like containers a reward puts in ``info`` are frozen.
+    """
+    if type(value) in _LEAVES or isinstance(value, (FrozenDict, FrozenList)):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict(value)
+    if isinstance(value, list):
+        return FrozenList(value)
+    if type(value) is tuple:
+        return tuple(_frozen_value(v) for v in value)
+    if isinstance(value, set):
+        return frozenset(value)
+    return value
+
+
+def _thawed(value: Any) -> Any:
+    """A plain copy of a frozen value: FrozenDicts become dicts and FrozenLists lists, all the way down."""
+    if type(value) in _LEAVES:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _thawed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_thawed(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_thawed(v) for v in value)
+    return value
+
+
 class FrozenDict(dict[str, Any]):
-    """A ``dict`` that refuses changes once built: ``Score.info`` and ``RewardSpec.params``.
+    """A ``dict`` that refuses changes once built, all the way down: ``Score.info`` and ``RewardSpec.params``.
 
     It is a dict for every reader (``isinstance``, ``==``, ``json.dumps``, ``{**d}``, ``d | other`` gives a plain
-    dict), pickles across processes, and hashes by :func:`frozen_form`. Its own keys are fixed; values inside it
-    (a list of per-test results) are the producer's, built before the owner is constructed.
+    dict), pickles across processes, and hashes by :func:`frozen_form`. The dicts and lists inside it are frozen
+    when it is built (copies: the producer's own containers stay the producer's): :class:`FrozenDict` and
+    :class:`FrozenList`, tuples with frozen contents, sets as frozensets. Other objects are kept as given.
 
-    >>> d = FrozenDict({"reason": "equal numbers"})
+    >>> d = FrozenDict({"reason": "equal numbers", "usage": {"tokens": 3}})
     >>> d["reason"] = "x"
+    Traceback (most recent call last):
+    ...
+    TypeError: this mapping is read-only: build a new dict ({**d, 'key': value}) and a new object from it
+    >>> d["usage"]["tokens"] = 4
     Traceback (most recent call last):
     ...
     TypeError: this mapping is read-only: build a new dict ({**d, 'key': value}) and a new object from it
@@ -103,8 +153,13 @@ class FrozenDict(dict[str, Any]):
 
     __slots__ = ()
 
-    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("this mapping is read-only: build a new dict ({**d, 'key': value}) and a new object from it")
+    def __init__(self, data: Any = (), /, **kwargs: Any) -> None:
+        dict.__init__(self, data, **kwargs)
+        if _LEAVES.issuperset(map(type, dict.values(self))):
+            return  # the common info holds strings and numbers only: nothing to freeze
+        for k, v in dict.items(self):  # replacing a value keeps the size: iterating on is safe
+            if type(v) not in _LEAVES:
+                dict.__setitem__(self, k, _frozen_value(v))
 
     __setitem__ = __delitem__ = __ior__ = _read_only
     clear = pop = popitem = setdefault = update = _read_only  # refuse, never mutate
@@ -116,8 +171,45 @@ class FrozenDict(dict[str, Any]):
         return hash(frozen_form(self))
 
 
+class FrozenList(list[Any]):
+    """A ``list`` inside a :class:`FrozenDict` (per-test results, votes): equal to the list it was built from, a
+    list for ``isinstance`` and ``json.dumps``, and read-only (its dicts and lists frozen in turn).
+
+    >>> FrozenList([1, {"passed": True}]) == [1, {"passed": True}]
+    True
+    >>> FrozenList([1]).append(2)
+    Traceback (most recent call last):
+    ...
+    TypeError: this list is read-only: build a new list ([*items, value]) and a new object from it
+    """
+
+    __slots__ = ()
+
+    def __init__(self, items: Iterable[Any] = (), /) -> None:
+        list.__init__(self, [v if type(v) in _LEAVES else _frozen_value(v) for v in items])
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only_list
+    append = extend = insert = pop = remove = reverse = sort = clear = _read_only_list  # refuse, never mutate
+
+    def __reduce__(self) -> tuple[type[FrozenList], tuple[list[Any]]]:
+        return (type(self), (list(self),))  # pickle rebuilds through __init__, not the refused extend
+
+    def __hash__(self) -> int:  # type: ignore[override]  # list is unhashable; a frozen one hashes its content
+        return hash(frozen_form(self))
+
+
+#: The one empty FrozenDict: a Score without info shares it (nothing can change it).
+_EMPTY = FrozenDict()
+
+
 def _freeze(value: Mapping[str, Any] | None) -> FrozenDict:
-    return value if isinstance(value, FrozenDict) else FrozenDict(value or {})
+    if isinstance(value, FrozenDict):
+        return value
+    return FrozenDict(value) if value else _EMPTY
+
+
+def _empty() -> FrozenDict:
+    return _EMPTY
 
 
 class Sample(BaseModel):
@@ -185,7 +277,7 @@ class Score(BaseModel):
     value: float | None
     status: Status = "ok"
     answer: str | None = None
-    info: Mapping[str, Any] = Field(default_factory=FrozenDict)
+    info: Mapping[str, Any] = Field(default_factory=_empty)
 
     @field_validator("info", mode="after")
     @classmethod
@@ -194,7 +286,7 @@ class Score(BaseModel):
 
     @field_serializer("info")
     def _plain_info(self, v: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(v)
+        return _thawed(v)  # a plain copy, nested parts included: a dump is the caller's to change
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Score:
         """A copy (pydantic does not validate ``update``; the copy's ``info`` is read-only all the same)."""
@@ -252,7 +344,7 @@ class RewardSpec(BaseModel):
 
     name: str = Field(min_length=1)
     weight: float = 1.0
-    params: Mapping[str, Any] = Field(default_factory=FrozenDict)
+    params: Mapping[str, Any] = Field(default_factory=_empty)
 
     @field_validator("params", mode="after")
     @classmethod
@@ -261,7 +353,7 @@ class RewardSpec(BaseModel):
 
     @field_serializer("params")
     def _plain_params(self, v: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(v)
+        return _thawed(v)  # a plain copy, nested parts included: a dump is the caller's to change
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> RewardSpec:
         """A copy (pydantic does not validate ``update``; the copy's ``params`` are read-only all the same)."""

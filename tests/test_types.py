@@ -18,7 +18,16 @@ import harness.scoring._result
 import harness.scoring._session
 import harness.telemetry.report
 import harness.types
-from harness.types import STATUSES, UNSCORED_STATUSES, VERDICT_STATUSES, FrozenDict, RewardSpec, Sample, Score
+from harness.types import (
+    STATUSES,
+    UNSCORED_STATUSES,
+    VERDICT_STATUSES,
+    FrozenDict,
+    FrozenList,
+    RewardSpec,
+    Sample,
+    Score,
+)
 
 
 @pytest.mark.parametrize(
@@ -159,6 +168,60 @@ def test_score_info_is_read_only_and_still_a_dict_for_every_reader() -> None:
         s.model_copy(update={"info": {"a": 1}}).info["b"] = 2  # type: ignore[index]  # pydantic skips validation here
 
 
+def test_score_info_is_read_only_all_the_way_down() -> None:
+    tests = [{"line": 1, "passed": True}, {"line": 2, "passed": False}]
+    given: dict[str, Any] = {"a": {"b": 1}, "tests": tests, "pair": ({"k": [1]}, 2), "tags": {"x", "y"}}
+    s = Score(value=0.5, status="fail", info=given)
+    info: Any = s.info  # typed as a read-only Mapping; here each nested writer is tried on purpose
+    for write in (
+        lambda: info["a"].__setitem__("b", 2),
+        lambda: info["a"].update(b=2),
+        lambda: info["tests"].append({"line": 3}),
+        lambda: info["tests"].__setitem__(0, None),
+        lambda: info["tests"].__iadd__([1]),
+        lambda: info["tests"].sort(key=str),
+        lambda: info["tests"][0].__setitem__("passed", False),
+        lambda: info["pair"][0]["k"].append(2),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            write()
+    with pytest.raises(TypeError, match="read-only"):
+        Score(value=1, info={"a": {"b": 1}}).info["a"]["b"] = 2  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        info["tags"].add("z")  # a set became a frozenset
+    # the producer's containers stay the producer's: changing them later does not reach the Score
+    tests.append({"line": 3})
+    given["a"]["b"] = 9
+    assert len(s.info["tests"]) == 2 and s.info["a"]["b"] == 1
+    # every reader still sees dicts and lists equal to what was given
+    want = {"a": {"b": 1}, "tests": tests[:2], "pair": ({"k": [1]}, 2), "tags": {"x", "y"}}
+    assert s.info == want and isinstance(s.info["tests"], list) and isinstance(s.info["a"], dict)
+    dumped = s.model_dump()["info"]  # a dump is the caller's to change, nested parts included
+    assert type(dumped["a"]) is dict and type(dumped["tests"]) is list and type(dumped["tests"][0]) is dict
+    dumped["tests"].append(1)
+    again = pickle.loads(pickle.dumps(s))  # how a Score crosses to a scoring worker and back
+    assert again == s and isinstance(again.info["tests"], FrozenList) and isinstance(again.info["a"], FrozenDict)
+    assert copy.deepcopy(s) == s and hash(again) == hash(s)
+    plain = Score(value=1.0, info={"tests": [{"passed": True}]})
+    assert _scored_in_a_worker(plain) == plain
+    with pytest.raises(TypeError, match="read-only"):
+        again.info["tests"].append(1)
+
+
+def test_score_info_json_round_trip_is_byte_for_byte() -> None:
+    s = Score(value=1.0, answer="4", info={"reason": "equal", "tests": [{"line": 1, "passed": True}], "n": 2.5})
+    text = s.model_dump_json()
+    assert Score.model_validate_json(text).model_dump_json() == text
+    assert json.dumps(s.model_dump(mode="json")) == json.dumps(
+        {
+            "value": 1.0,
+            "status": "ok",
+            "answer": "4",
+            "info": {"reason": "equal", "tests": [{"line": 1, "passed": True}], "n": 2.5},
+        }
+    )
+
+
 def test_reward_spec_is_hashable_by_its_content_and_its_params_are_read_only() -> None:
     a = RewardSpec(name="math", weight=1.0, params={"tolerance": 1, "tags": ["a", "b"], "extra": {"k": 1}})
     b = RewardSpec(name="math", weight=1.0, params={"extra": {"k": 1}, "tags": ["a", "b"], "tolerance": 1.0})
@@ -166,5 +229,10 @@ def test_reward_spec_is_hashable_by_its_content_and_its_params_are_read_only() -
     assert len({a, RewardSpec(name="math", params={"tolerance": 2}), RewardSpec(name="math", weight=0.0)}) == 3
     with pytest.raises(TypeError, match="read-only"):
         a.params["tolerance"] = 3  # type: ignore[index]
+    with pytest.raises(TypeError, match="read-only"):
+        a.params["tags"].append("c")
+    with pytest.raises(TypeError, match="read-only"):
+        a.params["extra"]["k"] = 2
     assert a.model_dump()["params"] == {"tolerance": 1, "tags": ["a", "b"], "extra": {"k": 1}}
+    assert type(a.model_dump()["params"]["tags"]) is list
     assert pickle.loads(pickle.dumps(a)) == a and hash(a.model_copy(update={"weight": 2.0})) != hash(a)

@@ -10,7 +10,8 @@ before any model is loaded; checks that need a tokenizer run in the trainer.
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -23,6 +24,7 @@ __all__ = [
     "ScaleRewards",
     "Packing",
     "LOSS_DEFAULTS",
+    "LossSettings",
 ]
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,27 @@ LOSS_DEFAULTS: dict[str, dict[str, object]] = {
         "mask_truncated": False,
     },
 }
+
+
+@dataclass(frozen=True)
+class LossSettings:
+    """The per-loss settings in force (:meth:`TrainerSection.loss_settings`): the run's value, else the loss's paper
+    default; none of them is None."""
+
+    scale_rewards: ScaleRewards
+    epsilon: float
+    epsilon_high: float
+    dynamic_sampling: bool
+    mask_truncated: bool
+
+
+_T = TypeVar("_T")
+
+
+def _filled(value: _T | None, name: str, loss: str) -> _T:
+    if value is None:  # LOSS_DEFAULTS names every field for every loss; a new loss without one lands here
+        raise ValueError(f"trainer.{name}: no value given and loss {loss!r} has no default for it in LOSS_DEFAULTS")
+    return value
 
 
 class LoraSection(BaseModel):
@@ -270,3 +293,14 @@ class TrainerSection(BaseModel):
     def resolved(self) -> TrainerSection:
         """A copy with every per-loss ``None`` replaced by the loss's paper default."""
         return self.model_copy(update={k: self.resolved_value(k) for k in LOSS_DEFAULTS[self.loss]})
+
+    def loss_settings(self) -> LossSettings:
+        """The per-loss settings in force, typed without ``None`` (what :meth:`resolved` fills in)."""
+        r = self.resolved()
+        return LossSettings(
+            scale_rewards=_filled(r.scale_rewards, "scale_rewards", self.loss),
+            epsilon=_filled(r.epsilon, "epsilon", self.loss),
+            epsilon_high=_filled(r.epsilon_high, "epsilon_high", self.loss),
+            dynamic_sampling=_filled(r.dynamic_sampling, "dynamic_sampling", self.loss),
+            mask_truncated=_filled(r.mask_truncated, "mask_truncated", self.loss),
+        )

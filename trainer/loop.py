@@ -42,7 +42,7 @@ from trainer import fsdp as sharding
 from trainer import metrics as M
 from trainer.advantages import GroupAdvantages
 from trainer.collect import Collected, collect, select_result, totals_tensor
-from trainer.config import Packing, TrainerSection
+from trainer.config import LossSettings, Packing, TrainerSection
 from trainer.dist import (
     DistInfo,
     GradientSync,
@@ -117,7 +117,8 @@ class TrainResult:
 class StepContext:
     """Everything one GRPO step reads, built once by :func:`setup_training`.
 
-    ``trainer`` is the resolved trainer section (per-loss defaults filled in); ``dist`` says where this process
+    ``trainer`` is the resolved trainer section (per-loss defaults filled in), ``per_loss`` those per-loss settings
+    typed without None; ``dist`` says where this process
     sits (rank, world size, device, ddp or fsdp); ``reference`` is the frozen reference policy (None without a
     KL term); ``rollout_generator`` seeds HF sampling and is saved in checkpoints; ``forwards`` are the policy's
     and the reference's forward (:class:`trainer.head.PolicyForward`: model, probed head map, packing checks).
@@ -135,6 +136,7 @@ class StepContext:
     rollout: Rollout
     session: ScoringSession
     loss_cfg: LossConfig
+    per_loss: LossSettings
     sampling: SamplingConfig
     bf16: bool
     rollout_generator: torch.Generator
@@ -221,7 +223,7 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
     Returns the step's metrics and the reward scores of every rank's batch (for the ``reward/<name>`` spans).
     """
     trainer, data, started = ctx.trainer, ctx.config.data, time.perf_counter()
-    assert trainer.scale_rewards is not None and trainer.mask_truncated is not None  # resolved() filled them
+    per_loss = ctx.per_loss
     # 1. Sample G completions per prompt; their scoring is submitted, not awaited.
     collected = collect(
         ctx.stream.take,
@@ -234,7 +236,7 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
         group_size=trainer.num_generations,
         sampling=ctx.sampling,
         pad_id=ctx.rollout.pad_id,
-        dynamic_sampling=bool(trainer.dynamic_sampling),
+        dynamic_sampling=per_loss.dynamic_sampling,
         max_rounds=trainer.max_resample_rounds,
         chunks=trainer.rollout_chunks,
     )
@@ -256,11 +258,11 @@ def grpo_step(ctx: StepContext, step: int) -> tuple[dict[str, Any], BatchResult]
     waited = time.perf_counter()
     scores = collected.result()
     score_wait_s = time.perf_counter() - waited
-    advantages = group_advantages_over_ranks(totals_tensor(scores), trainer.num_generations, trainer.scale_rewards)
+    advantages = group_advantages_over_ranks(totals_tensor(scores), trainer.num_generations, per_loss.scale_rewards)
     # 4. mu optimizer steps on the batch with those advantages.
     update_stats = optimize(
         prepared,
-        update_inputs(collected.batch, advantages, mask_truncated=trainer.mask_truncated),
+        update_inputs(collected.batch, advantages, mask_truncated=per_loss.mask_truncated),
         ctx.optimizer,
         ctx.scheduler,
         ctx.loss_cfg,
@@ -420,11 +422,11 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
         note = ckpt_io.world_size_note(len(state["ranks"]), info.world_size, dcp.has_sharded(ckpt))
         if note and info.is_main:
             log.warning("%s: %s", ckpt, note)
-    assert trainer.epsilon is not None and trainer.epsilon_high is not None  # resolved() filled them
+    per_loss = trainer.loss_settings()
     loss_cfg = LossConfig(
         loss_type=trainer.loss,
-        epsilon_low=trainer.epsilon,
-        epsilon_high=trainer.epsilon_high,
+        epsilon_low=per_loss.epsilon,
+        epsilon_high=per_loss.epsilon_high,
         cispo_cap=trainer.cispo_cap,
         beta=trainer.beta,
         max_completion_length=trainer.max_completion_length,
@@ -446,6 +448,7 @@ def setup_training(config: RunConfig, resume: bool) -> tuple[StepContext, Path, 
         rollout=rollout,
         session=session,
         loss_cfg=loss_cfg,
+        per_loss=per_loss,
         sampling=SamplingConfig(trainer.max_completion_length, trainer.temperature, trainer.top_p),
         bf16=bf16,
         rollout_generator=generator,
@@ -558,7 +561,9 @@ def train(
         else None
     )
     monitors = Monitors(
-        ctx.trainer.monitors, [s.name for s in config.rewards], mask_truncated=bool(ctx.trainer.mask_truncated)
+        ctx.trainer.monitors,
+        [s.name for s in config.rewards],
+        mask_truncated=ctx.per_loss.mask_truncated,
     )
     bar = None
     if progress and ctx.dist.is_main:

@@ -7,7 +7,7 @@ machine (the default) or on Ray actors across a cluster (:func:`scoring_pool`, `
 
 from harness.scoring._backend import scoring_pool
 from harness.scoring._pool import TaskPool, WorkerPool, default_pool, shutdown_default_pool
-from harness.scoring._result import BatchResult, reward_summary, weighted_total
+from harness.scoring._result import BatchResult, RewardSummary, reward_summary, weighted_total
 from harness.scoring._session import DEFAULT_TIMEOUT_S, PendingBatch, ScoringSession, score_batch
 from harness.scoring._stream import Submitted, score_while_generating
 
@@ -20,6 +20,7 @@ __all__ = [
     "BatchResult",
     "weighted_total",
     "reward_summary",
+    "RewardSummary",
     "WorkerPool",
     "TaskPool",
     "scoring_pool",

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from harness.stats import mean_and_stderr, score_summary
 from harness.types import RewardSpec, Score
 
-__all__ = ["BatchResult", "weighted_total", "reward_summary"]
+__all__ = ["BatchResult", "weighted_total", "reward_summary", "RewardSummary"]
 
 
 def weighted_total(scores: Mapping[str, Score], specs: Sequence[RewardSpec]) -> float | None:
@@ -41,7 +41,21 @@ def weighted_total(scores: Mapping[str, Score], specs: Sequence[RewardSpec]) -> 
     return total if any_scored else None
 
 
-def reward_summary(scores: Sequence[Score], latencies: Sequence[float] = ()) -> dict[str, Any]:
+class RewardSummary(TypedDict):
+    """One reward's summary over a batch (:func:`reward_summary`)."""
+
+    mean: float | None
+    std: float | None
+    count: int
+    scored: int
+    statuses: dict[str, int]
+    p50_s: float | None
+    p99_s: float | None
+    stderr: float | None
+    unscored: int
+
+
+def reward_summary(scores: Sequence[Score], latencies: Sequence[float] = ()) -> RewardSummary:
     """One reward's summary over scores: what the trainer logs, ``harness score`` prints and ``results.json`` holds.
 
     Keys: ``mean``, ``std`` (sample std, n - 1) and ``stderr`` over scored values; ``count``, ``scored``,
@@ -54,12 +68,17 @@ def reward_summary(scores: Sequence[Score], latencies: Sequence[float] = ()) -> 
     """
     values = [s.value for s in scores]
     summary = score_summary(values, [s.status for s in scores], latencies)
-    return {
-        **summary,
-        "stderr": mean_and_stderr(values)[1],
-        "unscored": summary["count"] - summary["scored"],
-        "statuses": dict(sorted(summary["statuses"].items())),
-    }
+    return RewardSummary(  # score_summary's keys in its order, then this summary's own
+        mean=summary["mean"],
+        std=summary["std"],
+        count=summary["count"],
+        scored=summary["scored"],
+        statuses=dict(sorted(summary["statuses"].items())),
+        p50_s=summary["p50_s"],
+        p99_s=summary["p99_s"],
+        stderr=mean_and_stderr(values)[1],
+        unscored=summary["count"] - summary["scored"],
+    )
 
 
 @dataclass
@@ -97,7 +116,7 @@ class BatchResult:
         """Every reward's Score for completion ``i``."""
         return {n: col[i] for n, col in self.scores.items()}
 
-    def summary(self) -> dict[str, dict[str, Any]]:
+    def summary(self) -> dict[str, RewardSummary]:
         """Per reward: mean/std over scored, count, scored, statuses, p50_s, p99_s."""
         return {n: reward_summary(col, self.latency_s.get(n, ())) for n, col in self.scores.items()}
 

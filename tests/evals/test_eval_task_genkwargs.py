@@ -98,7 +98,7 @@ def test_task_metrics_lm_eval_layout_and_table() -> None:
         ("reward/math", 0.25, 0.02, 80),
     ]
     assert set(entries[0]) == {"task", "metric", "value", "stderr", "n", "config"}
-    lm = lm_eval_section({"gsm8k": {**res, "results": entries, "task": cfg}})
+    lm = lm_eval_section({"gsm8k": {**res, "results": entries, "task": cfg}})  # type: ignore[typeddict-item]
     assert lm["results"]["gsm8k"]["pass@1,none"] == 0.25
     assert lm["results"]["gsm8k"]["pass@1_stderr,none"] == 0.1
     assert lm["n-samples"]["gsm8k"] == {"original": 21, "effective": 20}

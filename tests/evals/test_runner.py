@@ -244,3 +244,23 @@ def test_a_prompt_the_backend_refuses_is_unscored_with_the_reason_and_the_rest_g
     assert res.results["completions"]["errors"] == 6
     assert res.results["rewards"]["evals_length"]["scored"] == 6  # h0, h1, h4: never a 0 for the others
     assert "2 prompt(s) left unscored: h2: prompt of 900 tokens" in caplog.text
+
+
+def test_results_json_is_the_returned_results_byte_for_byte_in_its_key_order(run_dir: Path, tmp_path: Path) -> None:
+    res = evaluate(_ckpt(run_dir), output_dir=tmp_path / "out", telemetry=False)
+    text = (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
+    assert text == json.dumps(res.results, indent=2, sort_keys=False, default=str) + "\n"
+    assert json.loads(text) == res.results  # every part is plain JSON: it round-trips unchanged
+    assert list(res.results) == [
+        *("checkpoint", "step", "run_id", "k", "rewards", "total", "success", "prompts", "pass@k", "avg@k", "maj@k"),
+        *("completions", "truncation_warning", "dataset", "sampling", "seeds", "backend", "contamination", "timing"),
+        *("versions", "started", "finished", "evaluation"),
+    ]
+    assert list(res.results["rewards"]["evals_contains_answer"]) == [
+        *("weight", "params", "mean", "std", "count", "scored", "statuses", "p50_s", "p99_s", "stderr", "unscored"),
+    ]
+    first = _lines(tmp_path / "out" / "samples.jsonl")[0]
+    assert list(first) == [
+        *("prompt_id", "sample_index", "seed", "prompt", "answer", "completion", "finish_reason", "tokens"),
+        *("scores", "total"),
+    ]

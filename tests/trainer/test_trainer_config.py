@@ -37,6 +37,21 @@ def test_symmetric_clip_follows_a_custom_epsilon_and_cispo_has_its_own_cap():
     assert t.cispo_cap == 5.0 and t.epsilon_high == 0.2
 
 
+@pytest.mark.parametrize("loss", ["grpo", "bnpo", "dr_grpo", "dapo", "gspo", "cispo"])
+def test_loss_settings_are_the_resolved_ones_with_none_left(loss):
+    t = _cfg(loss=loss).trainer
+    got, r = t.loss_settings(), t.resolved()
+    assert (got.scale_rewards, got.epsilon, got.epsilon_high, got.dynamic_sampling, got.mask_truncated) == (
+        r.scale_rewards,
+        r.epsilon,
+        r.epsilon_high,
+        r.dynamic_sampling,
+        r.mask_truncated,
+    )
+    assert None not in vars(got).values()
+    assert _cfg(loss=loss, epsilon=0.1, mask_truncated=True).trainer.loss_settings().mask_truncated is True
+
+
 def test_gspo_uses_its_small_clip_range():
     t = _cfg(loss="gspo").trainer.resolved()
     assert (t.epsilon, t.epsilon_high) == (3e-4, 4e-4)
