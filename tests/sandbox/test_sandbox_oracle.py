@@ -86,3 +86,48 @@ def test_stdin_stdout_cases_all_run_whatever_the_earlier_outputs(fn):
     cases = [{"input": str(i), "output": str(v)} for i, v in enumerate([4, 1, 5])]
     s = fn({"tests": cases}, "input()\nprint(0)")
     assert s.status == "fail" and [t["case"] for t in s.info["tests"]] == [0, 1, 2]
+
+
+BOX = """
+import os
+class Box:  # a container of the solution's own: the judge holds a proxy and asks it for items
+    def __iter__(self):
+        os.write(1, b"ITER\\n")
+        for v in ({guess}, 7):
+            os.write(1, b"NEXT\\n")
+            yield v
+        os.write(1, b"END\\n")
+    def __repr__(self):
+        os.write(1, b"REPR\\n")
+        return "Box()"
+def f():
+    os.write(1, b"CALL\\n")
+    return Box()
+"""
+
+MEMBERSHIP_TESTS = {
+    "asserts": "assert 4 in f()\nassert 4 in f()\n",
+    "unittest": (
+        "import unittest\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_a(self):\n"
+        "        self.assertIn(4, f())\n"
+        "        self.assertIn(4, f())\n"
+        "    def test_b(self):\n"
+        "        self.assertEqual(list(f()), [4, 7])\n"
+        "        self.assertIn(4, f())\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("form", sorted(MEMBERSHIP_TESTS))
+def test_membership_in_a_solution_object_shows_nothing_of_the_expected_value(sandbox, form):
+    """Fails on the code before this change: the judge stopped iterating the solution's container at the first
+    match (a guess that was right asked for one item fewer), and unittest's failure message asked the solution
+    for the container's repr (only when the assertion failed)."""
+    seen = {}
+    for guess in (4, 5):
+        s = sandbox.run_tests(BOX.format(guess=guess), MEMBERSHIP_TESTS[form], limits=LIMITS)
+        assert s.status == ("pass" if guess == 4 else "fail"), s
+        seen[guess] = s.output.decode(errors="replace").split()
+    assert "CALL" in seen[4] and seen[4] == seen[5]
