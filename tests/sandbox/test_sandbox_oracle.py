@@ -131,3 +131,47 @@ def test_membership_in_a_solution_object_shows_nothing_of_the_expected_value(san
         assert s.status == ("pass" if guess == 4 else "fail"), s
         seen[guess] = s.output.decode(errors="replace").split()
     assert "CALL" in seen[4] and seen[4] == seen[5]
+
+
+@pytest.mark.parametrize(
+    "assertion",
+    [
+        "assert all(candidate(i) == v for i, v in enumerate(VALUES))",
+        "assert not any(candidate(i) != v for i, v in enumerate(VALUES))",
+        "assert len(VALUES) == 3 and all(map(lambda iv: candidate(iv[0]) == iv[1], enumerate(VALUES)))",
+    ],
+)
+def test_every_item_of_all_and_any_in_an_assert_is_asked_whatever_the_answers(sandbox, assertion):
+    """Fails on the code before this change: all() and any() stopped at the first wrong answer, so whether the
+    solution was asked about the next item said whether its last answer was right."""
+    seen = []
+    for values in ([4, 1, 5], [4, 4, 2], [4, 4, 4]):
+        tests = f"VALUES = {values!r}\ndef check(candidate):\n    {assertion}\n"
+        s = sandbox.run_tests(ATTACK.format(state=json.dumps([{}, 4])), tests, "f", limits=LIMITS)
+        assert s.status == ("pass" if values == [4, 4, 4] else "fail"), s
+        out = s.output.decode(errors="replace")
+        seen.append([int(line.split()[1]) for line in out.splitlines() if line.startswith("SEEN ")])
+    assert seen == [[0, 1, 2]] * 3
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "tc.assertEqual(candidate({i}), {v})",
+        "assert_same(candidate({i}), {v})",
+        "tc.assertTrue(candidate({i}) == {v})",
+    ],
+)
+def test_assertion_calls_outside_test_classes_are_cases_that_never_stop_the_tests(sandbox, line):
+    """Fails on the code before this change: ``tc.assertEqual(...)`` on a ``TestCase`` made at module level raised
+    at the first wrong answer and ended the tests, so being called again said that the last answer was right."""
+    head = "import unittest\ntc = unittest.TestCase()\nassert_same = tc.assertEqual\ndef check(candidate):\n"
+    seen = []
+    for values in ([4, 1, 5], [4, 4, 2], [4, 4, 4]):
+        tests = head + "".join("    " + line.format(i=i, v=v) + "\n" for i, v in enumerate(values))
+        s = sandbox.run_tests(ATTACK.format(state=json.dumps([{}, 4])), tests, "f", partial=True, limits=LIMITS)
+        assert s.status == ("pass" if values == [4, 4, 4] else "fail"), s
+        assert (s.passed, s.total) == (values.count(4), 3)
+        out = s.output.decode(errors="replace")
+        seen.append([int(line.split()[1]) for line in out.splitlines() if line.startswith("SEEN ")])
+    assert seen == [[0, 1, 2]] * 3
