@@ -304,6 +304,7 @@ _SYS_SETSOCKOPT = 54
 _SYS_GETSOCKOPT = 55
 _SOL_SOCKET = 1
 _SO_COOKIE = 57
+_SO_NETNS_COOKIE = 71
 _SO_PASSPIDFD = 76
 _SO_PEERPIDFD = 77
 _SYS_SETRLIMIT = 160
@@ -409,9 +410,9 @@ def seccomp_program(for_setup: bool = False) -> list[bytes]:
 
     Calls with checked arguments come first: ``socket``/``socketpair`` of any family but AF_UNIX get
     EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)`` get
-    EPERM; ``clone`` with ``CLONE_PIDFD``, ``getsockopt`` of ``SO_COOKIE``/``SO_PEERPIDFD`` and ``setsockopt`` of
-    ``SO_PASSPIDFD`` get EPERM; ``preadv2``/``pwritev2`` with ``RWF_NOWAIT`` get EPERM; ``clone3`` gets ENOSYS
-    so libc falls back to ``clone``, whose flags can be checked.
+    EPERM; ``clone`` with ``CLONE_PIDFD``, ``getsockopt`` of ``SO_COOKIE``/``SO_NETNS_COOKIE``/``SO_PEERPIDFD`` and
+    ``setsockopt`` of ``SO_PASSPIDFD`` get EPERM; ``preadv2``/``pwritev2`` with ``RWF_NOWAIT`` get EPERM;
+    ``clone3`` gets ENOSYS so libc falls back to ``clone``, whose flags can be checked.
     Then one run check per block of numbers with the same action: allowed, EPERM (:data:`sandbox._syscalls.DENIED`) or
     ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
     process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
@@ -441,7 +442,8 @@ def seccomp_program(for_setup: bool = False) -> list[bytes]:
     ]
     # getsockopt / setsockopt at SOL_SOCKET (args[1] at 24, args[2] at 32): nothing that hands out a pidfd or a
     # machine-wide counter (see :mod:`sandbox._syscalls`)
-    for nr, names in ((_SYS_GETSOCKOPT, (_SO_COOKIE, _SO_PEERPIDFD)), (_SYS_SETSOCKOPT, (_SO_PASSPIDFD,))):
+    getters = (_SO_COOKIE, _SO_NETNS_COOKIE, _SO_PEERPIDFD)
+    for nr, names in ((_SYS_GETSOCKOPT, getters), (_SYS_SETSOCKOPT, (_SO_PASSPIDFD,))):
         m = len(names)
         prog += [
             _jump(_BPF_JEQ_K, nr, 0, 5 + m),

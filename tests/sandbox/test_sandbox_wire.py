@@ -264,6 +264,7 @@ def test_seccomp_allowlist_decides_every_number():
     assert _bpf_run(prog, 73) == eperm  # flock
     for nr, level, opt, want in (
         (55, 1, 57, eperm),
+        (55, 1, 71, eperm),
         (55, 1, 77, eperm),
         (54, 1, 76, eperm),
         (55, 1, 3, allow),
