@@ -16,10 +16,11 @@ last answer was right. Here every case runs whatever the outcome of the cases be
 * unittest methods run to their end: ``assert*`` and ``fail*`` methods (and ``assertRaises``-style context
   managers) record a failure of the method instead of raising.
 
-What is not covered: tests whose own control flow branches on the solution's answers (an ``if`` in ``check``
-that calls the solution only when an answer matched, chained comparisons with calls in them, a conditional
-expression). Exceptions the solution raises still end the statement (or unittest method) they happen in: that
-depends only on what the solution did, not on whether it was right.
+An endless iterable in ``all()``/``any()`` in an assert runs until the time limit (a plain run stops at the first
+item that decides). What is not covered: tests whose own control flow branches on the solution's answers (an
+``if`` in ``check`` that calls the solution only when an answer matched, chained comparisons with calls in them,
+a conditional expression). Exceptions the solution raises still end the statement (or unittest method) they
+happen in: that depends only on what the solution did, not on whether it was right.
 
 Nothing here decides a verdict (:mod:`sandbox._judge` does) or enforces time.
 """
