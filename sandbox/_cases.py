@@ -11,14 +11,16 @@ last answer was right. Here every case runs whatever the outcome of the cases be
   would be a signal);
 * the operands of ``and``/``or`` at the top of an assert are all evaluated (and their truth taken), so
   ``assert f(1) == 2 and f(3) == 4`` calls ``f(3)`` whether or not ``f(1)`` was right; the case's outcome is
-  still that of the short-circuit expression;
+  still that of the short-circuit expression; so are the items of ``all(...)``/``any(...)`` in an assert
+  (``assert all(f(x) == y for x, y in pairs)`` calls ``f`` for every pair), the outcome still the builtin's;
 * unittest methods run to their end: ``assert*`` and ``fail*`` methods (and ``assertRaises``-style context
   managers) record a failure of the method instead of raising.
 
-What is not covered: tests whose own control flow branches on the solution's answers (an ``if`` in ``check``
-that calls the solution only when an answer matched, chained comparisons with calls in them, a conditional
-expression). Exceptions the solution raises still end the statement (or unittest method) they happen in: that
-depends only on what the solution did, not on whether it was right.
+An endless iterable in ``all()``/``any()`` in an assert runs until the time limit (a plain run stops at the first
+item that decides). What is not covered: tests whose own control flow branches on the solution's answers (an
+``if`` in ``check`` that calls the solution only when an answer matched, chained comparisons with calls in them,
+a conditional expression). Exceptions the solution raises still end the statement (or unittest method) they
+happen in: that depends only on what the solution did, not on whether it was right.
 
 Nothing here decides a verdict (:mod:`sandbox._judge` does) or enforces time.
 """
@@ -123,6 +125,30 @@ class Recorder:
             return
         self.record(case, line, value is True)
 
+    def every(self, fn: Any, iterable: Any) -> Any:
+        """``all(iterable)`` / ``any(iterable)`` (``fn``) in an assert, with every item evaluated and its truth
+        taken whatever the items before gave: the builtins stop at the first item that decides, so whether the
+        solution was called for the next item said whether its last answer was right. The outcome is the
+        builtin's: the first deciding item, or the error of an item before it. Any other ``fn`` (the tests' own
+        function of that name) is called as written."""
+        if fn is not all and fn is not any:
+            return fn(iterable)
+        truths: list[Any] = []
+        try:
+            for item in iterable:
+                try:
+                    truths.append(bool(item))
+                except BaseException as e:  # (its truth raised: the builtin would raise here too)
+                    truths.append(self.raised(e))
+        except BaseException as e:  # the iteration itself raised (the generator is finished)
+            truths.append(self.raised(e))
+        for t in truths:
+            if isinstance(t, _Raised):
+                raise t.error
+            if t is (fn is any):
+                return t
+        return fn is all
+
     def combine(self, op: str, values: list[Any]) -> Any:
         """The outcome of ``a and b ...`` / ``a or b ...`` from every operand's truth (or error), all evaluated."""
         for v in values:
@@ -139,6 +165,7 @@ class AssertRewriter(ast.NodeTransformer):
     def __init__(self) -> None:
         self.cases = 0
         self._names = 0
+        self._own: set[str] = set()  # functions the tests define (their asserts are cases of their own)
 
     def _name(self) -> str:
         self._names += 1
@@ -173,8 +200,43 @@ class AssertRewriter(ast.NodeTransformer):
         )
         return [guarded], name
 
+    def visit_Module(self, node: ast.Module) -> Any:
+        self._own = {n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return self.generic_visit(node)
+
+    def visit_Expr(self, node: ast.Expr) -> Any:
+        """A statement that is a call to an assertion function (``tc.assertEqual(...)`` on a ``TestCase`` made at
+        module level, ``numpy.testing.assert_allclose(...)``, ``assert_equal(...)``): a case of its own, like an
+        ``assert``. Such a call raises when the answer is wrong, which ended the tests there (the next call to
+        the solution said that the last answer was right)."""
+        call = node.value
+        if not (isinstance(call, ast.Call) and self._asserting(call.func)):
+            return self.generic_visit(node)
+        name, err = self._name(), self._name()
+        guarded = ast.Try(
+            body=[ast.Expr(self.visit(call)), ast.Assign([ast.Name(name, ast.Store())], ast.Constant(True))],
+            handlers=[
+                ast.ExceptHandler(
+                    type=ast.Name("BaseException", ast.Load()),
+                    name=err,
+                    body=[ast.Assign([ast.Name(name, ast.Store())], _call("raised", [ast.Name(err, ast.Load())]))],
+                )
+            ],
+            orelse=[],
+            finalbody=[],
+        )
+        return self._recorded([guarded], name, node)
+
+    def _asserting(self, func: ast.expr) -> bool:
+        if isinstance(func, ast.Attribute):
+            return func.attr.startswith(("assert", "fail"))
+        return isinstance(func, ast.Name) and func.id.startswith("assert") and func.id not in self._own
+
     def visit_Assert(self, node: ast.Assert) -> Any:
-        stmts, name = self._guard(node.test, node)
+        stmts, name = self._guard(_EveryItem().visit(node.test), node)
+        return self._recorded(stmts, name, node)
+
+    def _recorded(self, stmts: list[ast.stmt], name: str, node: ast.stmt) -> Any:
         case = ast.Constant(self.cases)
         record = ast.Call(
             func=ast.Name(_REC, ast.Load()),
@@ -185,6 +247,17 @@ class AssertRewriter(ast.NodeTransformer):
         stmts.append(ast.Expr(record))
         guarded = ast.If(test=_call("begin", [case]), body=stmts, orelse=[])
         return ast.fix_missing_locations(ast.copy_location(guarded, node))
+
+
+class _EveryItem(ast.NodeTransformer):
+    """``all(x)`` and ``any(x)`` in an assert become :meth:`Recorder.every` (every item evaluated)."""
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in ("all", "any") and len(node.args) == 1:
+            if not node.keywords and not isinstance(node.args[0], ast.Starred):
+                return ast.copy_location(_call("every", [node.func, node.args[0]]), node)
+        return node
 
 
 def _call(method: str, args: list[ast.expr]) -> ast.Call:
@@ -227,8 +300,56 @@ class _SoftContext:
         return getattr(self.inner, name)
 
 
+class _NoMessage:
+    """Stands in for ``difflib`` and ``pprint`` inside ``unittest.case``: a failed ``assert*`` builds no diff."""
+
+    @staticmethod
+    def ndiff(*args: Any, **kwargs: Any) -> Iterable[str]:
+        return iter(())
+
+    @staticmethod
+    def pformat(*args: Any, **kwargs: Any) -> str:
+        return ""
+
+
+def _no_repr(obj: Any, short: bool = False) -> str:
+    return f"<{type(obj).__name__}>"  # (type() of a proxy is local: nothing is asked of the solution)
+
+
+def _no_reprs(*args: Any) -> tuple[str, ...]:
+    return tuple(_no_repr(a) for a in args)
+
+
+# What a failed unittest assertion computes only to build its message: a diff of both values (11 ms for two lists
+# of 1 000 ints, 9 us when they are equal) and the repr of each, a call to the solution for one of its objects.
+# Nobody reads the message (a failure is recorded, never shown), and the solution could time the gap or see the
+# call, and so learn whether its last answer was right: in the judge these build nothing.
+_MESSAGE_BUILDERS = {
+    "difflib": _NoMessage,
+    "pprint": _NoMessage,
+    "safe_repr": _no_repr,
+    "_common_shorten_repr": _no_reprs,
+}
+
+
 def run_unittest(suite: unittest.TestSuite, rec: Recorder) -> None:
-    """Run every test method to its end, each one case (in suite order), recording failures and errors."""
+    """Run every test method to its end, each one case (in suite order), recording failures and errors.
+
+    A failed ``assert*`` builds no message (no diff, no repr of either value): what the solution observes and
+    how long the judge takes between two calls do not depend on whether an assertion held."""
+    import unittest.case as case_module
+
+    saved = {name: getattr(case_module, name) for name in _MESSAGE_BUILDERS}
+    for name, stand_in in _MESSAGE_BUILDERS.items():
+        setattr(case_module, name, stand_in)
+    try:
+        _run_each(suite, rec)
+    finally:
+        for name, value in saved.items():
+            setattr(case_module, name, value)
+
+
+def _run_each(suite: unittest.TestSuite, rec: Recorder) -> None:
     tests = list(_flatten(suite))  # (before running: a suite drops its tests as it runs them)
     result = unittest.TestResult()
     for i, test in enumerate(tests):
@@ -239,6 +360,9 @@ def run_unittest(suite: unittest.TestSuite, rec: Recorder) -> None:
                 fn = getattr(test, name, None)
                 if callable(fn):
                     setattr(test, name, _soft(test, rec, fn))
+        # assertEqual of two lists, dicts, sets or strs compares with == alone: the type-specific methods walk
+        # the values in Python to the first difference when they differ (same verdict, far more time).
+        test._type_equality_funcs = {}  # type: ignore[attr-defined]  # (a setUp may still add its own)
         rec.current = i
         try:
             bad = len(result.failures) + len(result.errors)

@@ -171,8 +171,10 @@ class Remote:
         return self._rpc("getitem", key=_encode_arg(key))
 
     def __contains__(self, key: Any) -> bool:
-        # Never send the key: it is often the expected value. Iterate and compare here instead.
-        return any(item is key or item == key for item in self)
+        # Never send the key: it is often the expected value. Iterate and compare here instead, over every item:
+        # an iteration that stopped at the first match would tell the solution where (whether) the key was.
+        items = list(self)
+        return any(item is key or item == key for item in items)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Remote):

@@ -299,11 +299,13 @@ _SYS_CLONE3 = 435
 _SYS_IOCTL = 16
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
+_SIOC_FIRST, _SIOC_LAST = 0x8900, 0x89FF  # socket ioctls (interfaces, routes, a socket's namespace)
 _CLONE_PIDFD = 0x1000
 _SYS_SETSOCKOPT = 54
 _SYS_GETSOCKOPT = 55
 _SOL_SOCKET = 1
 _SO_COOKIE = 57
+_SO_NETNS_COOKIE = 71
 _SO_PASSPIDFD = 76
 _SO_PEERPIDFD = 77
 _SYS_SETRLIMIT = 160
@@ -313,6 +315,7 @@ _SYS_FCNTL = 72
 _F_OFD_SETLK = 37
 _F_OFD_SETLKW = 38
 _BPF_JGT_K = 0x25
+_BPF_JGE_K = 0x35
 _SYS_PREADV2 = 327
 _SYS_PWRITEV2 = 328
 _RWF_NOWAIT = 0x8
@@ -408,10 +411,11 @@ def seccomp_program(for_setup: bool = False) -> list[bytes]:
     as the whole program does.
 
     Calls with checked arguments come first: ``socket``/``socketpair`` of any family but AF_UNIX get
-    EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)`` get
-    EPERM; ``clone`` with ``CLONE_PIDFD``, ``getsockopt`` of ``SO_COOKIE``/``SO_PEERPIDFD`` and ``setsockopt`` of
-    ``SO_PASSPIDFD`` get EPERM; ``preadv2``/``pwritev2`` with ``RWF_NOWAIT`` get EPERM; ``clone3`` gets ENOSYS
-    so libc falls back to ``clone``, whose flags can be checked.
+    EAFNOSUPPORT; ``clone`` with any namespace flag gets EPERM; ``ioctl(TIOCSTI)``, ``ioctl(TIOCLINUX)`` and
+    socket ioctls (``0x89xx``) get EPERM; ``clone`` with ``CLONE_PIDFD``, ``getsockopt`` of ``SO_COOKIE``,
+    ``SO_NETNS_COOKIE`` and ``SO_PEERPIDFD``, and ``setsockopt`` of ``SO_PASSPIDFD`` get EPERM;
+    ``preadv2``/``pwritev2`` with ``RWF_NOWAIT`` get EPERM; ``clone3`` gets ENOSYS so libc falls back to
+    ``clone``, whose flags can be checked.
     Then one run check per block of numbers with the same action: allowed, EPERM (:data:`sandbox._syscalls.DENIED`) or
     ENOSYS (unknown, and everything above the audited table). A foreign architecture or an x32 call kills the
     process. Allowed calls never read their arguments, so the kernel caches their verdict (Linux 5.11+).
@@ -441,7 +445,8 @@ def seccomp_program(for_setup: bool = False) -> list[bytes]:
     ]
     # getsockopt / setsockopt at SOL_SOCKET (args[1] at 24, args[2] at 32): nothing that hands out a pidfd or a
     # machine-wide counter (see :mod:`sandbox._syscalls`)
-    for nr, names in ((_SYS_GETSOCKOPT, (_SO_COOKIE, _SO_PEERPIDFD)), (_SYS_SETSOCKOPT, (_SO_PASSPIDFD,))):
+    getters = (_SO_COOKIE, _SO_NETNS_COOKIE, _SO_PEERPIDFD)
+    for nr, names in ((_SYS_GETSOCKOPT, getters), (_SYS_SETSOCKOPT, (_SO_PASSPIDFD,))):
         m = len(names)
         prog += [
             _jump(_BPF_JEQ_K, nr, 0, 5 + m),
@@ -471,12 +476,16 @@ def seccomp_program(for_setup: bool = False) -> list[bytes]:
             errno(_EPERM),
             allow,
         ]
-    # ioctl: no TIOCSTI / TIOCLINUX (args[1] low word at offset 24)
+    # ioctl: no TIOCSTI / TIOCLINUX, and no socket ioctl (0x89xx: SIOCSIFMTU, SIOCSIFFLAGS, SIOCGSKNS, ...; a process
+    # with capabilities in its user namespace, as without root, set the MTU or flags of the slot's loopback, which
+    # the slot's next execution read back) (args[1] low word at offset 24)
     prog += [
-        _jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 5),
+        _jump(_BPF_JEQ_K, _SYS_IOCTL, 0, 7),
         _stmt(_BPF_LD_W_ABS, 24),
-        _jump(_BPF_JEQ_K, _TIOCSTI, 1, 0),
-        _jump(_BPF_JEQ_K, _TIOCLINUX, 0, 1),
+        _jump(_BPF_JEQ_K, _TIOCSTI, 3, 0),
+        _jump(_BPF_JEQ_K, _TIOCLINUX, 2, 0),
+        _jump(_BPF_JGE_K, _SIOC_FIRST, 0, 2),
+        _jump(_BPF_JGT_K, _SIOC_LAST, 1, 0),
         errno(_EPERM),
         allow,
     ]

@@ -27,8 +27,11 @@ Audited against the x86_64 table up to Linux 6.17 (``file_setattr``, 469). What 
 * descriptors whose inode number counts something machine-wide, so that one execution could move it and the
   next read it with ``fstat``: ``pidfd_open`` (a pidfd's inode number is the machine's pid counter, Linux
   6.9+), ``memfd_create`` (one counter for every memfd of the machine); for the same reason ``clone`` with
-  ``CLONE_PIDFD``, ``getsockopt`` of ``SO_PEERPIDFD`` and ``SO_COOKIE`` (socket cookies are a machine-wide
-  counter too) and ``setsockopt`` of ``SO_PASSPIDFD`` are refused by argument (see :mod:`sandbox._sys`);
+  ``CLONE_PIDFD``, ``getsockopt`` of ``SO_PEERPIDFD``, ``SO_COOKIE`` (socket cookies are a machine-wide
+  counter too) and ``SO_NETNS_COOKIE`` (the network namespace's cookie counts every namespace the machine made,
+  and says whether an execution got its slot's last namespace or a new one, which the previous execution
+  chooses by leaving a socket behind) and ``setsockopt`` of ``SO_PASSPIDFD`` are refused by argument (see
+  :mod:`sandbox._sys`);
 * locks that belong to an open file rather than to a process: ``flock`` and ``fcntl(F_OFD_SETLK[W])`` (by
   argument). A descriptor sent over a unix socket to itself stays in flight after its execution ended, until
   the kernel's unix garbage collector runs, and with it a lock on a shared runtime file that the next

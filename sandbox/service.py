@@ -401,7 +401,10 @@ class Sandbox:
             self._release(slot)
         for k, v in streams.items():
             if k.startswith("setup") and not bytes(v.buf).startswith(b"OK"):
-                raise SandboxError(bytes(v.buf).decode(errors="replace") or "a sandboxed process died during setup")
+                why = "did not finish its setup by the deadline (an overloaded machine)" if pump.timed_out else None
+                raise SandboxError(
+                    bytes(v.buf).decode(errors="replace") or f"a sandboxed process {why or 'died during setup'}"
+                )
         if pump.timed_out and clock.starved:
             raise SandboxError(clock.starved_reason())
         return pump, end, clock, duration, streams

@@ -265,9 +265,68 @@ ASSERTS = [
             "def parse(s:\n    return 1": "program_error",  # syntax error
         },
     ),
+    (  # all()/any() in an assert: every item is asked, the outcome is still the builtin's
+        [
+            "assert all(sq(x) == x * x for x in range(5))",
+            "assert any(sq(x) == 9 for x in range(5))",
+            "assert not any(sq(x) < 0 for x in [1, 'a'])",
+        ],
+        {
+            "def sq(x):\n    return x * x": "fail",  # 'a' * 'a' raises in the third assert, as in a plain run
+            "def sq(x):\n    if isinstance(x, str):\n        return 1\n    return x * x": "pass",
+            "def sq(x):\n    return x * x if type(x) is int else 0": "pass",
+            "def sq(x):\n    if x == 4:\n        raise ValueError\n    return x * x if type(x) is int else 1": "fail",
+            "def sq(x):\n    return x + x": "fail",
+        },
+    ),
+    (  # assertion calls on a TestCase made at module level: cases like asserts, same verdicts as a plain run
+        [
+            "import unittest\ntc = unittest.TestCase()",
+            "tc.assertEqual(dbl(2), 4)",
+            "tc.assertListEqual([dbl(x) for x in range(3)], [0, 2, 4])",
+            "tc.assertRaises(TypeError, dbl, None)",
+        ],
+        {
+            "def dbl(x):\n    return 2 * x": "pass",
+            "def dbl(x):\n    return x + x if x is not None else 0": "fail",
+            "def dbl(x):\n    return x * x": "fail",
+            "def dbl(x):\n    return [2 * x]": "fail",
+        },
+    ),
+    (  # all() stops at the first False before an item that raises: the plain run fails there, so does this
+        ["assert all(inv(x) > 0 for x in [1, -1, 0])", "assert any(inv(x) > 0 for x in [2, 0])"],
+        {
+            "def inv(x):\n    return 1 / x": "fail",  # the first assert fails at -1 (its 0 is never reached)
+            "def inv(x):\n    return 1 / x if x else 1": "fail",
+            "def inv(x):\n    return abs(1 / x) if x else 1": "pass",
+        },
+    ),
 ]
 
 UNITTEST = [
+    (
+        (
+            "import unittest\nclass T(unittest.TestCase):\n    def test_in(self):\n        self.assertIn(3, evens(7))\n"
+            "    def test_dict(self):\n        self.assertDictEqual(count('aab'), {'a': 2, 'b': 1})\n"
+            "    def test_lines(self):\n        self.assertEqual(show([1, 2]), '1\\n2\\n')\n"
+            "    def test_set(self):\n        self.assertSetEqual(set(evens(4)), {0, 2})\n"
+            "    def test_count(self):\n        self.assertCountEqual(evens(5), [4, 0, 2])\n"
+        ),
+        {
+            "from collections import Counter\ndef evens(n):\n    return (i for i in range(n) if i % 2 == 0 or i == 3)\n"
+            "def count(s):\n    return dict(Counter(s))\ndef show(xs):\n    return ''.join(f'{x}\\n' for x in xs)": "fail",
+            "from collections import Counter\ndef evens(n):\n    return [i for i in range(n) if i % 2 == 0 or i == 3]\n"
+            "def count(s):\n    return dict(Counter(s))\ndef show(xs):\n    return ''.join(f'{x}\\n' for x in xs)": "fail",
+            "from collections import Counter\nclass E:\n    def __init__(self, n):\n        self.n = n\n"
+            "    def __iter__(self):\n        return iter([i for i in range(self.n) if i % 2 == 0] + [3] * (self.n == 7))\n"
+            "def evens(n):\n    return E(n)\ndef count(s):\n    return dict(Counter(s))\n"
+            "def show(xs):\n    return ''.join(f'{x}\\n' for x in xs)": "pass",
+            "from collections import Counter\nclass E:\n    def __init__(self, n):\n        self.n = n\n"
+            "    def __iter__(self):\n        return iter([i for i in range(self.n) if i % 2 == 0])\n"
+            "def evens(n):\n    return E(n)\ndef count(s):\n    return dict(Counter(s))\n"
+            "def show(xs):\n    return ''.join(f'{x}\\n' for x in xs)": "fail",
+        },
+    ),
     (
         (
             "import unittest\nclass T(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(rev('abc'), 'cba')\n"

@@ -254,6 +254,19 @@ def test_no_descriptor_hands_out_a_machine_wide_counter(run, clean):
         "print(' '.join(out), socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, socket.SO_TYPE))"
     )
     assert run(src).stdout == b"1 1 1 1 1 1\n"
+
+
+def test_no_socket_says_which_network_namespace_it_is_in(run, clean):
+    """Fails on the code before this change: getsockopt(SO_NETNS_COOKIE) gave the namespace's cookie, a count of
+    every network namespace the machine made, the same for a slot's executions until one left a socket behind
+    (then the next got a new namespace, and a new cookie): a bit one execution set and the next read."""
+    src = (
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n"
+        "    print(s.getsockopt(socket.SOL_SOCKET, 71, 8).hex())\nexcept OSError as e:\n    print(e.errno)"
+    )
+    leave = "import socket\na, b = socket.socketpair()\nsocket.send_fds(a, [b'x'], [a.fileno(), b.fileno()])"
+    seen = [run(src).stdout, run(leave).status, run(src).stdout]
+    assert seen == [b"1\n", "ok", b"1\n"]
     ordinary = (
         "import asyncio, sys\nasync def main():\n    p = await asyncio.create_subprocess_exec(sys.executable, '-c',"
         " 'print(6 * 7)', stdout=asyncio.subprocess.PIPE)\n    print((await p.communicate())[0].decode().strip())\n"

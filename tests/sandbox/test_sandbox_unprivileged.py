@@ -93,3 +93,45 @@ def test_an_unprivileged_check_below_the_required_level_says_why(tmp_path):
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("check failed: isolation level ") and "below the required full" in last, r.stdout
     assert "a separate uid per execution" in last and "unprivileged uid" not in r.stdout
+
+
+LOOPBACK = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {root!r})
+    from sandbox import Sandbox, Limits
+    read = {read!r}
+    write = {write!r}
+    sb = Sandbox(slots=1)
+    out = [sb.run_program(code, limits=Limits(timeout_s=10)).stdout.decode() for code in (read, write, read)]
+    sb.close()
+    print(json.dumps(out))
+""")
+LOOPBACK_READ = """
+import fcntl, socket, struct
+s = socket.socket(socket.AF_UNIX)
+try:
+    r = fcntl.ioctl(s.fileno(), 0x8921, struct.pack("16si12x", b"lo", 0))
+    print("mtu", struct.unpack("16si12x", r)[1])
+except OSError as e:
+    print("errno", e.errno)
+"""
+LOOPBACK_WRITE = """
+import fcntl, socket, struct
+s = socket.socket(socket.AF_UNIX)
+try:
+    fcntl.ioctl(s.fileno(), 0x8922, struct.pack("16si12x", b"lo", 4242))
+    print("set")
+except OSError as e:
+    print("errno", e.errno)
+"""
+
+
+@pytest.mark.slow
+def test_an_execution_cannot_configure_the_loopback_the_next_one_sees(tmp_path):
+    """Fails on the code before this change: without root every process has capabilities in its user namespace,
+    and an ioctl on a unix socket set the MTU of the slot's loopback (any 32-bit number), which the slot's next
+    execution, in the same network namespace, read back."""
+    script = LOOPBACK.format(root=str(ROOT), read=LOOPBACK_READ, write=LOOPBACK_WRITE)
+    r = subprocess.run(NOBODY + [PY, "-I", "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == ["errno 1\n"] * 3

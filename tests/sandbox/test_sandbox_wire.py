@@ -264,6 +264,7 @@ def test_seccomp_allowlist_decides_every_number():
     assert _bpf_run(prog, 73) == eperm  # flock
     for nr, level, opt, want in (
         (55, 1, 57, eperm),
+        (55, 1, 71, eperm),
         (55, 1, 77, eperm),
         (54, 1, 76, eperm),
         (55, 1, 3, allow),
@@ -275,6 +276,18 @@ def test_seccomp_allowlist_decides_every_number():
         assert _bpf_run(prog, nr, (3, level, opt, 0, 0, 0)) == want, (nr, level, opt)
     assert _bpf_run(prog, 41, (2,) + (0,) * 5) == 0x00050000 | 97 and _bpf_run(prog, 41, (1,) + (0,) * 5) == allow
     assert _bpf_run(prog, 16, (0, 0x5412) + (0,) * 4) == eperm and _bpf_run(prog, 16, (0, 0x5401) + (0,) * 4) == allow
+    for cmd, want in (
+        (0x541C, eperm),
+        (0x8900, eperm),
+        (0x8922, eperm),
+        (0x894C, eperm),
+        (0x89FF, eperm),
+        (0x88FF, allow),
+        (0x8A00, allow),
+        (0x541B, allow),
+        (0x5411, allow),
+    ):  # socket ioctls only
+        assert _bpf_run(prog, 16, (0, cmd) + (0,) * 4) == want, hex(cmd)
 
 
 @pytest.mark.skipif(not _sys.seccomp_supported(), reason="seccomp table is x86_64 only")
