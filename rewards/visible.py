@@ -15,7 +15,9 @@ when it is a letter, a digit, or a non-ASCII symbol (``∞``, ``∅``), and:
   (``&nbsp;``, ``&#8203;``), the argument of ``\phantom``/``\hphantom``/``\vphantom``, ``\hspace``, ``\vspace``,
   ``\rule``, ``\label`` (nested braces included, or TeX's one-token argument), a ``\kern``- or
   ``\penalty``-style dimension, text set in white (``\color{white}`` to the end of its group,
-  ``\textcolor{white}{...}``);
+  ``\textcolor{white}{...}``, an xcolor mix such as ``black!0`` whose every weighted part is white), source
+  that TeX skips (``\iffalse ... \fi``, the ``comment`` environment), and an HTML element that its own
+  attributes hide (``hidden``, ``display: none``, ``visibility: hidden``, ``opacity: 0``, white text);
 * it is not the name of a command that draws nothing a reader takes as content: spacing (``\quad``, ``\hfill``,
   ``\,``), no-ops (``\relax``, ``\null``, ``\strut``), style and size switches (``\displaystyle``, ``\bf``,
   ``\left``), placeholders (``\ldots``, ``\dots``, ``\cdots``), and wrappers whose argument is the content
@@ -104,7 +106,7 @@ def is_invisible_char(c: str) -> bool:
     return unicodedata.category(c) in _INVISIBLE_CATEGORIES or bool(_BLANK_NAME.search(unicodedata.name(c, "")))
 
 
-_ARG_HIDDEN = r"[hv]?phantom|[hv]space\*?|rule|label|setlength|addtolength|tag\*?"
+_ARG_HIDDEN = r"[hv]?phantom|[hvm]space\*?|rule|label|setlength|addtolength|tag\*?"
 _COLOR_ARG = r"color|textcolor|colorbox|fcolorbox|pagecolor|definecolor"
 _SILENT = (
     # spacing and breaks
@@ -137,6 +139,19 @@ _COMMAND = re.compile(
     r"(?P<name>[A-Za-z]+)|(?P<sym>[,;:!> ]))"
 )
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+#: Source that TeX reads past without typesetting: ``\iffalse ... \fi`` and the ``comment`` environment.
+_TEX_SKIPPED = re.compile(
+    r"\\iffalse(?![A-Za-z]).*?(?:\\fi(?![A-Za-z])|\Z)|\\begin\s*\{comment\}.*?(?:\\end\s*\{comment\}|\Z)", re.DOTALL
+)
+#: An HTML element whose own attributes hide it: ``hidden``, ``display: none``, ``visibility: hidden``,
+#: ``opacity: 0``, ``font-size: 0`` or white text (``color: white``, ``#fff``, ``rgb(255, 255, 255)``).
+_HTML_HIDING_TAG = re.compile(
+    r"<(?P<tag>[A-Za-z][\w-]{0,30})(?=[\s/>])[^<>]{0,300}?(?:\shidden(?=[\s=/>])|"
+    r"(?<![-\w])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|opacity\s*:\s*0*(?:\.0*)?\s*(?=[;\"'>]|$)|"
+    r"font-size\s*:\s*0*(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?=[;\"'>]|$)|"
+    r"color\s*:\s*(?:white|#fff(?:fff)?|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\))\s*(?=[;\"'>]|$)))[^<>]{0,300}>",
+    re.IGNORECASE,
+)
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,300}>")
 _COMMENT = re.compile(r"(?<![\\\d])%(?<!\d[ \t]%)[^\n]*")
 #: A comment that stands on its own (at the start of a line or of a group): what :func:`strip_hidden` removes. A
@@ -153,11 +168,48 @@ _WHITE = re.compile(
 _COLOR_STOP = re.compile(r"(?<!\\)\$|\\[)\]]|</?[A-Za-z]")
 _CHECK_EVERY = 4096
 #: Commands that can hide what they cover (a quick test before the full scan of :func:`strip_hidden`).
-_HIDING = re.compile(rf"\\(?:{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty)(?![A-Za-z])")
+_HIDERS = rf"{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty"
+_HIDING = re.compile(rf"\\(?:iffalse|begin\s*\{{comment\}}|{_HIDERS})(?![A-Za-z])")
 #: A letter or digit that does not continue a command name, and anything that could hide it: the quick test of
 #: :func:`is_placeholder` (such a character is content unless something hides it).
 _PLAIN_ALNUM = re.compile(r"(?<![\\A-Za-z])[A-Za-z0-9]")
-_MAY_HIDE = re.compile(rf"[%<&]|\\(?:begin|end|{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty)(?![A-Za-z])")
+_MAY_HIDE = re.compile(rf"[%<&]|\\(?:begin|end|iffalse|{_HIDERS})(?![A-Za-z])")
+
+
+def _skipped_spans(text: str, deadline: Deadline) -> Iterator[tuple[int, int]]:
+    """Spans a reader never sees as source skipped by TeX or as a hidden HTML element (to its matching close
+    tag, counting nested elements of the same name, or to the end of the text)."""
+    if "\\" in text:
+        for skipped in _TEX_SKIPPED.finditer(text):
+            yield skipped.start(), skipped.end()
+    if "<" not in text:
+        return
+    at = 0
+    while True:
+        m = _HTML_HIDING_TAG.search(text, at)
+        if m is None:
+            return
+        deadline.check()
+        end = _element_end(text, m.end(), m.group("tag"))
+        yield m.start(), end
+        at = max(end, m.end())
+
+
+def _element_end(text: str, at: int, tag: str) -> int:
+    """The end of the close tag that matches an element opened just before ``at`` (or the end of the text)."""
+    depth = 1
+    for m in _same_tag(tag.lower()).finditer(text, at):
+        if m.group(0).endswith("/>"):
+            continue
+        depth += -1 if m.group(1) else 1
+        if depth == 0:
+            return m.end()
+    return len(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _same_tag(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<(/?){re.escape(tag)}(?=[\s/>])[^<>]{{0,300}}>", re.IGNORECASE)
 
 
 def _brace_pairs(text: str, deadline: Deadline) -> dict[int, int]:
@@ -254,12 +306,34 @@ def _mask_color(text: str, m: re.Match[str], pairs: dict[int, int], opens: list[
                 nxt = _arg(text, end, pairs)
                 end = nxt[1] if nxt else end
         return end, False
-    if not _WHITE.match(text[spec[0] + 1 : spec[1] - 1]):
+    if not _is_white(text[spec[0] + 1 : spec[1] - 1]):
         return end, False
     body = _arg(text, end, pairs)
     if cmd == "textcolor" or body is not None and body[0] == end:
         return (body[1] if body else end), True  # \textcolor{white}{x}, \color{white}{x}
     return _group_end(text, end, opens, pairs), True  # \color{white} x ... to the end of the group
+
+
+def _is_white(spec: str) -> bool:
+    """A color spec that renders white: white itself, or an xcolor mix (``white!100!black!0``, ``black!0``: a
+    color at p percent, the rest the next color, white when none is named) whose every weighted part is white."""
+    if _WHITE.match(spec):
+        return True
+    parts = spec.split("!")
+    if len(parts) < 2 or len(parts) > 21 or parts[0].strip().startswith("-"):
+        return False
+    weights = {0: 1.0}  # part index -> weight in the mix
+    for i in range(1, len(parts), 2):
+        try:
+            p = float(parts[i].strip()) / 100
+        except ValueError:
+            return False
+        if not 0 <= p <= 1:
+            return False
+        weights = {k: w * p for k, w in weights.items()}
+        nxt = i + 1 if i + 1 < len(parts) else -1  # -1: the implied white
+        weights[nxt] = weights.get(nxt, 0.0) + (1 - p)
+    return all(k == -1 or _WHITE.match(parts[k]) for k, w in weights.items() if w > 0)
 
 
 def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
@@ -271,6 +345,8 @@ def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
     for rx in (_HTML_COMMENT, _HTML_TAG, _COMMENT) if ("<" in text or "%" in text) else ():
         for m in rx.finditer(text):
             mask[m.start() : m.end()] = bytes(m.end() - m.start())
+    for a, b in _skipped_spans(text, dl):
+        mask[a:b] = bytes(b - a)
     for m in _ENTITY.finditer(text) if "&" in text else ():
         if not any(map(_counts, html.unescape(m.group(0)))):
             mask[m.start() : m.end()] = bytes(m.end() - m.start())  # &nbsp; &#8203; &zwj;: entities that show nothing
@@ -289,10 +365,11 @@ def strip_hidden(text: str, deadline: Deadline | None = None) -> str:
     >>> strip_hidden("The answer is {\\color{white} 3} 5.\n% or 4")
     'The answer is {               } 5.\n      '
     """
-    if "%" not in text and "<!--" not in text and not _HIDING.search(text):
+    if "%" not in text and "<" not in text and not _HIDING.search(text):
         return text
     dl = deadline or Deadline(None)
     spans = [(m.start(), m.end()) for rx in (_HTML_COMMENT, _OWN_COMMENT) for m in rx.finditer(text)]
+    spans += list(_skipped_spans(text, dl))
     spans += [(a, b) for a, b, hides in _command_spans(text, dl) if hides]
     if not spans:
         return text
