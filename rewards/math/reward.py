@@ -254,8 +254,12 @@ def _compare(
         # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
         log.debug("math: comparison raised %s: %s", type(e).__name__, e)
         same, reason = False, f"values cannot be compared ({type(e).__name__})"
-    if same and (_restates(answer, gold_s, problem) or _pads_an_expression(answer, gold_s, g, opt, problem)):
-        same, reason = False, "the answer restates an expression of the problem instead of its value"
+    try:
+        if same and (_restates(answer, gold_s, problem) or _pads_an_expression(answer, gold_s, g, opt, problem)):
+            same, reason = False, "the answer restates an expression of the problem instead of its value"
+    except OutOfTime:  # the restatement check ran out of time: no verdict either way
+        reason = "the restatement check ran past its time limit"
+        return Score(value=None, status="timeout", answer=answer[:500], info={**info, "reason": reason})
     return Score(value=1.0 if same else 0.0, status="ok", answer=answer[:500], info={**info, "reason": reason})
 
 
@@ -296,8 +300,8 @@ def _pads_an_expression(answer: str, gold: str, g: Value, opt: Options, problem:
         try:
             if equivalent(g, parse_answer(inner), opt)[0]:
                 return True
-        except (ParseError, RecursionError, OutOfTime, *_SYMPY_REFUSALS):
-            continue
+        except (ParseError, RecursionError, *_SYMPY_REFUSALS):
+            continue  # out of time propagates: the caller reports it
     return False
 
 
