@@ -144,12 +144,14 @@ _TEX_SKIPPED = re.compile(
     r"\\iffalse(?![A-Za-z]).*?(?:\\fi(?![A-Za-z])|\Z)|\\begin\s*\{comment\}.*?(?:\\end\s*\{comment\}|\Z)", re.DOTALL
 )
 #: An HTML element whose own attributes hide it: ``hidden``, ``display: none``, ``visibility: hidden``,
-#: ``opacity: 0``, ``font-size: 0`` or white text (``color: white``, ``#fff``, ``rgb(255, 255, 255)``).
+#: ``opacity: 0``, ``font-size: 0``, or white or transparent text (``color: white``, ``#fff``, ``rgb(255, 255, 255)``,
+#: an alpha of 0, or the old ``color="white"`` attribute).
 _HTML_HIDING_TAG = re.compile(
     r"<(?P<tag>[A-Za-z][\w-]{0,30})(?=[\s/>])[^<>]{0,300}?(?:\shidden(?=[\s=/>])|"
     r"(?<![-\w])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|opacity\s*:\s*0*(?:\.0*)?\s*(?=[;\"'>]|$)|"
     r"font-size\s*:\s*0*(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?=[;\"'>]|$)|"
-    r"color\s*:\s*(?:white|#fff(?:fff)?|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\))\s*(?=[;\"'>]|$)))[^<>]{0,300}>",
+    r"color\s*[:=]\s*[\"']?\s*(?:white|transparent|#fff(?:fff)?|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\)|"
+    r"rgba\([^()]{0,40},\s*0*(?:\.0*)?\s*\))\s*(?:!\s*important\s*)?(?=[;\"'>\s]|$)))[^<>]{0,300}>",
     re.IGNORECASE,
 )
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,300}>")
