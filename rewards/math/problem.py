@@ -10,9 +10,10 @@ r"""What the problem statement tells the grader: whether it asks for an approxim
   display math of the prompt, the plain-text formulas in it (runs of digits, letters and operators between words),
   and the sides of their relations. Two writings are the same expression when they have the same tokens in any
   order, with a product written or not (``\cdot``, ``\times``, ``*``, side by side) and quotients (``\frac``,
-  ``/``, ``\div``) read as one operator: ``23 \times 17`` and ``(17)(23)`` restate ``17 \cdot 23``. A single
-  number or letter, signed or not, is never a restatement. Arithmetic written in words between two operands
-  ("17 times 23", "12 divided by 4") is a formula of the prompt too. An answer that holds an expression of the
+  ``/``, ``\div``) read as one operator, and a square root as the power 1/2: ``23 \times 17`` and ``(17)(23)``
+  restate ``17 \cdot 23``, ``49^{1/2}`` restates ``\sqrt{49}``. A single number or letter, signed or not, is
+  never a restatement. Arithmetic written in words between two operands ("17 times 23", "12 divided by 4") is a
+  formula of the prompt too. An answer that holds an expression of the
   prompt with the gold's value inside something that changes nothing (``17 \cdot 23 \cdot 1``, ``17 \cdot 23 +
   0``) restates it as well (:func:`contained_expressions` finds such runs; the reward compares their values).
   Answer options (``(A) $\sqrt{12}$``) are not expressions to compute.
@@ -160,6 +161,9 @@ def _key_words(text: str) -> list[tuple[str, int]] | None:
             word = RELOPS[word]
         elif word in ("dbinom", "tbinom"):
             word = "binom"
+        elif word == "sqrt" and t.kind == "cmd" and not (i + 1 < len(toks) and toks[i + 1].text == "["):
+            words += [("^", i), ("1", i), ("/", i), ("2", i)]  # a square root is the power 1/2: 49^{1/2}
+            continue
         words.append((word, i))
     return words
 

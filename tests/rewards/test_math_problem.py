@@ -202,6 +202,14 @@ PADDED = [  # (prompt, gold, completion, expected): an expression of the prompt 
     ("Simplify $\\sqrt{12} + \\sqrt{3}$.", "3\\sqrt{3}", "\\boxed{2\\sqrt{3} + \\sqrt{3}}", 1.0),
     ("Which is larger, $2^{10}$ or $10^3$?", "2^{10}", "\\boxed{2^{10} \\cdot 1}", 1.0),  # the gold is that expression
 ]
+ROOTS = [  # a square root is the power 1/2, in the prompt and in the answer
+    ("Evaluate $\\sqrt{49}$.", "7", "\\boxed{49^{1/2}}", 0.0),
+    ("Evaluate $\\sqrt{49}$.", "7", "\\boxed{49^{\\frac{1}{2}}}", 0.0),
+    ("Evaluate $49^{1/2}$.", "7", "\\boxed{\\sqrt{49}}", 0.0),
+    ("Simplify $\\sqrt{12}$.", "2\\sqrt{3}", "\\boxed{2 \\cdot 3^{1/2}}", 1.0),
+    ("Write $\\sqrt{x}$ as a power of $x$.", "x^{1/2}", "\\boxed{x^{\\frac12}}", 1.0),
+    ("Evaluate $\\sqrt[3]{8}$.", "2", "\\boxed{2}", 1.0),
+]
 WORDED = [  # arithmetic written in words in the prompt is a formula of the prompt
     ("What is 17 times 23?", "391", "\\boxed{17 \\times 23}", 0.0),
     ("What is 144 divided by 12?", "12", "\\boxed{\\frac{144}{12}}", 0.0),
@@ -211,11 +219,11 @@ WORDED = [  # arithmetic written in words in the prompt is a formula of the prom
 ]
 
 
-@pytest.mark.parametrize("prompt,gold,completion,expected", PADDED + WORDED)
+@pytest.mark.parametrize("prompt,gold,completion,expected", PADDED + ROOTS + WORDED)
 def test_a_padded_or_worded_expression_of_the_prompt_is_still_a_restatement(
     prompt: str, gold: str, completion: str, expected: float
 ) -> None:
-    """Regression: before these rules the first five and the first three of each list scored 1.0."""
+    """Regression: before these rules the first five of PADDED and the first three of ROOTS and WORDED scored 1.0."""
     s = MATH(Sample(prompt=prompt, answer=gold), completion)
     assert (s.value, s.status) == (expected, "ok"), s.info
 
