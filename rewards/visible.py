@@ -17,7 +17,8 @@ when it is a letter, a digit, or a non-ASCII symbol (``∞``, ``∅``), and:
   ``\penalty``-style dimension, text set in white (``\color{white}`` to the end of its group,
   ``\textcolor{white}{...}``, an xcolor mix such as ``black!0`` whose every weighted part is white), source
   that TeX skips (``\iffalse ... \fi``, the ``comment`` environment), and an HTML element that its own
-  attributes hide (``hidden``, ``display: none``, ``visibility: hidden``, ``opacity: 0``, white text);
+  attributes hide (``hidden``, ``display: none``, ``visibility: hidden``, ``opacity: 0``, white text), and a
+  Markdown link reference definition (``[//]: # (note)``: a line that renders nothing);
 * it is not the name of a command that draws nothing a reader takes as content: spacing (``\quad``, ``\hfill``,
   ``\,``), no-ops (``\relax``, ``\null``, ``\strut``), style and size switches (``\displaystyle``, ``\bf``,
   ``\left``), placeholders (``\ldots``, ``\dots``, ``\cdots``), and wrappers whose argument is the content
@@ -143,6 +144,12 @@ _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _TEX_SKIPPED = re.compile(
     r"\\iffalse(?![A-Za-z]).*?(?:\\fi(?![A-Za-z])|\Z)|\\begin\s*\{comment\}.*?(?:\\end\s*\{comment\}|\Z)", re.DOTALL
 )
+#: A Markdown link reference definition (``[//]: # (note)``, ``[x]: <> "note"``): a line that renders nothing.
+_MD_DEFINITION = re.compile(
+    r"^[ ]{0,3}\[[^\]\n]{1,100}\]:[ \t]*(?:<[^<>\n]{0,300}>|[^\s<][^\s]{0,300})"
+    r"(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^()\n]{0,500}\)))?[ \t]*$",
+    re.MULTILINE,
+)
 #: An HTML element whose own attributes hide it: ``hidden``, ``display: none``, ``visibility: hidden``,
 #: ``opacity: 0``, ``font-size: 0``, or white or transparent text (``color: white``, ``#fff``, ``rgb(255, 255, 255)``,
 #: an alpha of 0, or the old ``color="white"`` attribute).
@@ -175,15 +182,19 @@ _HIDING = re.compile(rf"\\(?:iffalse|begin\s*\{{comment\}}|{_HIDERS})(?![A-Za-z]
 #: A letter or digit that does not continue a command name, and anything that could hide it: the quick test of
 #: :func:`is_placeholder` (such a character is content unless something hides it).
 _PLAIN_ALNUM = re.compile(r"(?<![\\A-Za-z])[A-Za-z0-9]")
-_MAY_HIDE = re.compile(rf"[%<&]|\\(?:begin|end|iffalse|{_HIDERS})(?![A-Za-z])")
+_MAY_HIDE = re.compile(rf"[%<&]|\]:|\\(?:begin|end|iffalse|{_HIDERS})(?![A-Za-z])")
 
 
 def _skipped_spans(text: str, deadline: Deadline) -> Iterator[tuple[int, int]]:
-    """Spans a reader never sees as source skipped by TeX or as a hidden HTML element (to its matching close
-    tag, counting nested elements of the same name, or to the end of the text)."""
+    """Spans a reader never sees: source skipped by TeX, Markdown link reference definitions, and hidden HTML
+    elements (to the matching close tag, counting nested elements of the same name, or to the end of the text)."""
     if "\\" in text:
         for skipped in _TEX_SKIPPED.finditer(text):
             yield skipped.start(), skipped.end()
+    if "]:" in text:  # a tag ends a line for Markdown (<think>[//]: # (x) is a definition too); same positions
+        lines = _HTML_TAG.sub(lambda m: " " * (len(m.group(0)) - 1) + "\n", text) if "<" in text else text
+        for definition in _MD_DEFINITION.finditer(lines):
+            yield definition.start(), definition.end()
     if "<" not in text:
         return
     at = 0
@@ -367,7 +378,7 @@ def strip_hidden(text: str, deadline: Deadline | None = None) -> str:
     >>> strip_hidden("The answer is {\\color{white} 3} 5.\n% or 4")
     'The answer is {               } 5.\n      '
     """
-    if "%" not in text and "<" not in text and not _HIDING.search(text):
+    if "%" not in text and "<" not in text and "]:" not in text and not _HIDING.search(text):
         return text
     dl = deadline or Deadline(None)
     spans = [(m.start(), m.end()) for rx in (_HTML_COMMENT, _OWN_COMMENT) for m in rx.finditer(text)]
