@@ -43,6 +43,8 @@ from array import array
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
 
+from rewards.skipped import skipped_spans
+
 __all__ = [
     "OutOfTime",
     "Deadline",
@@ -140,27 +142,6 @@ _COMMAND = re.compile(
     r"(?P<name>[A-Za-z]+)|(?P<sym>[,;:!> ]))"
 )
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-#: Source that TeX reads past without typesetting: ``\iffalse ... \fi`` and the ``comment`` environment.
-_TEX_SKIPPED = re.compile(
-    r"\\iffalse(?![A-Za-z]).*?(?:\\fi(?![A-Za-z])|\Z)|\\begin\s*\{comment\}.*?(?:\\end\s*\{comment\}|\Z)", re.DOTALL
-)
-#: A Markdown link reference definition (``[//]: # (note)``, ``[x]: <> "note"``): a line that renders nothing.
-_MD_DEFINITION = re.compile(
-    r"^[ ]{0,3}\[[^\]\n]{1,100}\]:[ \t]*(?:<[^<>\n]{0,300}>|[^\s<][^\s]{0,300})"
-    r"(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^()\n]{0,500}\)))?[ \t]*$",
-    re.MULTILINE,
-)
-#: An HTML element whose own attributes hide it: ``hidden``, ``display: none``, ``visibility: hidden``,
-#: ``opacity: 0``, ``font-size: 0``, or white or transparent text (``color: white``, ``#fff``, ``rgb(255, 255, 255)``,
-#: an alpha of 0, or the old ``color="white"`` attribute).
-_HTML_HIDING_TAG = re.compile(
-    r"<(?P<tag>[A-Za-z][\w-]{0,30})(?=[\s/>])[^<>]{0,300}?(?:\shidden(?=[\s=/>])|"
-    r"(?<![-\w])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|opacity\s*:\s*0*(?:\.0*)?\s*(?=[;\"'>]|$)|"
-    r"font-size\s*:\s*0*(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?=[;\"'>]|$)|"
-    r"color\s*[:=]\s*[\"']?\s*(?:white|transparent|#fff(?:fff)?|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\)|"
-    r"rgba\([^()]{0,40},\s*0*(?:\.0*)?\s*\))\s*(?:!\s*important\s*)?(?=[;\"'>\s]|$)))[^<>]{0,300}>",
-    re.IGNORECASE,
-)
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,300}>")
 _COMMENT = re.compile(r"(?<![\\\d])%(?<!\d[ \t]%)[^\n]*")
 #: A comment that stands on its own (at the start of a line or of a group): what :func:`strip_hidden` removes. A
@@ -183,46 +164,6 @@ _HIDING = re.compile(rf"\\(?:iffalse|begin\s*\{{comment\}}|{_HIDERS})(?![A-Za-z]
 #: :func:`is_placeholder` (such a character is content unless something hides it).
 _PLAIN_ALNUM = re.compile(r"(?<![\\A-Za-z])[A-Za-z0-9]")
 _MAY_HIDE = re.compile(rf"[%<&]|\]:|\\(?:begin|end|iffalse|{_HIDERS})(?![A-Za-z])")
-
-
-def _skipped_spans(text: str, deadline: Deadline) -> Iterator[tuple[int, int]]:
-    """Spans a reader never sees: source skipped by TeX, Markdown link reference definitions, and hidden HTML
-    elements (to the matching close tag, counting nested elements of the same name, or to the end of the text)."""
-    if "\\" in text:
-        for skipped in _TEX_SKIPPED.finditer(text):
-            yield skipped.start(), skipped.end()
-    if "]:" in text:  # a tag ends a line for Markdown (<think>[//]: # (x) is a definition too); same positions
-        lines = _HTML_TAG.sub(lambda m: " " * (len(m.group(0)) - 1) + "\n", text) if "<" in text else text
-        for definition in _MD_DEFINITION.finditer(lines):
-            yield definition.start(), definition.end()
-    if "<" not in text:
-        return
-    at = 0
-    while True:
-        m = _HTML_HIDING_TAG.search(text, at)
-        if m is None:
-            return
-        deadline.check()
-        end = _element_end(text, m.end(), m.group("tag"))
-        yield m.start(), end
-        at = max(end, m.end())
-
-
-def _element_end(text: str, at: int, tag: str) -> int:
-    """The end of the close tag that matches an element opened just before ``at`` (or the end of the text)."""
-    depth = 1
-    for m in _same_tag(tag.lower()).finditer(text, at):
-        if m.group(0).endswith("/>"):
-            continue
-        depth += -1 if m.group(1) else 1
-        if depth == 0:
-            return m.end()
-    return len(text)
-
-
-@functools.lru_cache(maxsize=256)
-def _same_tag(tag: str) -> re.Pattern[str]:
-    return re.compile(rf"<(/?){re.escape(tag)}(?=[\s/>])[^<>]{{0,300}}>", re.IGNORECASE)
 
 
 def _brace_pairs(text: str, deadline: Deadline) -> dict[int, int]:
@@ -358,7 +299,7 @@ def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
     for rx in (_HTML_COMMENT, _HTML_TAG, _COMMENT) if ("<" in text or "%" in text) else ():
         for m in rx.finditer(text):
             mask[m.start() : m.end()] = bytes(m.end() - m.start())
-    for a, b in _skipped_spans(text, dl):
+    for a, b in skipped_spans(text, dl.check):
         mask[a:b] = bytes(b - a)
     for m in _ENTITY.finditer(text) if "&" in text else ():
         if not any(map(_counts, html.unescape(m.group(0)))):
@@ -382,7 +323,7 @@ def strip_hidden(text: str, deadline: Deadline | None = None) -> str:
         return text
     dl = deadline or Deadline(None)
     spans = [(m.start(), m.end()) for rx in (_HTML_COMMENT, _OWN_COMMENT) for m in rx.finditer(text)]
-    spans += list(_skipped_spans(text, dl))
+    spans += list(skipped_spans(text, dl.check))
     spans += [(a, b) for a, b, hides in _command_spans(text, dl) if hides]
     if not spans:
         return text
