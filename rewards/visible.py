@@ -15,7 +15,10 @@ when it is a letter, a digit, or a non-ASCII symbol (``∞``, ``∅``), and:
   (``&nbsp;``, ``&#8203;``), the argument of ``\phantom``/``\hphantom``/``\vphantom``, ``\hspace``, ``\vspace``,
   ``\rule``, ``\label`` (nested braces included, or TeX's one-token argument), a ``\kern``- or
   ``\penalty``-style dimension, text set in white (``\color{white}`` to the end of its group,
-  ``\textcolor{white}{...}``);
+  ``\textcolor{white}{...}``, an xcolor mix such as ``black!0`` whose every weighted part is white), source
+  that TeX skips (``\iffalse ... \fi``, the ``comment`` environment), and an HTML element that its own
+  attributes hide (``hidden``, ``display: none``, ``visibility: hidden``, ``opacity: 0``, white text), and a
+  Markdown link reference definition (``[//]: # (note)``: a line that renders nothing);
 * it is not the name of a command that draws nothing a reader takes as content: spacing (``\quad``, ``\hfill``,
   ``\,``), no-ops (``\relax``, ``\null``, ``\strut``), style and size switches (``\displaystyle``, ``\bf``,
   ``\left``), placeholders (``\ldots``, ``\dots``, ``\cdots``), and wrappers whose argument is the content
@@ -39,6 +42,8 @@ import unicodedata
 from array import array
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
+
+from rewards.skipped import skipped_spans
 
 __all__ = [
     "OutOfTime",
@@ -104,7 +109,7 @@ def is_invisible_char(c: str) -> bool:
     return unicodedata.category(c) in _INVISIBLE_CATEGORIES or bool(_BLANK_NAME.search(unicodedata.name(c, "")))
 
 
-_ARG_HIDDEN = r"[hv]?phantom|[hv]space\*?|rule|label|setlength|addtolength|tag\*?"
+_ARG_HIDDEN = r"[hv]?phantom|[hvm]space\*?|rule|label|setlength|addtolength|tag\*?"
 _COLOR_ARG = r"color|textcolor|colorbox|fcolorbox|pagecolor|definecolor"
 _SILENT = (
     # spacing and breaks
@@ -153,11 +158,12 @@ _WHITE = re.compile(
 _COLOR_STOP = re.compile(r"(?<!\\)\$|\\[)\]]|</?[A-Za-z]")
 _CHECK_EVERY = 4096
 #: Commands that can hide what they cover (a quick test before the full scan of :func:`strip_hidden`).
-_HIDING = re.compile(rf"\\(?:{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty)(?![A-Za-z])")
+_HIDERS = rf"{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty"
+_HIDING = re.compile(rf"\\(?:iffalse|begin\s*\{{comment\}}|{_HIDERS})(?![A-Za-z])")
 #: A letter or digit that does not continue a command name, and anything that could hide it: the quick test of
 #: :func:`is_placeholder` (such a character is content unless something hides it).
 _PLAIN_ALNUM = re.compile(r"(?<![\\A-Za-z])[A-Za-z0-9]")
-_MAY_HIDE = re.compile(rf"[%<&]|\\(?:begin|end|{_ARG_HIDDEN}|{_COLOR_ARG}|[mh]?kern|[hvm]skip|penalty)(?![A-Za-z])")
+_MAY_HIDE = re.compile(rf"[%<&]|\]:|\\(?:begin|end|iffalse|{_HIDERS})(?![A-Za-z])")
 
 
 def _brace_pairs(text: str, deadline: Deadline) -> dict[int, int]:
@@ -254,12 +260,34 @@ def _mask_color(text: str, m: re.Match[str], pairs: dict[int, int], opens: list[
                 nxt = _arg(text, end, pairs)
                 end = nxt[1] if nxt else end
         return end, False
-    if not _WHITE.match(text[spec[0] + 1 : spec[1] - 1]):
+    if not _is_white(text[spec[0] + 1 : spec[1] - 1]):
         return end, False
     body = _arg(text, end, pairs)
     if cmd == "textcolor" or body is not None and body[0] == end:
         return (body[1] if body else end), True  # \textcolor{white}{x}, \color{white}{x}
     return _group_end(text, end, opens, pairs), True  # \color{white} x ... to the end of the group
+
+
+def _is_white(spec: str) -> bool:
+    """A color spec that renders white: white itself, or an xcolor mix (``white!100!black!0``, ``black!0``: a
+    color at p percent, the rest the next color, white when none is named) whose every weighted part is white."""
+    if _WHITE.match(spec):
+        return True
+    parts = spec.split("!")
+    if len(parts) < 2 or len(parts) > 21 or parts[0].strip().startswith("-"):
+        return False
+    weights = {0: 1.0}  # part index -> weight in the mix
+    for i in range(1, len(parts), 2):
+        try:
+            p = float(parts[i].strip()) / 100
+        except ValueError:
+            return False
+        if not 0 <= p <= 1:
+            return False
+        weights = {k: w * p for k, w in weights.items()}
+        nxt = i + 1 if i + 1 < len(parts) else -1  # -1: the implied white
+        weights[nxt] = weights.get(nxt, 0.0) + (1 - p)
+    return all(k == -1 or _WHITE.match(parts[k]) for k, w in weights.items() if w > 0)
 
 
 def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
@@ -271,6 +299,8 @@ def substance_mask(text: str, deadline: Deadline | None = None) -> bytearray:
     for rx in (_HTML_COMMENT, _HTML_TAG, _COMMENT) if ("<" in text or "%" in text) else ():
         for m in rx.finditer(text):
             mask[m.start() : m.end()] = bytes(m.end() - m.start())
+    for a, b in skipped_spans(text, dl.check):
+        mask[a:b] = bytes(b - a)
     for m in _ENTITY.finditer(text) if "&" in text else ():
         if not any(map(_counts, html.unescape(m.group(0)))):
             mask[m.start() : m.end()] = bytes(m.end() - m.start())  # &nbsp; &#8203; &zwj;: entities that show nothing
@@ -289,10 +319,11 @@ def strip_hidden(text: str, deadline: Deadline | None = None) -> str:
     >>> strip_hidden("The answer is {\\color{white} 3} 5.\n% or 4")
     'The answer is {               } 5.\n      '
     """
-    if "%" not in text and "<!--" not in text and not _HIDING.search(text):
+    if "%" not in text and "<" not in text and "]:" not in text and not _HIDING.search(text):
         return text
     dl = deadline or Deadline(None)
     spans = [(m.start(), m.end()) for rx in (_HTML_COMMENT, _OWN_COMMENT) for m in rx.finditer(text)]
+    spans += list(skipped_spans(text, dl.check))
     spans += [(a, b) for a, b, hides in _command_spans(text, dl) if hides]
     if not spans:
         return text

@@ -56,7 +56,7 @@ from rewards.math.extract import extract_answer
 from rewards.math.gold import gold_last_side, gold_text
 from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
 from rewards.math.parse import ParseError, parse_value
-from rewards.math.problem import Problem, expression_key, prompt_text, read_problem
+from rewards.math.problem import Problem, contained_expressions, expression_key, prompt_text, read_problem
 from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value, show
 
 __all__ = ["math_reward", "parse_answer", "verify", "check_precision"]
@@ -254,8 +254,12 @@ def _compare(
         # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
         log.debug("math: comparison raised %s: %s", type(e).__name__, e)
         same, reason = False, f"values cannot be compared ({type(e).__name__})"
-    if same and _restates(answer, gold_s, problem):
-        same, reason = False, "the answer restates an expression of the problem instead of its value"
+    try:
+        if same and (_restates(answer, gold_s, problem) or _pads_an_expression(answer, gold_s, g, opt, problem)):
+            same, reason = False, "the answer restates an expression of the problem instead of its value"
+    except OutOfTime:  # the restatement check ran out of time: no verdict either way
+        reason = "the restatement check ran past its time limit"
+        return Score(value=None, status="timeout", answer=answer[:500], info={**info, "reason": reason})
     return Score(value=1.0 if same else 0.0, status="ok", answer=answer[:500], info={**info, "reason": reason})
 
 
@@ -278,6 +282,26 @@ def _restates(answer: str, gold: str, problem: Problem) -> bool:
         key = expression_key(text)
         if key is not None and key in problem.expressions and key not in gold_keys:
             return True
+    return False
+
+
+def _pads_an_expression(answer: str, gold: str, g: Value, opt: Options, problem: Problem) -> bool:
+    """The value the answer ends on holds an expression of the problem that alone has the gold's value
+    (``17 \cdot 23 \cdot 1``, ``17 \cdot 23 + 0``): what surrounds it changes nothing, the grader computed it."""
+    if not problem.expressions:
+        return False
+    sides = _SIDES.split(answer)
+    if len(sides) > 1 and any(_PLAIN_NUMBER.fullmatch(side.strip().strip("$")) for side in sides):
+        return False  # a true chain that states the number
+    gold_keys = {expression_key(gold), expression_key(_last_side(gold))}
+    for inner in contained_expressions(sides[-1], problem):
+        if expression_key(inner) in gold_keys:
+            continue
+        try:
+            if equivalent(g, parse_answer(inner), opt)[0]:
+                return True
+        except (ParseError, RecursionError, *_SYMPY_REFUSALS):
+            continue  # out of time propagates: the caller reports it
     return False
 
 

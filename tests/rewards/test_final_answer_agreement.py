@@ -45,6 +45,8 @@ ADVERSARIAL = [
     "no answer here at all, just words about the problem",
     "\\boxedx{5}",  # another command, not a box
     "Thus \\boxed{5}. The answer is 5.",  # the statement restates the box
+    "\\boxed{5}\\iffalse or \\boxed{3}\\fi",  # a box in source TeX skips is no hedge
+    "\\boxed{5}<span hidden>\\boxed{3}</span>",  # nor one in an HTML element hidden by its own attributes
 ]
 
 

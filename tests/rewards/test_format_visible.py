@@ -6,8 +6,9 @@ The invisible characters are chosen by class (Unicode format characters, spaces,
 blank or filler letters and symbols), and the test also sweeps every such code point of the running Python's
 Unicode database, so the rule is the general category and name, not a list.
 
-Regression: before content meant what a reader sees, 20 of the 41 shells below scored 1.0 on at least one of
-the three rewards.
+Regression: before content meant what a reader sees, 20 of the first 41 shells below scored 1.0 on at least one of
+the three rewards; the last ten (math spacing with an argument, skipped TeX source, hidden or white HTML
+elements, Markdown comments, white xcolor mixes) all did, before hidden regions covered them.
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ LATEX_NOTHING = {
     "white mixed": "{\\color{white!100} 5}",
     "entities that show nothing": "&nbsp;&#8203;&zwj;&#x200B;",
     "ellipsis symbols": "\u22ef\u22ee",
+    "math spacing with an argument": "\\mspace{18mu}",
+    "source TeX skips": "\\iffalse the answer is 5 \\fi",
+    "comment environment": "\\begin{comment} 5 \\end{comment}",
+    "hidden html element": "<span hidden>5</span>",
+    "html element styled away": '<div style="display: none">5</div><b style="visibility:hidden">6</b>',
+    "html white text": '<font style="color: #fff">5</font>',
+    "html transparent nested": '<span style="opacity:0"><span>5</span> 6</span>',
+    "html color attribute and transparent text": '<font color=white>5</font><i style="color: rgba(0,0,0,0)">6</i>',
+    "markdown comment": "[//]: # (5)\n[note]: <> (6)",
+    "white by an xcolor mix": "{\\color{white!100!black!0} 5}\\textcolor{black!0}{6}",
 }
 SHELLS = {**INVISIBLE, **LATEX_NOTHING}
 SEEN = {  # hard negatives: short, but a reader sees them
@@ -96,6 +107,15 @@ SEEN = {  # hard negatives: short, but a reader sees them
     "comment then a line": "% note\n7",
     "entity that shows a symbol": "&infin;",
     "a list with an ellipsis": "1, 2, \\ldots, 9",
+    "a value after skipped source": "\\iffalse 3 \\fi 7",
+    "a value after a hidden element": "<span hidden>3</span>7",
+    "html that hides no text": '<span style="overflow: hidden">7</span><span aria-hidden="true">8</span>',
+    "html on a white background": '<span style="background-color: white; opacity: 0.5">7</span>',
+    "html text half transparent or red": '<i style="color: rgba(0,0,0,0.5)">7</i><font color="red">8</font>',
+    "a bracketed label before words": "[Step 1]: compute 2 + 3",
+    "a markdown comment before a line": "[//]: # (note)\n7",
+    "a mix with some black": "{\\color{white!50!black} 7}",
+    "a full-strength color": "\\textcolor{red!100}{7}",
 }
 
 

@@ -186,3 +186,56 @@ def test_problem_reading() -> None:
     chat = [{"role": "user", "content": "Compute $17 \\cdot 23$."}]
     s = MATH(Sample(prompt=chat, answer="391"), "\\boxed{17 \\cdot 23}")
     assert s.value == 0.0 and "restates" in s.info["reason"]
+
+
+PADDED = [  # (prompt, gold, completion, expected): an expression of the prompt padded by what changes nothing
+    ("Compute $17 \\cdot 23$.", "391", "\\boxed{17 \\times 23 \\cdot 1}", 0.0),
+    ("Compute $17 \\cdot 23$.", "391", "\\boxed{0 + 23 \\cdot 17}", 0.0),
+    ("Compute $17 \\cdot 23$.", "391", "The answer is $\\frac{2 \\cdot (17)(23)}{2}$.", 0.0),
+    ("Simplify $\\frac{6}{8}$.", "\\frac{3}{4}", "\\boxed{1 \\cdot \\frac{6}{8}}", 0.0),
+    ("Evaluate $\\log_2 8$.", "3", "\\boxed{\\log_2 8 + 0}", 0.0),
+    ("Compute $17 \\cdot 23$.", "391", "\\boxed{17 \\cdot 23 \\cdot 1 = 391}", 1.0),  # a true chain ends on the value
+    ("Compute $17 \\cdot 23$.", "391", "\\boxed{391 \\cdot 1}", 1.0),  # no expression of the prompt inside
+    # hard negatives: an expression of the prompt inside the answer, but not with the gold's value
+    ("What is $(2 + 3) \\cdot 4$? Note $2 + 3 = 5$.", "20", "\\boxed{5 \\cdot 4}", 1.0),
+    ("Let $g(x) = x + 1$ and $f(x) = 2g(x)$. Find $f(x)$.", "2x + 2", "\\boxed{2(x + 1)}", 1.0),
+    ("Simplify $\\sqrt{12} + \\sqrt{3}$.", "3\\sqrt{3}", "\\boxed{2\\sqrt{3} + \\sqrt{3}}", 1.0),
+    ("Which is larger, $2^{10}$ or $10^3$?", "2^{10}", "\\boxed{2^{10} \\cdot 1}", 1.0),  # the gold is that expression
+]
+ROOTS = [  # a square root is the power 1/2, in the prompt and in the answer
+    ("Evaluate $\\sqrt{49}$.", "7", "\\boxed{49^{1/2}}", 0.0),
+    ("Evaluate $\\sqrt{49}$.", "7", "\\boxed{49^{\\frac{1}{2}}}", 0.0),
+    ("Evaluate $49^{1/2}$.", "7", "\\boxed{\\sqrt{49}}", 0.0),
+    ("Simplify $\\sqrt{12}$.", "2\\sqrt{3}", "\\boxed{2 \\cdot 3^{1/2}}", 1.0),
+    ("Write $\\sqrt{x}$ as a power of $x$.", "x^{1/2}", "\\boxed{x^{\\frac12}}", 1.0),
+    ("Evaluate $\\sqrt[3]{8}$.", "2", "\\boxed{2}", 1.0),
+]
+WORDED = [  # arithmetic written in words in the prompt is a formula of the prompt
+    ("What is 17 times 23?", "391", "\\boxed{17 \\times 23}", 0.0),
+    ("What is 144 divided by 12?", "12", "\\boxed{\\frac{144}{12}}", 0.0),
+    ("What is 17 multiplied by 23 plus 9?", "400", "\\boxed{17 \\cdot 23 + 9}", 0.0),
+    ("What is 17 times 23?", "391", "\\boxed{391}", 1.0),
+    ("A team plays 17 times in 23 days. How many games per day?", "\\frac{17}{23}", "\\boxed{\\frac{17}{23}}", 1.0),
+]
+
+
+@pytest.mark.parametrize("prompt,gold,completion,expected", PADDED + ROOTS + WORDED)
+def test_a_padded_or_worded_expression_of_the_prompt_is_still_a_restatement(
+    prompt: str, gold: str, completion: str, expected: float
+) -> None:
+    """Regression: before these rules the first five of PADDED and the first three of ROOTS and WORDED scored 1.0."""
+    s = MATH(Sample(prompt=prompt, answer=gold), completion)
+    assert (s.value, s.status) == (expected, "ok"), s.info
+
+
+@pytest.mark.parametrize(
+    "prompt,places",
+    [("Give your answer correct to 2 d.p.", 2), ("Round to 3 s.f.", None), ("Use DP to count the paths.", -1)],
+)
+def test_abbreviated_rounding_requests_are_read(prompt: str, places: int | None) -> None:
+    p = read_problem(prompt)
+    assert p.approximate == (places != -1)
+    assert p.places == (places if places != -1 else None)
+    if places == 2:
+        assert MATH(Sample(prompt=prompt, answer="4.67"), "\\boxed{\\frac{14}{3}}").value == 1.0
+        assert MATH(Sample(prompt="", answer="4.67"), "\\boxed{\\frac{14}{3}}").value == 0.0
