@@ -25,7 +25,6 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import socket
 import sys
 import time
@@ -352,8 +351,12 @@ class Server:
                     "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None,
                 }
             )
-        for d in self.workdirs.pop(job, []):
-            shutil.rmtree(d, ignore_errors=True)
+        workdirs = self.workdirs.pop(job, [])
+        if workdirs:  # (only without private mounts; loaded here: its compression modules add to every fork)
+            import shutil
+
+            for d in workdirs:
+                shutil.rmtree(d, ignore_errors=True)
         self.reap()
         collect_unix_garbage()
         for _, cg, _ in entries:  # what the collector frees is charged to the groups: wait until it is gone
