@@ -336,6 +336,11 @@ class Server:
         for pid, cg, _ in entries:
             if cg is not None:
                 cg.kill()
+                if pid not in self.statuses:  # not reaped, so still this pid: a child ended before it joined its
+                    try:  # groups (the host gave up on a slow setup) is in none of them; it waited for its payload
+                        os.kill(pid, 9)  # from a host that was waiting for this reply
+                    except OSError:
+                        pass
             else:
                 for kill in (os.killpg, os.kill):
                     try:
