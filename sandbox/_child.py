@@ -2,15 +2,15 @@
 
 The child starts as pid 1 of a pid namespace of its own, in the IPC and network namespaces the server made for
 its job: no pid, System V object or abstract socket name of one execution is visible to another.
-Order matters and is fixed here: new session; join the job's groups; its own mount namespace with a fresh
-size-limited tmpfs on ``/tmp`` (the working directory) and ``/dev/shm``; build the Landlock ruleset (read-only
-runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``; no TCP; abstract sockets and signals scoped)
-while the server's descriptors of the read-only trees are open; put the host's pipes on fds 0-7 and close every
-other fd; rlimits; drop to the execution's own unprivileged uid and gid with no supplementary groups; no-new-privs;
-enforce Landlock; seccomp denylist. The environment is the server's, scrubbed once (:func:`prepare_server`).
-Only then is "setup ok" written to the host on fd 4, which is closed before the first line of untrusted code
-runs. What can be computed before ``fork`` (rules, filter, rlimit values, mount options) is computed by the
-server: after ``fork`` every step copies the memory it touches.
+Order matters and is fixed here: the host's CPU priority (the server's may be higher); new session; join the job's
+groups; its own mount namespace with a fresh size-limited tmpfs on ``/tmp`` (the working directory) and
+``/dev/shm``; build the Landlock ruleset (read-only runtime, read-write only ``/tmp``, ``/dev/shm``, ``/dev/null``;
+no TCP; abstract sockets and signals scoped) while the server's descriptors of the read-only trees are open; put
+the host's pipes on fds 0-7 and close every other fd; rlimits; drop to the execution's own unprivileged uid and gid
+with no supplementary groups; no-new-privs; enforce Landlock; seccomp denylist. The environment is the server's,
+scrubbed once (:func:`prepare_server`). Only then is "setup ok" written to the host on fd 4, which is closed before
+the first line of untrusted code runs. What can be computed before ``fork`` (rules, filter, rlimit values, mount
+options) is computed by the server: after ``fork`` every step copies the memory it touches.
 
 Each step that the machine lacks is skipped only when the server's probe said it is missing; a step that was
 probed as available and then fails aborts the child with a sandbox error (never silently weaker).
@@ -83,6 +83,7 @@ class ChildSpec:
     unshare: int = 0  # namespaces of its own (mount); the pid, IPC (and network) ones come from the server, per job
     server_pid: int = 0  # the parent: when it dies, this process is killed (the parent-death signal)
     workdir: str = "/tmp"  # without a private mount namespace: a fresh directory the server made and removes
+    nice: int | None = None  # the priority to set back to (the host's) when the server runs higher; None: keep
 
 
 def _place_fds(fds: list[int]) -> None:
@@ -269,6 +270,8 @@ def _die_with_server(spec: ChildSpec) -> None:
 
 
 def _setup(spec: ChildSpec, fds: list[int], placed: list[bool]) -> None:
+    if spec.nice is not None:  # (the server and helper run at a higher priority: never the children)
+        os.setpriority(os.PRIO_PROCESS, 0, spec.nice)
     _die_with_server(spec)
     os.setsid()
     for fd in spec.cgroup_fds:

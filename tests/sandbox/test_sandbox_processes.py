@@ -106,3 +106,19 @@ def test_io_uring_and_bpf_are_denied(sandbox, run, clean):
     )
     r = run(src)
     assert r.stdout == b"-1 1 -1 1\n"
+
+
+def test_sandboxed_code_runs_at_the_hosts_priority_whatever_the_servers(sandbox, run, clean):
+    """The server and its fork helper run at a higher priority where the machine allows it (root); the code
+    never inherits it (it runs at the host's, as the server did before raising its own), and cannot raise its
+    own. Without the child's first setup step it ran at the server's -5."""
+    from sandbox._zygote import SERVER_NICE
+
+    host = os.getpriority(os.PRIO_PROCESS, 0)
+    if os.geteuid() == 0:
+        assert os.getpriority(os.PRIO_PROCESS, sandbox.server_pid()) == min(host, SERVER_NICE)
+    r = run(
+        "import os\nprint(os.getpriority(os.PRIO_PROCESS, 0))\n"
+        "try:\n    os.setpriority(os.PRIO_PROCESS, 0, -20)\n    print('raised')\nexcept OSError as e:\n    print(e.errno)"
+    )
+    assert r.stdout.split() in ([str(host).encode(), b"13"], [str(host).encode(), b"1"]), r.stdout  # EACCES, EPERM
