@@ -4,8 +4,10 @@ For small models the per-token cost of a transformers forward pass is mostly Pyt
 output records, mask building, cache objects). This module runs the same math as plain tensor operations over a
 preallocated KV cache: RMSNorm, q/k/v projections (with biases where the model has them), rotary embeddings
 taken from the model's own rotary module (so every rope variant it supports is honoured), grouped-query
-``scaled_dot_product_attention``, SwiGLU MLP, tied or untied head. The weights are the live parameters, so
-after an optimizer step the next call samples from the updated policy with no copy.
+``scaled_dot_product_attention`` (for one query position, two matmuls over the cache as it is), SwiGLU MLP,
+tied or untied head; bfloat16 weight copies are kept in oneDNN's blocked layout on the CPU (:class:`_Linear`).
+The weights are the live parameters (or copies made per generate call), so after an optimizer step the next call
+samples from the updated policy.
 
 :func:`supports` says whether a model qualifies (LlamaForCausalLM or Qwen2ForCausalLM, SiLU, no sliding window,
 no peft wrapper); :class:`trainer.rollout.hf.HFRollout` falls back to the transformers forward otherwise.
