@@ -137,8 +137,11 @@ def _cast(w: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
 
 
 def _can_prepack(w: torch.Tensor) -> bool:
-    """Whether oneDNN can hold ``w`` (bfloat16, on the CPU) in its own blocked layout for matmuls."""
-    if w.dtype != torch.bfloat16 or w.device.type != "cpu" or not torch.backends.mkldnn.is_available():
+    """Whether oneDNN can hold ``w`` (bfloat16, on the CPU) in its own blocked layout for matmuls (and is not
+    switched off: ``torch.backends.mkldnn.enabled``)."""
+    if w.dtype != torch.bfloat16 or w.device.type != "cpu":
+        return False
+    if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled):
         return False
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
