@@ -31,10 +31,12 @@ G, PROMPTS, LENGTH, LR, TEMP, SEED, SYSTEM = 8, 2, 24, 1e-5, 0.8, 0, "Answer bri
 
 SECONDS: dict[str, float] = defaultdict(float)
 CALLS: dict[str, int] = defaultdict(int)
+LABELS: list[str] = []  # in the order they were wrapped (sub-phases after their phase)
 
 
 def _timed(owner: Any, attr: str, label: str) -> None:
     fn: Callable[..., Any] = getattr(owner, attr)
+    LABELS.append(label)
 
     def wrapped(*args: Any, **kw: Any) -> Any:
         t = time.process_time()
@@ -136,10 +138,9 @@ def main() -> None:
             mark.update(cpu=time.process_time(), secs=dict(SECONDS), calls=dict(CALLS))
 
         loop.train(cfg, progress=False, on_step=on_step)
-    order = list(SECONDS)
     for s, total, secs, calls in rows:
         print(f"step {s}: {total:.2f} CPU s (the first step also pays for warm-up and the packing check)")
-        for k in order:
+        for k in LABELS:
             if calls.get(k):
                 print(f"  {k:<46}{secs[k]:8.2f} s  ({calls[k]} calls)")
 
