@@ -37,10 +37,8 @@ def position_ids_from_mask(mask: torch.Tensor) -> torch.Tensor:
 def sample_next(logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> torch.Tensor:
     """(B, V) last-position logits -> (B,) sampled token ids under temperature and top-p.
 
-    Draws by inverting the cumulative distribution: one uniform number per row, located in the running sum of the
-    probabilities (float64, so a token's share of the sum keeps its probability to about 1e-16). That picks index i
-    with probability p_i, like ``torch.multinomial`` or an exponential race (argmax of p / E, E ~ Exp(1)), which
-    both draw a random number per vocabulary entry and, for a 49k-token vocabulary, cost 20-30 times more.
+    Draws with the exponential-race form of categorical sampling, argmax(p / E) with E ~ Exp(1), which picks
+    index i with probability p_i like ``torch.multinomial`` at a fraction of its cost for small batches.
     """
     x = logits.float()
     if sampling.temperature != 1.0:
@@ -50,13 +48,7 @@ def sample_next(logits: torch.Tensor, sampling: SamplingConfig, generator: torch
         sorted_p, order = probs.sort(dim=-1, descending=True)
         keep = sorted_p.cumsum(-1) - sorted_p < sampling.top_p  # always keeps the most likely token
         probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p * keep)
-    cdf = probs.double().cumsum(dim=-1)
-    total = cdf[:, -1:]
-    u = torch.rand(total.shape, dtype=torch.float64, generator=generator, device=total.device) * total
-    # the first index whose running sum exceeds u: a zero-probability token never is (its sum equals the one before);
-    # capped at the last token with probability > 0, where u rounded up to the total
-    last = (cdf < total).sum(dim=-1, keepdim=True)
-    return torch.minimum(torch.searchsorted(cdf, u, right=True), last).squeeze(-1)
+    return (probs / torch.empty_like(probs).exponential_(generator=generator)).argmax(dim=-1)
 
 
 class HFRollout:
