@@ -69,7 +69,8 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Te
     """Grouped-query attention of a q already scaled by 1/sqrt(head_dim); one query position is done with two
     matmuls (cheaper than SDPA's CPU kernel at these sizes). There the query heads that share a key/value head
     are its rows (``(B, kv heads, heads per kv head, hd)``), so the cached keys and values are read in place, not
-    repeated per query head: the same dot products, without copying the cache at every token."""
+    repeated per query head: the same dot products, without copying the cache at every token (in bfloat16 the
+    matmul kernel for 3 query rows may round a score's last bit differently than the one for 1 row)."""
     if q.shape[2] > 1 or q.device.type != "cpu":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=q.shape[1] != k.shape[1])
     b, nh, _, hd = q.shape
