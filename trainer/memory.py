@@ -29,9 +29,9 @@ import torch
 
 __all__ = ["cap_kernel_cache", "trimmed_backward", "trim_heap"]
 
-#: Parameters per trim inside a backward: every 8 (SmolLM2-135M: about 34 trims) measured 2753 MB peak and +0.4 s
-#: CPU per step; after every parameter 2724 MB and +0.9 s; only before the backward 2824-2843 MB.
-EVERY = 8
+#: Inside a backward, the heap is trimmed when the parameters still waiting for their gradient fall to 1/4, 1/16,
+#: 1/64, ... of them, and before the last one (SmolLM2-135M's 272: after 204, 255, 268 and 271 gradients).
+SPACING = 4
 
 
 @functools.cache
@@ -58,24 +58,41 @@ def trim_heap() -> bool:
     return True
 
 
+def trim_points(n: int, spacing: int = SPACING) -> set[int]:
+    """Gradient counts after which :func:`trimmed_backward` trims, for ``n`` parameters: where ``n // spacing``,
+    ``n // spacing**2``, ... and 1 of them are still to come.
+
+    >>> sorted(trim_points(272))
+    [204, 255, 268, 271]
+    """
+    left, out = n // spacing, {n - 1} if n > 1 else set()
+    while left >= 1:
+        out.add(n - left)
+        left //= spacing
+    return out
+
+
 @contextlib.contextmanager
-def trimmed_backward(params: Iterable[torch.nn.Parameter], *, every: int = EVERY) -> Iterator[None]:
+def trimmed_backward(params: Iterable[torch.nn.Parameter], *, every: int | None = None) -> Iterator[None]:
     """Around a backward on the CPU: hand the heap's free memory back first (what the forward freed), and again
-    after every ``every`` parameters' gradients are accumulated (what the recomputed layers freed; 0: never), so
-    the backward's temporaries reuse returned pages instead of growing the heap. Does nothing on a GPU or without
-    glibc; the gradients are the same either way."""
+    as the gradients accumulate (what the recomputed layers freed), so that what the backward's temporaries left
+    free is not counted in the resident set when it peaks. The gradients only grow during a backward, so its peak
+    comes at the end: the trims come at :func:`trim_points`, closer together toward the end (``every``: after
+    every ``every`` gradients instead; 0: only before). Does nothing on a GPU or without glibc; the gradients are
+    the same either way."""
     ps = [p for p in params if p.requires_grad and p.device.type == "cpu"]
     if not ps or not trim_heap():
         yield
         return
     done = [0]
+    points = trim_points(len(ps)) if every is None else set()
 
     def hook(_: torch.Tensor) -> None:
         done[0] += 1
-        if done[0] % every == 0:
+        if (every and done[0] % every == 0) or done[0] in points:
             trim_heap()
 
-    handles = [p.register_post_accumulate_grad_hook(hook) for p in ps] if every > 0 else []
+    handles = [p.register_post_accumulate_grad_hook(hook) for p in ps] if every != 0 else []
     try:
         yield
     finally:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer.memory import cap_kernel_cache, trim_heap, trimmed_backward
+import trainer.memory
+from trainer.memory import cap_kernel_cache, trim_heap, trim_points, trimmed_backward
 from trainer.toy import char_tokenizer, tiny_model
 
 linux_glibc = pytest.mark.skipif(
@@ -46,7 +47,7 @@ def _loss(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
 
 
-@pytest.mark.parametrize("every", [0, 1, 3])
+@pytest.mark.parametrize("every", [None, 0, 1, 3])
 def test_trimmed_backward_gives_the_same_gradients_and_leaves_no_hook(every):
     model = tiny_model(len(char_tokenizer()), seed=3)
     twin = copy.deepcopy(model)
@@ -58,6 +59,24 @@ def test_trimmed_backward_gives_the_same_gradients_and_leaves_no_hook(every):
     for (name, a), b in zip(model.named_parameters(), twin.parameters(), strict=True):
         assert a.grad is not None and torch.equal(a.grad, b.grad), name
         assert not getattr(b, "_post_accumulate_grad_hooks", None), name
+
+
+def test_trim_points_get_denser_toward_the_end_of_the_backward():
+    assert sorted(trim_points(272)) == [204, 255, 268, 271]
+    assert sorted(trim_points(30)) == [23, 29] and trim_points(1) == set()
+    assert all(0 < k < n for n in range(2, 400) for k in trim_points(n))
+
+
+@linux_glibc
+def test_trimmed_backward_by_default_trims_before_and_at_the_trim_points(monkeypatch):
+    calls: list[int] = []
+    monkeypatch.setattr(trainer.memory, "trim_heap", lambda: calls.append(1) or True)
+    model = tiny_model(len(char_tokenizer()), seed=3)
+    ids = torch.randint(0, len(char_tokenizer()), (2, 8), generator=torch.Generator().manual_seed(0))
+    with trimmed_backward(model.parameters()):
+        _loss(model, ids).backward()
+    n = sum(1 for p in model.parameters() if p.requires_grad)
+    assert len(calls) == 1 + len(trim_points(n))
 
 
 def test_trimmed_backward_does_nothing_to_parameters_that_do_not_train():

@@ -118,7 +118,7 @@ def test_bf16_rollout_on_cpu_samples_under_autocast_with_float32_weights():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         dec = LeanDecoder(model, 2, 12, cache_dtype=torch.bfloat16, matmul_dtype=torch.bfloat16)
         got = dec.prefill(ids, mask)
-    assert dec.layers[0].qkv_w.dtype == torch.bfloat16 and dec.k.dtype == torch.bfloat16
+    assert dec.layers[0].qkv.dtype == torch.bfloat16 and dec.k.dtype == torch.bfloat16
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     err = (got.float() - ref).abs().max().item()
     assert 0 < err < 0.05 * ref.abs().max().item()  # bfloat16 rounding, not another function
@@ -151,3 +151,36 @@ def test_group_prompt_prefilled_once_gives_the_same_completions_as_a_prefill_per
     assert calls == [2, 6]  # one prefill row per group, then one per row
     assert grouped.completion_ids.tolist() == per_row.completion_ids.tolist()
     assert grouped.completion_ids[0].tolist() != grouped.completion_ids[3].tolist()  # the groups differ
+
+
+def test_sample_next_draws_each_token_with_its_probability_and_never_a_zero_one():
+    probs = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0])
+    logits = torch.log(probs).repeat(20_000, 1)
+    g = torch.Generator().manual_seed(0)
+    freq = torch.bincount(sample_next(logits, SamplingConfig(1), g), minlength=5).double() / 20_000
+    assert freq[1] == 0 and freq[4] == 0
+    assert torch.allclose(freq, probs.double(), atol=0.015)  # 4 standard errors of a 0.5 frequency is 0.014
+    # temperature sharpens: at 0.5 the probabilities are p^2 renormalized
+    sharp = torch.bincount(sample_next(logits, SamplingConfig(1, temperature=0.5), g), minlength=5).double() / 20_000
+    assert torch.allclose(sharp, (probs**2 / (probs**2).sum()).double(), atol=0.015)
+
+
+def test_prepacked_bf16_decoder_gives_the_same_bits_as_plain_bf16_weights():
+    # oneDNN's blocked weight layout changes where the weights live, not what is computed (q/k/v biases included)
+    from trainer.rollout.fast_decode import LeanDecoder
+
+    tok = char_tokenizer()
+    model = _model(tok, std=0.05)
+    ids, mask = left_pad([[5, 6, 7, 8, 9], [10, 11]], 0)
+    outs = []
+    for prepack in (True, False):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            dec = LeanDecoder(model, 2, 12, cache_dtype=torch.bfloat16, matmul_dtype=torch.bfloat16, prepack=prepack)
+            got = [dec.prefill(ids, mask)]
+            for _ in range(3):
+                got.append(dec.step(got[-1].argmax(-1)))
+        outs.append(torch.stack(got))
+        assert dec.layers[0].qkv.dtype == torch.bfloat16 and dec.layers[0].qkv.packed == (
+            prepack and torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        )
+    assert torch.equal(outs[0], outs[1])

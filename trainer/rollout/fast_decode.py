@@ -4,8 +4,10 @@ For small models the per-token cost of a transformers forward pass is mostly Pyt
 output records, mask building, cache objects). This module runs the same math as plain tensor operations over a
 preallocated KV cache: RMSNorm, q/k/v projections (with biases where the model has them), rotary embeddings
 taken from the model's own rotary module (so every rope variant it supports is honoured), grouped-query
-``scaled_dot_product_attention``, SwiGLU MLP, tied or untied head. The weights are the live parameters, so
-after an optimizer step the next call samples from the updated policy with no copy.
+``scaled_dot_product_attention`` (for one query position, two matmuls over the cache as it is), SwiGLU MLP,
+tied or untied head; bfloat16 weight copies are kept in oneDNN's blocked layout on the CPU (:class:`_Linear`).
+The weights are the live parameters (or copies made per generate call), so after an optimizer step the next call
+samples from the updated policy.
 
 :func:`supports` says whether a model qualifies (LlamaForCausalLM or Qwen2ForCausalLM, SiLU, no sliding window,
 no peft wrapper); :class:`trainer.rollout.hf.HFRollout` falls back to the transformers forward otherwise.
@@ -65,16 +67,19 @@ def _interleave(hd: int) -> torch.Tensor:
 
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """Grouped-query attention of a q already scaled by 1/sqrt(head_dim); one query position is done with two
-    matmuls (cheaper than SDPA's CPU kernel at these sizes)."""
+    matmuls (cheaper than SDPA's CPU kernel at these sizes). There the query heads that share a key/value head
+    are its rows (``(B, kv heads, heads per kv head, hd)``), so the cached keys and values are read in place, not
+    repeated per query head: the same dot products, without copying the cache at every token (in bfloat16 the
+    matmul kernel for 3 query rows may round a score's last bit differently than the one for 1 row)."""
     if q.shape[2] > 1 or q.device.type != "cpu":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=q.shape[1] != k.shape[1])
-    if q.shape[1] != k.shape[1]:
-        rep = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-    s = torch.matmul(q, k.transpose(-1, -2))
-    if mask is not None:
+    b, nh, _, hd = q.shape
+    kvh = k.shape[1]
+    qg = q.reshape(b, kvh, nh // kvh, hd)  # (B, kvh, rep, hd): query heads h = g * rep + r share kv head g
+    s = torch.matmul(qg, k.transpose(-1, -2))  # (B, kvh, rep, L)
+    if mask is not None:  # (B, 1, 1, L): every head of a row masks the same keys
         s = s.masked_fill(~mask, float("-inf"))
-    return torch.matmul(torch.softmax(s.float(), dim=-1).to(v.dtype), v)
+    return torch.matmul(torch.softmax(s.float(), dim=-1).to(v.dtype), v).reshape(b, nh, 1, hd)
 
 
 def _fuse(linears: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -108,20 +113,76 @@ class _Layer:
     """One decoder layer's tensors, looked up once per decoder (module attribute access is slow per token)."""
 
     def __init__(
-        self, layer: Any, k: torch.Tensor, v: torch.Tensor, nh: int, kvh: int, hd: int, dtype: torch.dtype | None
+        self,
+        layer: Any,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        nh: int,
+        kvh: int,
+        hd: int,
+        dtype: torch.dtype | None,
+        prepack: bool = True,
     ) -> None:
         a, mlp = layer.self_attn, layer.mlp
         self.ln1, self.ln2 = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
-        qkv_w, self.qkv_b = _fuse_qkv(a, nh, kvh, hd)
         # matmul weights cast once per decoder (under autocast a cast per token would cost more than the matmul)
-        self.qkv_w, self.o_w, self.o_b = _cast(qkv_w, dtype), _cast(a.o_proj.weight, dtype), a.o_proj.bias
-        self.gate_up_w = _cast(_fuse([mlp.gate_proj, mlp.up_proj])[0], dtype)
-        self.down_w = _cast(mlp.down_proj.weight, dtype)
+        self.qkv = _Linear(*_fuse_qkv(a, nh, kvh, hd), dtype, prepack)
+        self.o = _Linear(a.o_proj.weight, a.o_proj.bias, dtype, prepack)
+        self.gate_up = _Linear(_fuse([mlp.gate_proj, mlp.up_proj])[0], None, dtype, prepack)
+        self.down = _Linear(mlp.down_proj.weight, None, dtype, prepack)
         self.k, self.v = k, v  # (B, kv heads, max_len, hd) views of the decoder's cache
 
 
 def _cast(w: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
     return w if dtype is None or w.dtype == dtype else w.to(dtype)
+
+
+def _can_prepack(w: torch.Tensor) -> bool:
+    """Whether oneDNN can hold ``w`` (bfloat16, on the CPU) in its own blocked layout for matmuls (and is not
+    switched off: ``torch.backends.mkldnn.enabled``)."""
+    if w.dtype != torch.bfloat16 or w.device.type != "cpu":
+        return False
+    if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled):
+        return False
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+class _Linear:
+    """``x @ w.T + b`` with ``w`` cast once to the decoder's matmul dtype.
+
+    With ``prepack`` and a bfloat16 weight on the CPU, the copy is kept in oneDNN's blocked layout
+    (``mkldnn._reorder_linear_weight``) and multiplied by ``mkldnn._linear_pointwise``: ``F.linear`` in bfloat16
+    runs the same oneDNN kernel but first reorders the weight on every call, which, with the whole model's weights
+    streamed from memory at every token, made it the larger part of a decode step. The results are the same bits
+    (the input and bias are cast to bfloat16 as autocast casts them, the bias once here).
+    """
+
+    __slots__ = ("w", "b", "packed")
+
+    def __init__(self, w: torch.Tensor, b: torch.Tensor | None, dtype: torch.dtype | None, prepack: bool) -> None:
+        w = _cast(w, dtype)
+        self.packed = False
+        if prepack and _can_prepack(w):
+            try:
+                self.w = torch.ops.mkldnn._reorder_linear_weight(w.contiguous())
+                self.b = b.to(w.dtype) if b is not None else None
+                self.packed = True
+                return
+            except RuntimeError:  # this oneDNN build cannot: the plain bfloat16 copy
+                pass
+        self.w, self.b = w, b
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.w.dtype
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed:  # the input cast as autocast casts it
+            return torch.ops.mkldnn._linear_pointwise(x.to(self.w.dtype), self.w, self.b, "none", [], "")
+        return F.linear(x, self.w, self.b)
 
 
 class LeanDecoder:
@@ -134,6 +195,7 @@ class LeanDecoder:
         cache_dtype: dtype of the KV cache (default: the weights'); bfloat16 under bf16 autocast.
         matmul_dtype: dtype of the copies of the matmul weights the decoder multiplies with (default: the weights
             themselves); bfloat16 under bf16 autocast, where it saves a cast of every weight at every token.
+        prepack: keep bfloat16 matmul copies on the CPU in oneDNN's blocked layout (:class:`_Linear`; same results).
     """
 
     def __init__(
@@ -143,6 +205,7 @@ class LeanDecoder:
         max_len: int,
         cache_dtype: torch.dtype | None = None,
         matmul_dtype: torch.dtype | None = None,
+        prepack: bool = True,
     ) -> None:
         self.m, cfg = model, model.config
         self.eps = cfg.rms_norm_eps
@@ -164,12 +227,11 @@ class LeanDecoder:
         # concatenated copies always hold the current weights
         with torch.no_grad():
             self.layers = [
-                _Layer(lyr, self.k[i], self.v[i], self.nh, self.kvh, self.hd, matmul_dtype)
+                _Layer(lyr, self.k[i], self.v[i], self.nh, self.kvh, self.hd, matmul_dtype, prepack)
                 for i, lyr in enumerate(model.model.layers)
             ]
-            self.head_w = _cast(model.lm_head.weight, matmul_dtype)
+            self.head = _Linear(model.lm_head.weight, getattr(model.lm_head, "bias", None), matmul_dtype, prepack)
         self.embed, self.norm_w = model.model.embed_tokens.weight, model.model.norm.weight
-        self.head_b = getattr(model.lm_head, "bias", None)
 
     def _layers(self, x: torch.Tensor, pos: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
         b, t, _ = x.shape
@@ -181,21 +243,19 @@ class LeanDecoder:
         nh, nq, hd, eps, dtype = self.nh, self.nh + self.kvh, self.hd, self.eps, self.k.dtype
         for ly in self.layers:
             h = _rms(x, ly.ln1, eps)
-            qkv = (
-                F.linear(h, ly.qkv_w, ly.qkv_b).view(b, t, nq + self.kvh, hd).transpose(1, 2).to(dtype)
-            )  # (B, heads, t, hd)
+            qkv = ly.qkv(h).view(b, t, nq + self.kvh, hd).transpose(1, 2).to(dtype)  # (B, heads, t, hd)
             qk = _rotate(qkv[:, :nq], freqs)  # q and k heads rotated together
             ly.k[:, :, s:e] = qk[:, nh:]
             ly.v[:, :, s:e] = qkv[:, nq:]
             o = _attention(qk[:, :nh], ly.k[:, :, :e], ly.v[:, :, :e], mask)
-            x = x + F.linear(o.transpose(1, 2).reshape(b, t, -1), ly.o_w, ly.o_b).to(x.dtype)
-            gate, up = F.linear(_rms(x, ly.ln2, eps), ly.gate_up_w).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, ly.down_w).to(x.dtype)
+            x = x + ly.o(o.transpose(1, 2).reshape(b, t, -1)).to(x.dtype)
+            gate, up = ly.gate_up(_rms(x, ly.ln2, eps)).chunk(2, dim=-1)
+            x = x + ly.down(F.silu(gate) * up).to(x.dtype)
         self.len = e
         return x
 
     def _head(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(_rms(x[:, -1], self.norm_w, self.eps), self.head_w, self.head_b)
+        return self.head(_rms(x[:, -1], self.norm_w, self.eps))
 
     @torch.no_grad()
     def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
