@@ -1,24 +1,25 @@
 """The file store ``traces.jsonl``: one OTLP/JSON ``ExportTraceServiceRequest`` per line, written and read back.
 
 :class:`FileSpanExporter` is an SDK span exporter: each batch the SDK's ``BatchSpanProcessor`` hands it becomes
-one line, written with one ``write`` (a trainer and an evaluator can share the file). :func:`spans_to_json` writes
-protobuf's JSON form of the SDK's own OTLP encoding (hex ids, as OTLP/JSON has them) straight from the spans: about a
-quarter of the CPU of going through protobuf (``docs/TRACING.md``); the tests compare the two for equality.
-:func:`spans_from_json` reads a line back into the SDK's spans (for ``harness traces push`` and the readers),
+one line, written with one ``write`` (a trainer and an evaluator can share the file). :func:`spans_to_json` is the
+only encoder: the SDK's own OTLP encoding (``encode_spans``) in protobuf's JSON form, ids in hex as OTLP/JSON has
+them. :func:`spans_from_json` reads a line back into the SDK's spans (for ``harness traces push`` and the readers),
 :func:`iter_spans` flattens them to dicts, :func:`drop_steps_after` rewrites the store when a run resumes.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
-import math
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -29,109 +30,20 @@ from opentelemetry.trace.status import Status, StatusCode
 __all__ = ["FileSpanExporter", "spans_to_json", "spans_from_json", "read_requests", "iter_spans", "drop_steps_after"]
 
 logger = logging.getLogger("harness.telemetry")
-_NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-
-
-def _value(v: Any) -> dict[str, Any]:
-    """The OTLP/JSON ``AnyValue`` of an SDK attribute value (the SDK keeps only these types)."""
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, str):
-        return {"stringValue": v}
-    if isinstance(v, int):
-        if not -(2**63) <= v < 2**63:
-            raise ValueError(f"{v} does not fit in an int64")
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v if math.isfinite(v) else _NONFINITE[str(v)]}
-    if isinstance(v, Sequence):
-        return {"arrayValue": {"values": [_value(x) for x in v]} if v else {}}
-    return {}  # None, inside a sequence
-
-
-def _attrs_field(doc: dict[str, Any], attrs: Mapping[str, Any] | None, dropped: int = 0) -> dict[str, Any]:
-    values = []
-    for k, v in (attrs or {}).items():
-        try:
-            values.append({"key": k, "value": _value(v)})
-        except ValueError as e:  # the SDK's encoder leaves such a key out too
-            logger.debug("attribute %s not stored: %s", k, e)
-    if values:
-        doc["attributes"] = values
-    if dropped:
-        doc["droppedAttributesCount"] = dropped
-    return doc
-
-
-def _ids(ctx: SpanContext) -> dict[str, Any]:
-    return {"traceId": f"{ctx.trace_id:032x}", "spanId": f"{ctx.span_id:016x}"}
-
-
-def _opt(**fields: Any) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if v}
-
-
-def _flags(ctx: SpanContext | None) -> int:
-    """OTLP's span flags: the "is remote" bit (0x200) known (0x100) and set for a remote parent or link."""
-    return 0x300 if ctx is not None and ctx.is_remote else 0x100
-
-
-def _span(sp: ReadableSpan) -> dict[str, Any]:
-    ctx, parent, status = sp.context, sp.parent, sp.status
-    doc = _ids(ctx)
-    if ctx.trace_state:
-        doc["traceState"] = ctx.trace_state.to_header()
-    if parent:
-        doc["parentSpanId"] = f"{parent.span_id:016x}"
-    doc["flags"] = _flags(parent)
-    if sp.name:
-        doc["name"] = sp.name
-    doc["kind"] = sp.kind.value + 1  # SpanKind.INTERNAL (0) is SPAN_KIND_INTERNAL (1), and so on
-    for key, t in (("startTimeUnixNano", sp.start_time), ("endTimeUnixNano", sp.end_time)):
-        if t:
-            doc[key] = str(t)
-    _attrs_field(doc, sp.attributes, sp.dropped_attributes)
-    events = [
-        _attrs_field(
-            _opt(timeUnixNano=e.timestamp and str(e.timestamp), name=e.name), e.attributes, e.dropped_attributes
-        )
-        for e in sp.events
-    ]
-    links = [
-        {**_attrs_field(_ids(ln.context), ln.attributes, ln.dropped_attributes), "flags": _flags(ln.context)}
-        for ln in sp.links
-    ]
-    for key, items, dropped in (("events", events, sp.dropped_events), ("links", links, sp.dropped_links)):
-        if items:
-            doc[key] = items
-        if dropped:
-            doc[f"dropped{key.title()}Count"] = dropped
-    doc["status"] = {"message": status.description} if status.description else {}
-    if status.status_code.value:
-        doc["status"]["code"] = status.status_code.value
-    return doc
 
 
 def spans_to_json(spans: Sequence[ReadableSpan]) -> str:
-    """One OTLP/JSON request line (no newline) for ``spans``: equal, once parsed, to protobuf's JSON form of the
-    SDK's ``encode_spans`` with hex ids."""
-    groups: dict[Resource, dict[InstrumentationScope | None, list[dict[str, Any]]]] = {}
-    for sp in spans:
-        groups.setdefault(sp.resource, {}).setdefault(sp.instrumentation_scope, []).append(_span(sp))
-    out = []
-    for resource, scopes in groups.items():
-        rs: dict[str, Any] = {"resource": _attrs_field({}, resource.attributes), "scopeSpans": []}
-        for scope, docs in scopes.items():
-            entry: dict[str, Any] = {"scope": {}, "spans": docs}
-            if scope is not None:
-                entry["scope"] = _attrs_field(_opt(name=scope.name, version=scope.version), scope.attributes)
-                if scope.schema_url:
-                    entry["schemaUrl"] = scope.schema_url
-            rs["scopeSpans"].append(entry)
-        if resource.schema_url:
-            rs["schemaUrl"] = resource.schema_url
-        out.append(rs)
-    return json.dumps({"resourceSpans": out}, separators=(",", ":"))
+    """One OTLP/JSON request line (no newline) for ``spans``: protobuf's JSON form of the SDK's ``encode_spans``,
+    with the trace and span ids in hex (protobuf's JSON form writes bytes in base64, OTLP/JSON asks for hex)."""
+    doc = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for rs in doc.get("resourceSpans", ()):
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                for obj in (sp, *sp.get("links", ())):
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if key in obj:
+                            obj[key] = base64.b64decode(obj[key]).hex()
+    return json.dumps(doc, separators=(",", ":"))
 
 
 def _any(v: Mapping[str, Any]) -> Any:
