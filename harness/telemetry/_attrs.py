@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
@@ -106,8 +105,9 @@ def flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def span_ids(span: trace.Span) -> dict[str, str]:
-    ctx = span.get_span_context()
+def hex_ids(ctx: SpanContext) -> dict[str, str]:
+    """``trace_id`` and ``span_id`` of a span context in hex, as OTLP/JSON and the checkpoint context write them
+    (none for the invalid context of a span that is not recorded)."""
     return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"} if ctx.is_valid else {}
 
 
