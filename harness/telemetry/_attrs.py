@@ -97,12 +97,8 @@ def flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
     >>> flat_metrics("m.", {"loss": 0.5, "pass@1": None, "n": 3, "note": "x"})
     {'m.loss': 0.5, 'm.n': 3.0}
     """
-    out = {}
-    for k, v in metrics.items():
-        f = v if type(v) is float else num(v)
-        if f is not None:
-            out[prefix + k] = f
-    return out
+    values = ((k, v if type(v) is float else num(v)) for k, v in metrics.items())
+    return {prefix + k: f for k, f in values if f is not None}
 
 
 def hex_ids(ctx: SpanContext) -> dict[str, str]:
@@ -131,25 +127,18 @@ def node_attributes(nodes: Mapping[str, int] | None) -> dict[str, Any]:
 
 
 def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
-    attrs: dict[str, Any] = {
-        "harness.reward.name": name,
-        "gen_ai.evaluation.name": name,
-        "harness.reward.weight": stats.weight,
-        "harness.reward.count": stats.count,
-        "harness.reward.scored": stats.scored,
-        "harness.reward.unscored": stats.count - stats.scored,
-    }
-    optional = {
-        "harness.reward.mean": stats.mean,
-        "gen_ai.evaluation.score.value": stats.mean,
-        "harness.reward.std": stats.std,
-        "harness.reward.zero_variance_group_frac": stats.zero_variance_group_frac,
-        "harness.reward.latency_p50_s": stats.latency_p50_s,
-        "harness.reward.latency_p99_s": stats.latency_p99_s,
-    }
-    attrs.update({k: float(v) for k, v in optional.items() if v is not None})
-    attrs.update({f"harness.reward.status.{status}": int(n) for status, n in stats.statuses.items()})
-    return {**attrs, **node_attributes(stats.nodes)}
+    """The attributes of a ``reward/<name>`` span: the summary under ``harness.reward.*`` and, its mean, under
+    GenAI's ``gen_ai.evaluation.*`` names; statistics that are None are left out."""
+    attrs: dict[str, Any] = {"harness.reward.name": name, "gen_ai.evaluation.name": name}
+    attrs |= {"harness.reward.weight": stats.weight, "harness.reward.count": stats.count}
+    attrs |= {"harness.reward.scored": stats.scored, "harness.reward.unscored": stats.count - stats.scored}
+    optional = {"mean": stats.mean, "std": stats.std, "zero_variance_group_frac": stats.zero_variance_group_frac}
+    optional |= {"latency_p50_s": stats.latency_p50_s, "latency_p99_s": stats.latency_p99_s}
+    attrs |= {f"harness.reward.{k}": float(v) for k, v in optional.items() if v is not None}
+    if stats.mean is not None:
+        attrs["gen_ai.evaluation.score.value"] = float(stats.mean)
+    attrs |= {f"harness.reward.status.{status}": int(n) for status, n in stats.statuses.items()}
+    return attrs | node_attributes(stats.nodes)
 
 
 #: keys of an evaluation's description and the types they are written as (``harness.eval.<key>``)
