@@ -103,7 +103,8 @@ class _HoldBack(logging.Filter):
 
     def run(self, fn: Callable[..., T], *args: Any) -> tuple[T, list[str]]:
         """``(fn(*args), messages held back meanwhile)``."""
-        self.local.held = held = []
+        held: list[str] = []
+        self.local.held = held
         try:
             return fn(*args), held
         finally:
@@ -122,14 +123,15 @@ def sdk_exporter(settings: OtlpSettings) -> SpanExporter:
         ValueError: for an http/protobuf endpoint that is not an http:// or https:// URL with a host.
     """
     if settings.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Exporter
-    else:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Exporter  # type: ignore[assignment]
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
-        url = urllib.parse.urlsplit(settings.endpoint)
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise ValueError(f"OTLP endpoint {settings.endpoint!r}: expected an http:// or https:// URL")
-    return Exporter(endpoint=settings.endpoint, headers=settings.headers, timeout=settings.timeout_s)
+        return GrpcExporter(endpoint=settings.endpoint, headers=settings.headers, timeout=settings.timeout_s)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    url = urllib.parse.urlsplit(settings.endpoint)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError(f"OTLP endpoint {settings.endpoint!r}: expected an http:// or https:// URL")
+    return OTLPSpanExporter(endpoint=settings.endpoint, headers=settings.headers, timeout=settings.timeout_s)
 
 
 class OtlpDelivery(SpanExporter):
