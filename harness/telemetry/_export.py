@@ -149,7 +149,9 @@ class OtlpDelivery(SpanExporter):
 
     def __init__(self, settings: OtlpSettings, retry_after_s: float = 30.0) -> None:
         self.destination = f"{settings.endpoint} ({settings.protocol})"
-        self._inner, self._retry_after, self._paused_until = sdk_exporter(settings), retry_after_s, 0.0
+        self._inner = sdk_exporter(settings)
+        self._retry_after = retry_after_s
+        self._paused_until = 0.0
         self.sent = self.dropped = self.queue_full = self.ended = 0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -179,7 +181,10 @@ class OtlpDelivery(SpanExporter):
         if self.dropped or self.queue_full:
             logger.info(
                 "OTLP export to %s: %d spans sent, %d not delivered, %d dropped by the full queue",
-                *(self.destination, self.sent, self.dropped, self.queue_full),
+                self.destination,
+                self.sent,
+                self.dropped,
+                self.queue_full,
             )
 
 

@@ -131,7 +131,9 @@ class FileSpanExporter(SpanExporter):
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path, self.lines_written, self._failed = Path(path), 0, False
+        self.path = Path(path)
+        self.lines_written = 0
+        self._failed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         open(self.path, "ab").close()
 
