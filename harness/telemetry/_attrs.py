@@ -129,14 +129,23 @@ def node_attributes(nodes: Mapping[str, int] | None) -> dict[str, Any]:
 def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
     """The attributes of a ``reward/<name>`` span: the summary under ``harness.reward.*`` and, its mean, under
     GenAI's ``gen_ai.evaluation.*`` names; statistics that are None are left out."""
-    attrs: dict[str, Any] = {"harness.reward.name": name, "gen_ai.evaluation.name": name}
-    attrs |= {"harness.reward.weight": stats.weight, "harness.reward.count": stats.count}
-    attrs |= {"harness.reward.scored": stats.scored, "harness.reward.unscored": stats.count - stats.scored}
-    optional = {"mean": stats.mean, "std": stats.std, "zero_variance_group_frac": stats.zero_variance_group_frac}
-    optional |= {"latency_p50_s": stats.latency_p50_s, "latency_p99_s": stats.latency_p99_s}
-    attrs |= {f"harness.reward.{k}": float(v) for k, v in optional.items() if v is not None}
-    if stats.mean is not None:
-        attrs["gen_ai.evaluation.score.value"] = float(stats.mean)
+    attrs: dict[str, Any] = {
+        "harness.reward.name": name,
+        "gen_ai.evaluation.name": name,
+        "harness.reward.weight": stats.weight,
+        "harness.reward.count": stats.count,
+        "harness.reward.scored": stats.scored,
+        "harness.reward.unscored": stats.count - stats.scored,
+    }
+    optional = {
+        "harness.reward.mean": stats.mean,
+        "gen_ai.evaluation.score.value": stats.mean,
+        "harness.reward.std": stats.std,
+        "harness.reward.zero_variance_group_frac": stats.zero_variance_group_frac,
+        "harness.reward.latency_p50_s": stats.latency_p50_s,
+        "harness.reward.latency_p99_s": stats.latency_p99_s,
+    }
+    attrs |= {k: float(v) for k, v in optional.items() if v is not None}
     attrs |= {f"harness.reward.status.{status}": int(n) for status, n in stats.statuses.items()}
     return attrs | node_attributes(stats.nodes)
 
