@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
@@ -98,16 +97,13 @@ def flat_metrics(prefix: str, metrics: Mapping[str, Any]) -> dict[str, float]:
     >>> flat_metrics("m.", {"loss": 0.5, "pass@1": None, "n": 3, "note": "x"})
     {'m.loss': 0.5, 'm.n': 3.0}
     """
-    out = {}
-    for k, v in metrics.items():
-        f = v if type(v) is float else num(v)
-        if f is not None:
-            out[prefix + k] = f
-    return out
+    values = ((k, v if type(v) is float else num(v)) for k, v in metrics.items())
+    return {prefix + k: f for k, f in values if f is not None}
 
 
-def span_ids(span: trace.Span) -> dict[str, str]:
-    ctx = span.get_span_context()
+def hex_ids(ctx: SpanContext) -> dict[str, str]:
+    """``trace_id`` and ``span_id`` of a span context in hex, as OTLP/JSON and the checkpoint context write them
+    (none for the invalid context of a span that is not recorded)."""
     return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"} if ctx.is_valid else {}
 
 
@@ -131,6 +127,8 @@ def node_attributes(nodes: Mapping[str, int] | None) -> dict[str, Any]:
 
 
 def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
+    """The attributes of a ``reward/<name>`` span: the summary under ``harness.reward.*`` and, its mean, under
+    GenAI's ``gen_ai.evaluation.*`` names; statistics that are None are left out."""
     attrs: dict[str, Any] = {
         "harness.reward.name": name,
         "gen_ai.evaluation.name": name,
@@ -147,9 +145,9 @@ def reward_attributes(name: str, stats: RewardStats) -> dict[str, Any]:
         "harness.reward.latency_p50_s": stats.latency_p50_s,
         "harness.reward.latency_p99_s": stats.latency_p99_s,
     }
-    attrs.update({k: float(v) for k, v in optional.items() if v is not None})
-    attrs.update({f"harness.reward.status.{status}": int(n) for status, n in stats.statuses.items()})
-    return {**attrs, **node_attributes(stats.nodes)}
+    attrs |= {k: float(v) for k, v in optional.items() if v is not None}
+    attrs |= {f"harness.reward.status.{status}": int(n) for status, n in stats.statuses.items()}
+    return attrs | node_attributes(stats.nodes)
 
 
 #: keys of an evaluation's description and the types they are written as (``harness.eval.<key>``)

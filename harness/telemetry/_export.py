@@ -61,26 +61,23 @@ def resolve_otlp(section: TelemetrySection, environ: Mapping[str, str] | None = 
 
     As the OpenTelemetry specification has it: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as is,
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` is a base URL to which http/protobuf appends ``/v1/traces``;
-    ``OTEL_TRACES_EXPORTER=none`` or ``OTEL_SDK_DISABLED=true`` turn export off.
+    ``OTEL_TRACES_EXPORTER=none`` or ``OTEL_SDK_DISABLED=true`` turn export off; headers of the variables go over
+    the config's.
 
     Raises:
         ValueError: for an unknown protocol or a malformed header variable, naming the variable.
     """
-    env = os.environ if environ is None else environ
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or (
-        env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none"
-    ):
+    env = {k: v.strip() for k, v in (os.environ if environ is None else environ).items() if k.startswith("OTEL_")}
+    if env.get("OTEL_SDK_DISABLED", "").lower() == "true" or env.get("OTEL_TRACES_EXPORTER", "").lower() == "none":
         return None
-    protocol = (
-        env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or section.otlp_protocol
-    ).strip()
+    protocol = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+    protocol = protocol or section.otlp_protocol.strip()
     if protocol not in ("http/protobuf", "grpc"):
         raise ValueError(f"OTEL_EXPORTER_OTLP_PROTOCOL: expected http/protobuf or grpc, got {protocol!r}")
-    endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
-    if not endpoint and (base := env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()):
+    endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if not endpoint and (base := env.get("OTEL_EXPORTER_OTLP_ENDPOINT")):
         endpoint = base.rstrip("/") + "/v1/traces" if protocol == "http/protobuf" else base
-    endpoint = endpoint or section.otlp_endpoint or ""
-    if not endpoint:
+    if not (endpoint := endpoint or section.otlp_endpoint):
         return None
     headers = dict(section.otlp_headers)
     for var in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
@@ -94,16 +91,13 @@ def resolve_otlp(section: TelemetrySection, environ: Mapping[str, str] | None = 
 
 
 class _HoldBack(logging.Filter):
-    """Holds back the SDK's log records in a thread inside :meth:`run`, keeping their messages, so that the
-    caller says once, in its own words, what failed."""
+    """Keeps the SDK exporters' log records out of the log while a thread is inside :meth:`run`, which returns
+    their messages, so that the caller says once, in its own words, what failed."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.local = threading.local()
+    local = threading.local()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        held = getattr(self.local, "held", None)
-        if held is not None:
+        if (held := getattr(self.local, "held", None)) is not None:
             held.append(record.getMessage())
         return held is None
 
@@ -118,12 +112,8 @@ class _HoldBack(logging.Filter):
 
 
 HOLD = _HoldBack()
-for _name in (
-    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.exporter.otlp.proto.grpc.exporter",
-    "opentelemetry.sdk._shared_internal",
-):
-    logging.getLogger(_name).addFilter(HOLD)
+for _name in ("exporter.otlp.proto.http.trace_exporter", "exporter.otlp.proto.grpc.exporter", "sdk._shared_internal"):
+    logging.getLogger("opentelemetry." + _name).addFilter(HOLD)
 
 
 def sdk_exporter(settings: OtlpSettings) -> SpanExporter:
@@ -165,26 +155,24 @@ class OtlpDelivery(SpanExporter):
         self.sent = self.dropped = self.queue_full = self.ended = 0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if time.monotonic() < self._paused_until:
-            self.dropped += len(spans)
-            return SpanExportResult.FAILURE
-        try:
-            result, held = HOLD.run(self._inner.export, spans)
-        except Exception as e:  # noqa: BLE001 - whatever the reason, training goes on
-            result, held = SpanExportResult.FAILURE, [f"{type(e).__name__}: {e}"]
-        if result is SpanExportResult.SUCCESS:
-            self.sent += len(spans)
-            return result
-        if not self._paused_until:  # the first failure
-            logger.warning(
-                "OTLP export to %s failed (%s); spans still go to the file store, export is retried every %.0f s; "
-                "replay later with `harness traces push RUN_DIR --endpoint URL`",
-                self.destination,
-                held[-1] if held else "no reason given",
-                self._retry_after,
-            )
+        if time.monotonic() >= self._paused_until:
+            try:
+                result, held = HOLD.run(self._inner.export, spans)
+            except Exception as e:  # noqa: BLE001 - whatever the reason, training goes on
+                result, held = SpanExportResult.FAILURE, [f"{type(e).__name__}: {e}"]
+            if result is SpanExportResult.SUCCESS:
+                self.sent += len(spans)
+                return result
+            if not self._paused_until:  # the first failure
+                logger.warning(
+                    "OTLP export to %s failed (%s); spans still go to the file store, export is retried every %.0f "
+                    "s; replay later with `harness traces push RUN_DIR --endpoint URL`",
+                    self.destination,
+                    held[-1] if held else "no reason given",
+                    self._retry_after,
+                )
+            self._paused_until = time.monotonic() + self._retry_after
         self.dropped += len(spans)
-        self._paused_until = time.monotonic() + self._retry_after
         return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:

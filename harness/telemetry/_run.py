@@ -21,6 +21,7 @@ import os
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +40,12 @@ from harness.telemetry._attrs import (
     UrandomIdGenerator,
     eval_attributes,
     flat_metrics,
+    hex_ids,
     link_to,
     node_attributes,
     num,
     reward_attributes,
     sample_event,
-    span_ids,
 )
 from harness.telemetry._export import ExportProcessor, OtlpDelivery, resolve_otlp
 from harness.telemetry._store import FileSpanExporter
@@ -58,29 +59,30 @@ CONTEXT_VERSION = 1
 _STORE_QUEUE = 1 << 16  # spans waiting for the file store's thread: complete unless that many pile up in a second
 
 
+@dataclass
 class _Span:
-    def __init__(self, tel: RunTelemetry, step: int, span: trace.Span) -> None:
-        self._tel, self.step, self.span = tel, step, span
+    _tel: RunTelemetry
+    step: int
+    span: trace.Span
 
     def set_metrics(self, metrics: Mapping[str, float | None]) -> None:
         """Record flat metrics (loss, kl, pass@k, ...) as ``harness.metric.<key>`` numbers; None is left out."""
         self.span.set_attributes(flat_metrics("harness.metric.", metrics))
 
 
+@dataclass
 class StepSpan(_Span):
     """The ``train.step`` span of one training step; returned by :meth:`RunTelemetry.train_step`."""
 
-    def __init__(self, tel: RunTelemetry, step: int, span: trace.Span) -> None:
-        super().__init__(tel, step, span)
-        self.rewards: dict[str, dict[str, Any]] = {}
-        self._context = trace.set_span_in_context(span, Context())  # the parent of the reward spans
+    rewards: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def record_reward(self, name: str, stats: RewardStats, samples: Sequence[tuple[str, Any]] | None = None) -> None:
         """Add a ``reward/<name>`` child span with ``stats``; of ``samples`` (``(sample_id, Score)`` pairs), up to
         ``sample_records`` (config, default 0 = off), drawn with a per-step seed, become ``gen_ai.evaluation.result``
         events."""
         attrs = {**self._tel._common(self.step, "EVALUATOR"), **reward_attributes(name, stats)}
-        span = self._tel._tracer.start_span(f"reward/{name}", context=self._context, attributes=attrs)
+        parent = trace.set_span_in_context(self.span, Context())
+        span = self._tel._tracer.start_span(f"reward/{name}", context=parent, attributes=attrs)
         k, samples = self._tel.config.sample_records, samples or ()
         if 0 < k < len(samples):
             rng = random.Random(f"{self._tel.run_id}/{self.step}/{name}")
@@ -88,23 +90,15 @@ class StepSpan(_Span):
         for sid, score in samples if k > 0 else ():
             span.add_event("gen_ai.evaluation.result", sample_event(name, sid, score))
         span.end()
-        self.rewards[name] = {**span_ids(span), "mean": stats.mean}
+        self.rewards[name] = {**hex_ids(span.get_span_context()), "mean": stats.mean}
 
 
+@dataclass
 class EvalSpan(_Span):
     """The ``eval.checkpoint`` span of one evaluated checkpoint; returned by :meth:`RunTelemetry.eval_checkpoint`."""
 
-    def __init__(
-        self,
-        tel: RunTelemetry,
-        step: int,
-        span: trace.Span,
-        ctx: Mapping[str, Any] | None,
-        evaluation: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(tel, step, span)
-        self._ctx = ctx or {}
-        self._evaluation = eval_attributes(evaluation)
+    _ctx: Mapping[str, Any]
+    _evaluation: dict[str, Any]
 
     def record_reward(
         self,
@@ -120,22 +114,18 @@ class EvalSpan(_Span):
         the context has it."""
         train = (self._ctx.get("rewards") or {}).get(name) or {}
         train_mean = num(train.get("train_mean"))
-        attrs = {
-            **self._tel._common(self.step, "EVALUATOR"),
-            "harness.reward.name": name,
-            "gen_ai.evaluation.name": name,
-            **self._evaluation,
-        }
+        attrs = {**self._tel._common(self.step, "EVALUATOR"), "harness.reward.name": name, **self._evaluation}
+        attrs["gen_ai.evaluation.name"] = name
         if heldout is not None:
             attrs["harness.reward.heldout"] = attrs["gen_ai.evaluation.score.value"] = float(heldout)
         if train_mean is not None:
             attrs["harness.reward.train_mean"] = train_mean
             if heldout is not None:
                 attrs["harness.reward.gap"] = train_mean - float(heldout)
-        attrs.update(flat_metrics("harness.metric.", metrics or {}))
-        attrs.update(node_attributes(nodes))
-        link_attrs = {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
-        link = link_to(train, link_attrs)
+        attrs |= flat_metrics("harness.metric.", metrics or {}) | node_attributes(nodes)
+        link = link_to(
+            train, {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
+        )
         attrs["harness.link.linked"] = link is not None
         with self._tel._tracer.start_as_current_span(
             f"eval.reward/{name}", attributes=attrs, links=[link] if link else None
@@ -190,13 +180,8 @@ class RunTelemetry:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         service = env.get("OTEL_SERVICE_NAME") or section.service_name
-        resource = Resource.create(
-            {
-                "service.name": service,
-                "harness.run.id": run_id,
-                "openinference.project.name": section.project_name or service,
-            }
-        )
+        attrs = {"service.name": service, "harness.run.id": run_id}
+        resource = Resource.create({**attrs, "openinference.project.name": section.project_name or service})
         provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
         store = delivery = None
         if section.file_store:  # the SDK's batch processor: encoding and writing run in its thread
@@ -242,7 +227,7 @@ class RunTelemetry:
             span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
             raise
         finally:
-            self._steps[int(step)] = {**span_ids(span), "rewards": dict(st.rewards)}
+            self._steps[int(step)] = {**hex_ids(span.get_span_context()), "rewards": dict(st.rewards)}
             span.end()
 
     def checkpoint_context(self, step: int) -> dict[str, Any]:
@@ -260,22 +245,16 @@ class RunTelemetry:
         if step not in self._checkpoints:
             prev = max((c for c in self._checkpoints if c < step), default=None)
             span_step = max((s for s in self._steps if s <= step), default=None)
-            window = [s for s in self._steps if s <= step and (prev is None or s > prev)]
-            rec = self._steps.get(span_step, {}) if span_step is not None else {}
+            window = {s: rec["rewards"] for s, rec in self._steps.items() if s <= step and (prev is None or s > prev)}
+            linked = self._steps.get(span_step, {}) if span_step is not None else {}
             rewards: dict[str, dict[str, Any]] = {}
-            for name in sorted({n for s in window for n in self._steps[s]["rewards"]}):
-                points = [
-                    (s, self._steps[s]["rewards"][name]["mean"]) for s in window if name in self._steps[s]["rewards"]
-                ]
-                train_mean, n = window_mean(points, prev, step)
-                ids = rec.get("rewards", {}).get(name, {})
-                rewards[name] = {
-                    "trace_id": ids.get("trace_id"),
-                    "span_id": ids.get("span_id"),
-                    "mean": ids.get("mean"),
-                    "train_mean": train_mean,
-                    "steps": n,
-                }
+            for name in sorted({n for rs in window.values() for n in rs}):
+                train_mean, n = window_mean(
+                    [(s, rs[name]["mean"]) for s, rs in window.items() if name in rs], prev, step
+                )
+                ids = linked.get("rewards", {}).get(name, {})
+                rewards[name] = {k: ids.get(k) for k in ("trace_id", "span_id", "mean")}
+                rewards[name] |= {"train_mean": train_mean, "steps": n}
             for s in window:  # later checkpoints average only later steps; keep the linked step for eval_checkpoint
                 if s != span_step:
                     del self._steps[s]
@@ -285,8 +264,8 @@ class RunTelemetry:
                 "step": step,
                 "span_step": span_step,
                 "since_step": prev,
-                "trace_id": rec.get("trace_id"),
-                "span_id": rec.get("span_id"),
+                "trace_id": linked.get("trace_id"),
+                "span_id": linked.get("span_id"),
                 "rewards": rewards,
             }
         return json.loads(json.dumps(self._checkpoints[step]))
@@ -316,7 +295,7 @@ class RunTelemetry:
         with self._tracer.start_as_current_span(
             "eval.checkpoint", Context(), attributes=attrs, links=[link] if link else None
         ) as span:
-            yield EvalSpan(self, step, span, ctx, evaluation)
+            yield EvalSpan(self, step, span, ctx or {}, eval_attributes(evaluation))
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Write pending spans to the file store and send what waits for the OTLP backend (up to ``timeout_s``)."""

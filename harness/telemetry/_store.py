@@ -1,24 +1,24 @@
 """The file store ``traces.jsonl``: one OTLP/JSON ``ExportTraceServiceRequest`` per line, written and read back.
 
 :class:`FileSpanExporter` is an SDK span exporter: each batch the SDK's ``BatchSpanProcessor`` hands it becomes
-one line, written with one ``write`` (a trainer and an evaluator can share the file). :func:`spans_to_json` writes
-protobuf's JSON form of the SDK's own OTLP encoding (hex ids, as OTLP/JSON has them) straight from the spans: about a
-quarter of the CPU of going through protobuf (``docs/TRACING.md``); the tests compare the two for equality.
-:func:`spans_from_json` reads a line back into the SDK's spans (for ``harness traces push`` and the readers),
+one line, written with one ``write`` (a trainer and an evaluator can share the file). :func:`spans_to_json` is the
+only encoder: the SDK's own OTLP encoding (``encode_spans``) in protobuf's JSON form, ids in hex as OTLP/JSON has
+them. :func:`spans_from_json` reads a line back into the SDK's spans (for ``harness traces push`` and the readers),
 :func:`iter_spans` flattens them to dicts, :func:`drop_steps_after` rewrites the store when a run resumes.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
-import math
 import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -26,112 +26,25 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags, TraceState
 from opentelemetry.trace.status import Status, StatusCode
 
+from harness.telemetry._attrs import hex_ids, num
+
 __all__ = ["FileSpanExporter", "spans_to_json", "spans_from_json", "read_requests", "iter_spans", "drop_steps_after"]
 
 logger = logging.getLogger("harness.telemetry")
-_NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-
-
-def _value(v: Any) -> dict[str, Any]:
-    """The OTLP/JSON ``AnyValue`` of an SDK attribute value (the SDK keeps only these types)."""
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, str):
-        return {"stringValue": v}
-    if isinstance(v, int):
-        if not -(2**63) <= v < 2**63:
-            raise ValueError(f"{v} does not fit in an int64")
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v if math.isfinite(v) else _NONFINITE[str(v)]}
-    if isinstance(v, Sequence):
-        return {"arrayValue": {"values": [_value(x) for x in v]} if v else {}}
-    return {}  # None, inside a sequence
-
-
-def _attrs_field(doc: dict[str, Any], attrs: Mapping[str, Any] | None, dropped: int = 0) -> dict[str, Any]:
-    values = []
-    for k, v in (attrs or {}).items():
-        try:
-            values.append({"key": k, "value": _value(v)})
-        except ValueError as e:  # the SDK's encoder leaves such a key out too
-            logger.debug("attribute %s not stored: %s", k, e)
-    if values:
-        doc["attributes"] = values
-    if dropped:
-        doc["droppedAttributesCount"] = dropped
-    return doc
-
-
-def _ids(ctx: SpanContext) -> dict[str, Any]:
-    return {"traceId": f"{ctx.trace_id:032x}", "spanId": f"{ctx.span_id:016x}"}
-
-
-def _opt(**fields: Any) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if v}
-
-
-def _flags(ctx: SpanContext | None) -> int:
-    """OTLP's span flags: the "is remote" bit (0x200) known (0x100) and set for a remote parent or link."""
-    return 0x300 if ctx is not None and ctx.is_remote else 0x100
-
-
-def _span(sp: ReadableSpan) -> dict[str, Any]:
-    ctx, parent, status = sp.context, sp.parent, sp.status
-    doc = _ids(ctx)
-    if ctx.trace_state:
-        doc["traceState"] = ctx.trace_state.to_header()
-    if parent:
-        doc["parentSpanId"] = f"{parent.span_id:016x}"
-    doc["flags"] = _flags(parent)
-    if sp.name:
-        doc["name"] = sp.name
-    doc["kind"] = sp.kind.value + 1  # SpanKind.INTERNAL (0) is SPAN_KIND_INTERNAL (1), and so on
-    for key, t in (("startTimeUnixNano", sp.start_time), ("endTimeUnixNano", sp.end_time)):
-        if t:
-            doc[key] = str(t)
-    _attrs_field(doc, sp.attributes, sp.dropped_attributes)
-    events = [
-        _attrs_field(
-            _opt(timeUnixNano=e.timestamp and str(e.timestamp), name=e.name), e.attributes, e.dropped_attributes
-        )
-        for e in sp.events
-    ]
-    links = [
-        {**_attrs_field(_ids(ln.context), ln.attributes, ln.dropped_attributes), "flags": _flags(ln.context)}
-        for ln in sp.links
-    ]
-    for key, items, dropped in (("events", events, sp.dropped_events), ("links", links, sp.dropped_links)):
-        if items:
-            doc[key] = items
-        if dropped:
-            doc[f"dropped{key.title()}Count"] = dropped
-    doc["status"] = {"message": status.description} if status.description else {}
-    if status.status_code.value:
-        doc["status"]["code"] = status.status_code.value
-    return doc
 
 
 def spans_to_json(spans: Sequence[ReadableSpan]) -> str:
-    """One OTLP/JSON request line (no newline) for ``spans``: equal, once parsed, to protobuf's JSON form of the
-    SDK's ``encode_spans`` with hex ids."""
-    groups: dict[Resource, dict[InstrumentationScope | None, list[dict[str, Any]]]] = {}
-    for sp in spans:
-        groups.setdefault(sp.resource, {}).setdefault(sp.instrumentation_scope, []).append(_span(sp))
-    out = []
-    for resource, scopes in groups.items():
-        rs: dict[str, Any] = {"resource": _attrs_field({}, resource.attributes), "scopeSpans": []}
-        for scope, docs in scopes.items():
-            entry: dict[str, Any] = {"scope": {}, "spans": docs}
-            if scope is not None:
-                entry["scope"] = _attrs_field(_opt(name=scope.name, version=scope.version), scope.attributes)
-                if scope.schema_url:
-                    entry["schemaUrl"] = scope.schema_url
-            rs["scopeSpans"].append(entry)
-        if resource.schema_url:
-            rs["schemaUrl"] = resource.schema_url
-        out.append(rs)
-    return json.dumps({"resourceSpans": out}, separators=(",", ":"))
+    """One OTLP/JSON request line (no newline) for ``spans``: protobuf's JSON form of the SDK's ``encode_spans``,
+    with the trace and span ids in hex (protobuf's JSON form writes bytes in base64, OTLP/JSON asks for hex)."""
+    doc = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for rs in doc.get("resourceSpans", ()):
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                for obj in (sp, *sp.get("links", ())):
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if key in obj:
+                            obj[key] = base64.b64decode(obj[key]).hex()
+    return json.dumps(doc, separators=(",", ":"))
 
 
 def _any(v: Mapping[str, Any]) -> Any:
@@ -210,7 +123,8 @@ def spans_from_json(doc: Mapping[str, Any]) -> list[ReadableSpan]:
 
 
 class FileSpanExporter(SpanExporter):
-    """Appends each exported batch to ``path`` as one OTLP/JSON line; a failing disk warns once, never raises.
+    """Appends each exported batch to ``path`` as one OTLP/JSON line, with one ``write``; a failing disk warns once,
+    never raises.
 
     Attributes:
         lines_written: batches written.
@@ -218,21 +132,15 @@ class FileSpanExporter(SpanExporter):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._lock = threading.Lock()
-        self._failed = False
         self.lines_written = 0
+        self._failed = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        open(self.path, "ab").close()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            data = (spans_to_json(spans) + "\n").encode("utf-8")
-            with self._lock:
-                if self._fd < 0:
-                    return SpanExportResult.FAILURE
-                os.write(self._fd, data)
-                self.lines_written += 1
-            return SpanExportResult.SUCCESS
+            with open(self.path, "ab", buffering=0) as f:  # unbuffered: the line is one write(2)
+                f.write((spans_to_json(spans) + "\n").encode("utf-8"))
         except Exception as e:  # noqa: BLE001 - a full disk must not stop training; say so once
             if not self._failed:
                 self._failed = True
@@ -240,12 +148,8 @@ class FileSpanExporter(SpanExporter):
                     "writing traces to %s failed (%s: %s); later traces may be missing", self.path, type(e).__name__, e
                 )
             return SpanExportResult.FAILURE
-
-    def shutdown(self) -> None:
-        with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+        self.lines_written += 1
+        return SpanExportResult.SUCCESS
 
 
 def store_path(path: str | Path) -> Path:
@@ -277,21 +181,13 @@ def flat_span(sp: ReadableSpan) -> dict[str, Any]:
     """One span as a flat dict, its resource's attributes merged under its own (see :func:`iter_spans`)."""
     return {
         "name": sp.name,
-        "trace_id": f"{sp.context.trace_id:032x}",
-        "span_id": f"{sp.context.span_id:016x}",
+        **hex_ids(sp.context),
         "parent_span_id": f"{sp.parent.span_id:016x}" if sp.parent else None,
         "start_ns": sp.start_time or 0,
         "end_ns": sp.end_time or 0,
         "attributes": {**sp.resource.attributes, **(sp.attributes or {})},
         "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in sp.events],
-        "links": [
-            {
-                "trace_id": f"{ln.context.trace_id:032x}",
-                "span_id": f"{ln.context.span_id:016x}",
-                "attributes": dict(ln.attributes or {}),
-            }
-            for ln in sp.links
-        ],
+        "links": [{**hex_ids(ln.context), "attributes": dict(ln.attributes or {})} for ln in sp.links],
     }
 
 
@@ -301,13 +197,6 @@ def iter_spans(path: str | Path) -> Iterator[dict[str, Any]]:
     ``events`` (name, attributes) and ``links`` (trace_id, span_id, attributes)."""
     for _, spans in read_requests(path, spans=True):
         yield from map(flat_span, spans)
-
-
-def _step_of(span: ReadableSpan) -> int:
-    try:
-        return int((span.attributes or {}).get("harness.train.step") or 0)  # type: ignore[arg-type]  # a list: caught
-    except (TypeError, ValueError):
-        return 0
 
 
 def drop_steps_after(path: str | Path, step: int) -> int:
@@ -322,7 +211,7 @@ def drop_steps_after(path: str | Path, step: int) -> int:
         return 0
     removed, lines = 0, []
     for _, spans in read_requests(path, spans=True):
-        kept = [sp for sp in spans if _step_of(sp) <= step]
+        kept = [sp for sp in spans if (num((sp.attributes or {}).get("harness.train.step")) or 0) <= step]
         removed += len(spans) - len(kept)
         if kept:
             lines.append(spans_to_json(kept) + "\n")

@@ -3,6 +3,7 @@ must not stop training."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -10,7 +11,26 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from harness.telemetry import RewardStats, RunTelemetry, iter_spans
-from harness.telemetry._store import FileSpanExporter
+from harness.telemetry._store import FileSpanExporter, spans_from_json, spans_to_json
+
+# a line written by the store's earlier, hand-written encoder (every value type, an event, a status, a link)
+OLD_LINE = (
+    '{"resourceSpans":[{"resource":{"attributes":[{"key":"harness.run.id","value":{"stringValue":"r0"}}]},"sc'
+    'opeSpans":[{"scope":{"name":"harness.telemetry"},"spans":[{"traceId":"1addad67f2fe56a2aac0b0011713bb2b",'
+    '"spanId":"411f1fc0c0c82f01","parentSpanId":"a9c37aaf93d8ae39","flags":256,"name":"reward/math","kind":1,'
+    '"startTimeUnixNano":"1796277963882017996","endTimeUnixNano":"1796277963882045587","attributes":[{"key":"'
+    'harness.reward.mean","value":{"doubleValue":0.5}}],"status":{"message":"boom","code":2}},{"traceId":"1ad'
+    'dad67f2fe56a2aac0b0011713bb2b","spanId":"a9c37aaf93d8ae39","flags":256,"name":"train.step","kind":1,"sta'
+    'rtTimeUnixNano":"1796277963881926000","endTimeUnixNano":"1796277963882087760","attributes":[{"key":"harn'
+    'ess.train.step","value":{"intValue":"3"}},{"key":"x.nan","value":{"doubleValue":"NaN"}},{"key":"x.flag",'
+    '"value":{"boolValue":true}},{"key":"x.list","value":{"arrayValue":{"values":[{"intValue":"1"},{"intValue'
+    '":"2"}]}}},{"key":"x.s","value":{"arrayValue":{"values":[{"stringValue":"a"}]}}}],"events":[{"timeUnixNa'
+    'no":"1796277963881962694","name":"ev","attributes":[{"key":"k","value":{"intValue":"1"}}]}],"status":{}}'
+    ',{"traceId":"25279d684714f4b9e7f640bbe9333513","spanId":"7ac8595c44f6173f","flags":256,"name":"eval.chec'
+    'kpoint","kind":1,"startTimeUnixNano":"1796277963882154759","endTimeUnixNano":"1796277963882162591","link'
+    's":[{"traceId":"1addad67f2fe56a2aac0b0011713bb2b","spanId":"a9c37aaf93d8ae39","attributes":[{"key":"kind'
+    '","value":{"stringValue":"train_step"}}],"flags":256}],"status":{}}]}]}]}'
+)
 
 
 def test_flush_puts_every_finished_step_in_the_file_before_shutdown(tmp_path: Path) -> None:
@@ -51,3 +71,15 @@ def test_a_full_disk_warns_once_and_spans_keep_ending(caplog) -> None:
     assert len(warnings) == 1
     assert "/dev/full" in warnings[0].getMessage()
     assert store.lines_written == 0
+
+
+def test_a_store_written_before_reads_back_and_encodes_to_the_same_request(tmp_path: Path) -> None:
+    (tmp_path / "traces.jsonl").write_text(OLD_LINE + "\n")
+    spans = {s["name"]: s for s in iter_spans(tmp_path / "traces.jsonl")}
+    step = spans["train.step"]
+    assert step["attributes"]["harness.train.step"] == 3 and step["attributes"]["x.list"] == [1, 2]
+    assert step["attributes"]["x.nan"] != step["attributes"]["x.nan"] and step["events"][0]["name"] == "ev"
+    assert spans["reward/math"]["parent_span_id"] == step["span_id"]
+    assert spans["eval.checkpoint"]["links"][0]["span_id"] == step["span_id"]
+    doc = json.loads(OLD_LINE)
+    assert json.loads(spans_to_json(spans_from_json(doc))) == doc  # today's encoder writes the same request
