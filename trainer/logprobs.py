@@ -91,6 +91,56 @@ def default_chunk(vocab_size: int, budget_bytes: int = CHUNK_BYTES) -> int:
     return max(1, budget_bytes // (4 * max(1, vocab_size)))
 
 
+#: Rows of a chunk whose entropy terms are computed at a time (bounds that temporary to this many rows of logits).
+_ENTROPY_ROWS = 32
+
+
+class _TemperedLogSoftmax(torch.autograd.Function):
+    """``log_softmax(logits / temperature)`` gathered at ``ids``, and the entropy of that softmax (no gradient),
+    with one float32 ``(c, V)`` buffer per pass, modified in place.
+
+    Built from autograd's operators, the same formula keeps the float32 copy, its tempered copy and the
+    log-sum-exp's shifted copy alive or fresh, and its backward allocates several more (the log-sum-exp's
+    exponentials, the gather's zeros, the quotient by the temperature): each a fresh ``(c, V)`` float32 block,
+    which on the CPU is a fresh mapping whose pages fault in one by one. Here the backward recomputes the softmax
+    from the saved ``logits`` (the head's output, bfloat16 under autocast, and kept alive by nothing else) and
+    the saved log-sum-exp into one buffer: ``d logp / d logits = (onehot(ids) - softmax) / temperature``.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, logits: torch.Tensor, ids: torch.Tensor, temperature: float, with_entropy: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        x = logits.float() if logits.dtype != torch.float32 else logits.clone()
+        if temperature != 1.0:
+            x.div_(temperature)
+        picked = x.gather(-1, ids[:, None]).squeeze(-1)
+        top = x.amax(-1, keepdim=True)
+        e = x.sub_(top).exp_()  # exp(x - max), in place
+        total = e.sum(-1)
+        logz = total.log() + top.squeeze(-1)
+        ent = logz.new_empty(0)
+        if with_entropy:  # H = log(total) - sum(e * log e) / total, with log e = x - max
+            ent = torch.cat([torch.xlogy(r, r).sum(-1) for r in e.split(_ENTROPY_ROWS)])
+            ent = total.log() - ent / total
+        ctx.save_for_backward(logits, ids, logz)
+        ctx.temperature = temperature
+        ctx.mark_non_differentiable(ent)
+        return picked - logz, ent
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor, _grad_ent: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        logits, ids, logz = ctx.saved_tensors
+        t = ctx.temperature
+        x = logits.float() if logits.dtype != torch.float32 else logits.clone()
+        if t != 1.0:
+            x.div_(t)
+        g = grad / t  # (c,)
+        p = x.sub_(logz[:, None]).exp_().mul_(-g[:, None])  # -softmax * g / t
+        p.scatter_add_(-1, ids[:, None], g[:, None])
+        return p.to(logits.dtype), None, None, None
+
+
 def _chunk_logprobs(
     h: torch.Tensor,
     ids: torch.Tensor,
@@ -101,16 +151,14 @@ def _chunk_logprobs(
 ) -> torch.Tensor:
     """(c,) log-probs of one chunk; appends its (c,) entropies to ``ent_out`` when given and not yet done (the
     backward pass's recomputation of a checkpointed chunk skips them: they carry no gradient)."""
-    logits = logit_map.logits(head, h)  # (c, V) float32
-    if temperature != 1.0:
-        logits = logits / temperature
-    logz = torch.logsumexp(logits, dim=-1)  # (c,)
-    logp = logits.gather(-1, ids[:, None]).squeeze(-1) - logz
-    if ent_out is not None and not ent_out:
-        with torch.no_grad():
-            p = (logits.detach() - logz.detach()[:, None]).exp_()
-            ent_out.append(logz.detach() - p.mul_(logits.detach()).sum(-1))  # H = logZ - E_p[logit]
-            del p
+    if logit_map == IDENTITY:  # the head's output as it is (bfloat16 under autocast): converted in the softmax
+        logits = head(h)
+    else:
+        logits = logit_map.logits(head, h)  # (c, V) float32
+    want_ent = ent_out is not None and not ent_out
+    logp, ent = _TemperedLogSoftmax.apply(logits, ids, temperature, want_ent)
+    if want_ent and ent_out is not None:
+        ent_out.append(ent)
     return logp
 
 
