@@ -24,6 +24,7 @@ Not covered: heads other than a module that maps ``(n, H)`` to ``(n, vocab)``, l
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable
@@ -91,13 +92,41 @@ def default_chunk(vocab_size: int, budget_bytes: int = CHUNK_BYTES) -> int:
     return max(1, budget_bytes // (4 * max(1, vocab_size)))
 
 
-#: Rows of a chunk whose entropy terms are computed at a time (bounds that temporary to this many rows of logits).
-_ENTROPY_ROWS = 32
+#: Rows of a chunk whose exponentials are computed at a time (bounds that temporary to this many rows of logits).
+_EXP_ROWS = 32
+
+
+def _tempered(logits: torch.Tensor, temperature: float, *, fresh: bool) -> torch.Tensor:
+    """float32 ``logits / temperature``; a new tensor when ``fresh`` (to be modified in place), else possibly
+    ``logits`` itself."""
+    x = logits.float()
+    if x is logits and (fresh or temperature != 1.0):
+        x = logits.clone()
+    return x.div_(temperature) if temperature != 1.0 else x
+
+
+def _logsumexp_picked(
+    x: torch.Tensor, ids: torch.Tensor, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(log-sum-exp, x at ``ids``, entropy of softmax(x) or an empty tensor) of each row of float32 ``x`` (c, V)."""
+    picked = x.gather(-1, ids[:, None]).squeeze(-1)
+    top = x.amax(-1, keepdim=True)
+    total, dot = x.new_empty(len(x)), x.new_empty(len(x) if with_entropy else 0)
+    for i in range(0, len(x), _EXP_ROWS):  # rows of exp(x - max) at a time: a small reused temporary
+        rows = slice(i, i + _EXP_ROWS)
+        e = (x[rows] - top[rows]).exp_()
+        total[rows] = e.sum(-1)
+        if with_entropy:  # sum(e * x) per row, without a product tensor
+            dot[rows] = torch.bmm(e[:, None], x[rows, :, None]).reshape(-1)
+    logz = total.log() + top.squeeze(-1)
+    # H = logZ - E_p[x], E_p[x] = sum(e * x) / sum(e)
+    ent = logz - dot / total if with_entropy else logz.new_empty(0)
+    return logz, picked, ent
 
 
 class _TemperedLogSoftmax(torch.autograd.Function):
     """``log_softmax(logits / temperature)`` gathered at ``ids``, and the entropy of that softmax (no gradient),
-    with one float32 ``(c, V)`` buffer per pass, modified in place.
+    with one float32 ``(c, V)`` buffer per pass (the exponentials are taken a few rows at a time).
 
     Built from autograd's operators, the same formula keeps the float32 copy, its tempered copy and the
     log-sum-exp's shifted copy alive or fresh, and its backward allocates several more (the log-sum-exp's
@@ -111,18 +140,8 @@ class _TemperedLogSoftmax(torch.autograd.Function):
     def forward(  # type: ignore[override]
         ctx: Any, logits: torch.Tensor, ids: torch.Tensor, temperature: float, with_entropy: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        x = logits.float() if logits.dtype != torch.float32 else logits.clone()
-        if temperature != 1.0:
-            x.div_(temperature)
-        picked = x.gather(-1, ids[:, None]).squeeze(-1)
-        top = x.amax(-1, keepdim=True)
-        e = x.sub_(top).exp_()  # exp(x - max), in place
-        total = e.sum(-1)
-        logz = total.log() + top.squeeze(-1)
-        ent = logz.new_empty(0)
-        if with_entropy:  # H = log(total) - sum(e * log e) / total, with log e = x - max
-            ent = torch.cat([torch.xlogy(r, r).sum(-1) for r in e.split(_ENTROPY_ROWS)])
-            ent = total.log() - ent / total
+        with torch.autocast(logits.device.type, enabled=False):  # float32 throughout, the bmm included
+            logz, picked, ent = _logsumexp_picked(_tempered(logits, temperature, fresh=False), ids, with_entropy)
         ctx.save_for_backward(logits, ids, logz)
         ctx.temperature = temperature
         ctx.mark_non_differentiable(ent)
@@ -132,12 +151,11 @@ class _TemperedLogSoftmax(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor, _grad_ent: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
         logits, ids, logz = ctx.saved_tensors
         t = ctx.temperature
-        x = logits.float() if logits.dtype != torch.float32 else logits.clone()
-        if t != 1.0:
-            x.div_(t)
-        g = grad / t  # (c,)
-        p = x.sub_(logz[:, None]).exp_().mul_(-g[:, None])  # -softmax * g / t
-        p.scatter_add_(-1, ids[:, None], g[:, None])
+        with torch.autocast(logits.device.type, enabled=False):
+            x = _tempered(logits, t, fresh=True)
+            g = grad / t  # (c,)
+            p = x.sub_(logz[:, None]).exp_().mul_(-g[:, None])  # -softmax * g / t
+            p.scatter_add_(-1, ids[:, None], g[:, None])
         return p.to(logits.dtype), None, None, None
 
 
@@ -318,6 +336,20 @@ def _own(t: torch.Tensor) -> torch.Tensor:
     return t.clone() if t._base is not None else t
 
 
+def _uncached_casts(device: torch.device) -> contextlib.AbstractContextManager:
+    """On the CPU under autocast: autocast without its weight cache, for the backbone's forward.
+
+    Autocast keeps the low-precision copy of every weight it casts until its outermost region exits, so that a
+    weight used twice is cast once; a backbone uses each weight once per forward, so the cache only keeps a
+    second copy of the whole model alive to the end of the forward (SmolLM2: 270 MB), in blocks freshly paged in
+    at every step. Uncached, each layer's copies are freed when it is done and the next layer's reuse that heap
+    memory. The values are the same casts either way. The head, used once per chunk, stays cached (the nesting
+    restores the outer region's setting)."""
+    if device.type != "cpu" or not torch.is_autocast_enabled(device.type):
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.get_autocast_dtype(device.type), cache_enabled=False)
+
+
 def _sequence_logprobs(
     model: Any,
     input_ids: torch.Tensor,
@@ -332,7 +364,8 @@ def _sequence_logprobs(
     logit_map: LogitMap = IDENTITY,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     body, head = split_model(model)
-    out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
+    with _uncached_casts(input_ids.device):
+        out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
     if predict is not None:
         hidden = out.last_hidden_state.flatten(0, 1)[predict]  # (n, H)
     else:
