@@ -92,8 +92,14 @@ def default_chunk(vocab_size: int, budget_bytes: int = CHUNK_BYTES) -> int:
     return max(1, budget_bytes // (4 * max(1, vocab_size)))
 
 
-#: Rows of a chunk whose exponentials are computed at a time (bounds that temporary to this many rows of logits).
-_EXP_ROWS = 32
+#: Bytes of the float32 rows the fused log-softmax works on at a time (a small temporary, reused).
+_BLOCK_BYTES = 8 * 2**20
+
+
+def _blocks(logits: torch.Tensor) -> list[slice]:
+    """Row slices of ``logits`` (c, V) of about ``_BLOCK_BYTES`` of float32 each."""
+    n = max(1, _BLOCK_BYTES // (4 * max(1, logits.shape[-1])))
+    return [slice(i, i + n) for i in range(0, len(logits), n)]
 
 
 def _tempered(logits: torch.Tensor, temperature: float, *, fresh: bool) -> torch.Tensor:
@@ -106,34 +112,35 @@ def _tempered(logits: torch.Tensor, temperature: float, *, fresh: bool) -> torch
 
 
 def _logsumexp_picked(
-    x: torch.Tensor, ids: torch.Tensor, with_entropy: bool
+    logits: torch.Tensor, ids: torch.Tensor, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(log-sum-exp, x at ``ids``, entropy of softmax(x) or an empty tensor) of each row of float32 ``x`` (c, V)."""
-    picked = x.gather(-1, ids[:, None]).squeeze(-1)
-    top = x.amax(-1, keepdim=True)
-    total, dot = x.new_empty(len(x)), x.new_empty(len(x) if with_entropy else 0)
-    for i in range(0, len(x), _EXP_ROWS):  # rows of exp(x - max) at a time: a small reused temporary
-        rows = slice(i, i + _EXP_ROWS)
-        e = (x[rows] - top[rows]).exp_()
-        total[rows] = e.sum(-1)
-        if with_entropy:  # sum(e * x) per row, without a product tensor
-            dot[rows] = torch.bmm(e[:, None], x[rows, :, None]).reshape(-1)
-    logz = total.log() + top.squeeze(-1)
-    # H = logZ - E_p[x], E_p[x] = sum(e * x) / sum(e)
-    ent = logz - dot / total if with_entropy else logz.new_empty(0)
+    """(log-sum-exp, value at ``ids``, entropy of the softmax, or an empty tensor) of each row of
+    ``logits / temperature`` in float32 (c,), a block of rows at a time."""
+    c = len(logits)
+    logz, picked = logits.new_empty(c, dtype=torch.float32), logits.new_empty(c, dtype=torch.float32)
+    ent = logits.new_empty(c if with_entropy else 0, dtype=torch.float32)
+    for rows in _blocks(logits):
+        x = _tempered(logits[rows], temperature, fresh=False)
+        top = x.amax(-1, keepdim=True)
+        e = (x - top).exp_()
+        total = e.sum(-1)
+        logz[rows] = total.log() + top.squeeze(-1)
+        picked[rows] = x.gather(-1, ids[rows, None]).squeeze(-1)
+        if with_entropy:  # H = logZ - E_p[x], E_p[x] = sum(e * x) / sum(e), the sum as a dot product per row
+            ent[rows] = logz[rows] - torch.bmm(e[:, None], x[:, :, None]).reshape(-1) / total
     return logz, picked, ent
 
 
 class _TemperedLogSoftmax(torch.autograd.Function):
     """``log_softmax(logits / temperature)`` gathered at ``ids``, and the entropy of that softmax (no gradient),
-    with one float32 ``(c, V)`` buffer per pass (the exponentials are taken a few rows at a time).
+    computed in float32 a block of rows at a time (:func:`_blocks`), with no ``(c, V)`` float32 tensor.
 
-    Built from autograd's operators, the same formula keeps the float32 copy, its tempered copy and the
-    log-sum-exp's shifted copy alive or fresh, and its backward allocates several more (the log-sum-exp's
-    exponentials, the gather's zeros, the quotient by the temperature): each a fresh ``(c, V)`` float32 block,
-    which on the CPU is a fresh mapping whose pages fault in one by one. Here the backward recomputes the softmax
-    from the saved ``logits`` (the head's output, bfloat16 under autocast, and kept alive by nothing else) and
-    the saved log-sum-exp into one buffer: ``d logp / d logits = (onehot(ids) - softmax) / temperature``.
+    Built from autograd's operators, the same formula makes a float32 copy of the chunk's logits, a tempered copy
+    and the log-sum-exp's shifted copy, and its backward several more (the log-sum-exp's exponentials, the gather's
+    zeros, the quotient by the temperature): each a fresh ``(c, V)`` float32 block, which on the CPU is a fresh
+    mapping whose pages fault in one by one. Here the backward recomputes the softmax from the saved ``logits``
+    (the head's output, bfloat16 under autocast, kept alive by nothing else) and the saved log-sum-exp, straight
+    into the gradient: ``d logp / d logits = (onehot(ids) - softmax) / temperature``, in ``logits``' dtype.
     """
 
     @staticmethod
@@ -141,7 +148,7 @@ class _TemperedLogSoftmax(torch.autograd.Function):
         ctx: Any, logits: torch.Tensor, ids: torch.Tensor, temperature: float, with_entropy: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.autocast(logits.device.type, enabled=False):  # float32 throughout, the bmm included
-            logz, picked, ent = _logsumexp_picked(_tempered(logits, temperature, fresh=False), ids, with_entropy)
+            logz, picked, ent = _logsumexp_picked(logits, ids, temperature, with_entropy)
         ctx.save_for_backward(logits, ids, logz)
         ctx.temperature = temperature
         ctx.mark_non_differentiable(ent)
@@ -151,12 +158,13 @@ class _TemperedLogSoftmax(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor, _grad_ent: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
         logits, ids, logz = ctx.saved_tensors
         t = ctx.temperature
+        out = torch.empty_like(logits)
         with torch.autocast(logits.device.type, enabled=False):
-            x = _tempered(logits, t, fresh=True)
-            g = grad / t  # (c,)
-            p = x.sub_(logz[:, None]).exp_().mul_(-g[:, None])  # -softmax * g / t
-            p.scatter_add_(-1, ids[:, None], g[:, None])
-        return p.to(logits.dtype), None, None, None
+            for rows in _blocks(logits):
+                g = grad[rows, None] / t
+                p = _tempered(logits[rows], t, fresh=True).sub_(logz[rows, None]).exp_().mul_(-g)  # -softmax g / t
+                out[rows] = p.scatter_add_(-1, ids[rows, None], g)
+        return out, None, None, None
 
 
 def _chunk_logprobs(
