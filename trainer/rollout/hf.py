@@ -37,9 +37,8 @@ def position_ids_from_mask(mask: torch.Tensor) -> torch.Tensor:
 def sample_next(logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> torch.Tensor:
     """(B, V) last-position logits -> (B,) sampled token ids under temperature and top-p.
 
-    Draws by inverting each row's cumulative distribution (:func:`_draw`): one uniform number per row, where the
-    exponential race (argmax of p / E, E ~ Exp(1)) needs one random draw per vocabulary entry, which for a
-    49k-token vocabulary cost more than the softmax ten times over.
+    Draws with the exponential-race form of categorical sampling, argmax(p / E) with E ~ Exp(1), which picks
+    index i with probability p_i like ``torch.multinomial`` at a fraction of its cost for small batches.
     """
     x = logits.float()
     if sampling.temperature != 1.0:
@@ -49,21 +48,7 @@ def sample_next(logits: torch.Tensor, sampling: SamplingConfig, generator: torch
         sorted_p, order = probs.sort(dim=-1, descending=True)
         keep = sorted_p.cumsum(-1) - sorted_p < sampling.top_p  # always keeps the most likely token
         probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p * keep)
-    return _draw(probs, generator)
-
-
-def _draw(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """(B,) one index per row of ``probs`` (B, V), drawn with probability proportional to its entry.
-
-    The first index whose float64 running sum exceeds u * the row's sum, u ~ U[0, 1): an entry of 0 adds nothing
-    to the running sum, so it is never the first to exceed; the target is kept below the row's sum, so some
-    index always does.
-    """
-    cdf = probs.cumsum(-1, dtype=torch.float64)
-    total = cdf[:, -1:]
-    u = torch.rand(total.shape, generator=generator, dtype=torch.float64, device=probs.device)
-    target = torch.minimum(u * total, torch.nextafter(total, torch.zeros_like(total)))
-    return torch.searchsorted(cdf, target, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
+    return (probs / torch.empty_like(probs).exponential_(generator=generator)).argmax(dim=-1)
 
 
 class HFRollout:
