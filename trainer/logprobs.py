@@ -144,7 +144,7 @@ class _TemperedLogSoftmax(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, logits: torch.Tensor, ids: torch.Tensor, temperature: float, with_entropy: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.autocast(logits.device.type, enabled=False):  # float32 throughout, the bmm included
@@ -155,7 +155,7 @@ class _TemperedLogSoftmax(torch.autograd.Function):
         return picked - logz, ent
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor, _grad_ent: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor, _grad_ent: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         logits, ids, logz = ctx.saved_tensors
         t = ctx.temperature
         out = torch.empty_like(logits)
