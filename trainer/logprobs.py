@@ -97,7 +97,10 @@ _BLOCK_BYTES = 8 * 2**20
 
 
 def _blocks(logits: torch.Tensor) -> list[slice]:
-    """Row slices of ``logits`` (c, V) of about ``_BLOCK_BYTES`` of float32 each."""
+    """Row slices of ``logits`` (c, V) of about ``_BLOCK_BYTES`` of float32 each on the CPU; all rows at once
+    elsewhere (a GPU's caching allocator reuses its blocks, and fewer, larger kernels are what it runs well)."""
+    if logits.device.type != "cpu":
+        return [slice(0, len(logits))]
     n = max(1, _BLOCK_BYTES // (4 * max(1, logits.shape[-1])))
     return [slice(i, i + n) for i in range(0, len(logits), n)]
 
