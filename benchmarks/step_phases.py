@@ -7,6 +7,8 @@ the machine changes the numbers less than wall time): the rollout, and inside it
 bfloat16 weight copies), its prefill, its one-token steps and the sampling of each token; the packing check; the
 update's forward with grad, its backward (gradient checkpointing's recomputation and the heap trims included); the
 optimizer step (clip, AdamW); the heap trims themselves (``trainer.memory.trim_heap``, inside the phases above).
+Each phase also counts its minor page faults (``getrusage``): every fresh 4 KiB page a tensor touches for the first
+time costs the kernel a fault and a zeroing, a few microseconds each, in the phase that touches it.
 
     python benchmarks/step_phases.py [--steps 4] [--bf16 auto|on|off] [--profile STEP]
 
@@ -17,6 +19,7 @@ short operators). Not measured: memory (``benchmarks/step_memory.py``), TRL (``r
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import tempfile
 import time
@@ -31,6 +34,7 @@ G, PROMPTS, LENGTH, LR, TEMP, SEED, SYSTEM = 8, 2, 24, 1e-5, 0.8, 0, "Answer bri
 
 SECONDS: dict[str, float] = defaultdict(float)
 CALLS: dict[str, int] = defaultdict(int)
+FAULTS: dict[str, int] = defaultdict(int)
 LABELS: list[str] = []  # in the order they were wrapped (sub-phases after their phase)
 
 
@@ -39,14 +43,20 @@ def _timed(owner: Any, attr: str, label: str) -> None:
     LABELS.append(label)
 
     def wrapped(*args: Any, **kw: Any) -> Any:
-        t = time.process_time()
+        t, f = time.process_time(), _faults()
         try:
             return fn(*args, **kw)
         finally:
             SECONDS[label] += time.process_time() - t
+            FAULTS[label] += _faults() - f
             CALLS[label] += 1
 
     setattr(owner, attr, wrapped)
+
+
+def _faults() -> int:
+    """Minor page faults of this process so far (each a fresh page of memory touched for the first time)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def _instrument() -> None:
@@ -89,7 +99,7 @@ def main() -> None:
     from harness.demo.word_problems import write_word_problems
 
     _instrument()
-    rows: list[tuple[int, float, dict[str, float], dict[str, int]]] = []
+    rows: list[tuple[int, float, int, dict[str, float], dict[str, int], dict[str, int]]] = []
     with tempfile.TemporaryDirectory(prefix="step-phases-") as tmp:
         model = smollm2_float32(Path(tempfile.gettempdir()) / "harness-smollm2-cache")
         data = Path(tmp) / "data"
@@ -120,13 +130,15 @@ def main() -> None:
                 },
             }
         )
-        mark = {"cpu": time.process_time(), "secs": dict(SECONDS), "calls": dict(CALLS)}
+        mark = {"cpu": time.process_time(), "flt": _faults(), "secs": dict(SECONDS), "calls": dict(CALLS)}
+        mark["faults"] = dict(FAULTS)
         prof: list[Any] = []
 
         def on_step(s: int, m: dict[str, Any]) -> None:
             secs = {k: v - mark["secs"].get(k, 0.0) for k, v in SECONDS.items()}
             calls = {k: v - mark["calls"].get(k, 0) for k, v in CALLS.items()}
-            rows.append((s, time.process_time() - mark["cpu"], secs, calls))
+            faults = {k: v - mark["faults"].get(k, 0) for k, v in FAULTS.items()}
+            rows.append((s, time.process_time() - mark["cpu"], _faults() - mark["flt"], secs, calls, faults))
             if prof and s == a.profile:
                 prof[0].__exit__(None, None, None)
                 table = prof[0].key_averages(group_by_input_shape=True)
@@ -135,14 +147,15 @@ def main() -> None:
                 cpu = [torch.profiler.ProfilerActivity.CPU]
                 prof.append(torch.profiler.profile(activities=cpu, record_shapes=True))
                 prof[0].__enter__()
-            mark.update(cpu=time.process_time(), secs=dict(SECONDS), calls=dict(CALLS))
+            mark.update(cpu=time.process_time(), flt=_faults(), secs=dict(SECONDS), calls=dict(CALLS))
+            mark["faults"] = dict(FAULTS)
 
         loop.train(cfg, progress=False, on_step=on_step)
-    for s, total, secs, calls in rows:
-        print(f"step {s}: {total:.2f} CPU s (the first step also pays for warm-up and the packing check)")
+    for s, total, flt, secs, calls, faults in rows:
+        print(f"step {s}: {total:.2f} CPU s, {flt / 1000:.0f}k page faults (the first step also pays for warm-up)")
         for k in LABELS:
             if calls.get(k):
-                print(f"  {k:<46}{secs[k]:8.2f} s  ({calls[k]} calls)")
+                print(f"  {k:<46}{secs[k]:8.2f} s  ({calls[k]} calls, {faults[k] / 1000:.0f}k faults)")
 
 
 if __name__ == "__main__":

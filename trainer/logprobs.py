@@ -24,6 +24,7 @@ Not covered: heads other than a module that maps ``(n, H)`` to ``(n, vocab)``, l
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable
@@ -91,6 +92,84 @@ def default_chunk(vocab_size: int, budget_bytes: int = CHUNK_BYTES) -> int:
     return max(1, budget_bytes // (4 * max(1, vocab_size)))
 
 
+#: Bytes of the float32 rows the fused log-softmax works on at a time (a small temporary, reused).
+_BLOCK_BYTES = 8 * 2**20
+
+
+def _blocks(logits: torch.Tensor) -> list[slice]:
+    """Row slices of ``logits`` (c, V) of about ``_BLOCK_BYTES`` of float32 each on the CPU; all rows at once
+    elsewhere (a GPU's caching allocator reuses its blocks, and fewer, larger kernels are what it runs well)."""
+    if logits.device.type != "cpu":
+        return [slice(0, len(logits))]
+    n = max(1, _BLOCK_BYTES // (4 * max(1, logits.shape[-1])))
+    return [slice(i, i + n) for i in range(0, len(logits), n)]
+
+
+def _tempered(logits: torch.Tensor, temperature: float, *, fresh: bool) -> torch.Tensor:
+    """float32 ``logits / temperature``; a new tensor when ``fresh`` (to be modified in place), else possibly
+    ``logits`` itself."""
+    x = logits.float()
+    if x is logits and (fresh or temperature != 1.0):
+        x = logits.clone()
+    return x.div_(temperature) if temperature != 1.0 else x
+
+
+def _logsumexp_picked(
+    logits: torch.Tensor, ids: torch.Tensor, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(log-sum-exp, value at ``ids``, entropy of the softmax, or an empty tensor) of each row of
+    ``logits / temperature`` in float32 (c,), a block of rows at a time."""
+    c = len(logits)
+    logz, picked = logits.new_empty(c, dtype=torch.float32), logits.new_empty(c, dtype=torch.float32)
+    ent = logits.new_empty(c if with_entropy else 0, dtype=torch.float32)
+    for rows in _blocks(logits):
+        x = _tempered(logits[rows], temperature, fresh=False)
+        top = x.amax(-1, keepdim=True)
+        e = (x - top).exp_()
+        total = e.sum(-1)
+        logz[rows] = total.log() + top.squeeze(-1)
+        picked[rows] = x.gather(-1, ids[rows, None]).squeeze(-1)
+        if with_entropy:  # H = logZ - E_p[x], E_p[x] = sum(e * x) / sum(e), the sum as a dot product per row
+            ent[rows] = logz[rows] - torch.bmm(e[:, None], x[:, :, None]).reshape(-1) / total
+    return logz, picked, ent
+
+
+class _TemperedLogSoftmax(torch.autograd.Function):
+    """``log_softmax(logits / temperature)`` gathered at ``ids``, and the entropy of that softmax (no gradient),
+    computed in float32 a block of rows at a time (:func:`_blocks`), with no ``(c, V)`` float32 tensor.
+
+    Built from autograd's operators, the same formula makes a float32 copy of the chunk's logits, a tempered copy
+    and the log-sum-exp's shifted copy, and its backward several more (the log-sum-exp's exponentials, the gather's
+    zeros, the quotient by the temperature): each a fresh ``(c, V)`` float32 block, which on the CPU is a fresh
+    mapping whose pages fault in one by one. Here the backward recomputes the softmax from the saved ``logits``
+    (the head's output, bfloat16 under autocast, kept alive by nothing else) and the saved log-sum-exp, straight
+    into the gradient: ``d logp / d logits = (onehot(ids) - softmax) / temperature``, in ``logits``' dtype.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: Any, logits: torch.Tensor, ids: torch.Tensor, temperature: float, with_entropy: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.autocast(logits.device.type, enabled=False):  # float32 throughout, the bmm included
+            logz, picked, ent = _logsumexp_picked(logits, ids, temperature, with_entropy)
+        ctx.save_for_backward(logits, ids, logz)
+        ctx.temperature = temperature
+        ctx.mark_non_differentiable(ent)
+        return picked - logz, ent
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor, _grad_ent: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        logits, ids, logz = ctx.saved_tensors
+        t = ctx.temperature
+        out = torch.empty_like(logits)
+        with torch.autocast(logits.device.type, enabled=False):
+            for rows in _blocks(logits):
+                g = grad[rows, None] / t
+                p = _tempered(logits[rows], t, fresh=True).sub_(logz[rows, None]).exp_().mul_(-g)  # -softmax g / t
+                out[rows] = p.scatter_add_(-1, ids[rows, None], g)
+        return out, None, None, None
+
+
 def _chunk_logprobs(
     h: torch.Tensor,
     ids: torch.Tensor,
@@ -101,16 +180,14 @@ def _chunk_logprobs(
 ) -> torch.Tensor:
     """(c,) log-probs of one chunk; appends its (c,) entropies to ``ent_out`` when given and not yet done (the
     backward pass's recomputation of a checkpointed chunk skips them: they carry no gradient)."""
-    logits = logit_map.logits(head, h)  # (c, V) float32
-    if temperature != 1.0:
-        logits = logits / temperature
-    logz = torch.logsumexp(logits, dim=-1)  # (c,)
-    logp = logits.gather(-1, ids[:, None]).squeeze(-1) - logz
-    if ent_out is not None and not ent_out:
-        with torch.no_grad():
-            p = (logits.detach() - logz.detach()[:, None]).exp_()
-            ent_out.append(logz.detach() - p.mul_(logits.detach()).sum(-1))  # H = logZ - E_p[logit]
-            del p
+    if logit_map == IDENTITY:  # the head's output as it is (bfloat16 under autocast): converted in the softmax
+        logits = head(h)
+    else:
+        logits = logit_map.logits(head, h)  # (c, V) float32
+    want_ent = ent_out is not None and not ent_out
+    logp, ent = _TemperedLogSoftmax.apply(logits, ids, temperature, want_ent)
+    if want_ent and ent_out is not None:
+        ent_out.append(ent)
     return logp
 
 
@@ -270,6 +347,20 @@ def _own(t: torch.Tensor) -> torch.Tensor:
     return t.clone() if t._base is not None else t
 
 
+def _uncached_casts(device: torch.device) -> contextlib.AbstractContextManager:
+    """On the CPU under autocast: autocast without its weight cache, for the backbone's forward.
+
+    Autocast keeps the low-precision copy of every weight it casts until its outermost region exits, so that a
+    weight used twice is cast once; a backbone uses each weight once per forward, so the cache only keeps a
+    second copy of the whole model alive to the end of the forward (SmolLM2: 270 MB), in blocks freshly paged in
+    at every step. Uncached, each layer's copies are freed when it is done and the next layer's reuse that heap
+    memory. The values are the same casts either way. The head, used once per chunk, stays cached (the nesting
+    restores the outer region's setting)."""
+    if device.type != "cpu" or not torch.is_autocast_enabled(device.type):
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.get_autocast_dtype(device.type), cache_enabled=False)
+
+
 def _sequence_logprobs(
     model: Any,
     input_ids: torch.Tensor,
@@ -284,7 +375,8 @@ def _sequence_logprobs(
     logit_map: LogitMap = IDENTITY,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     body, head = split_model(model)
-    out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
+    with _uncached_casts(input_ids.device):
+        out = body(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
     if predict is not None:
         hidden = out.last_hidden_state.flatten(0, 1)[predict]  # (n, H)
     else:

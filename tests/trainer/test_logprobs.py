@@ -87,3 +87,30 @@ def test_update_peak_memory_is_well_under_the_full_logits_path(tmp_path):
     res = mod.main(["--rows", "2", "--completion", "256", "--json", str(tmp_path / "r.json")])
     assert res["max_abs_logp_diff"] <= 1e-5
     assert res["chunked_peak_bytes"] <= 0.40 * res["naive_peak_bytes"], res
+
+
+def test_bfloat16_head_output_gives_the_naive_logprobs_entropy_and_gradients_of_its_float32_copy():
+    # under autocast the head's output is bfloat16: the log-softmax converts it and its backward returns bfloat16
+    g = torch.Generator().manual_seed(4)
+    head = torch.nn.Linear(16, 300, bias=False)
+    hidden = torch.randn(2, 40, 16, generator=g)
+    ids = torch.randint(0, 300, (2, 40), generator=g)
+    w = torch.randn(2, 40, generator=g)
+    grads = []
+    for ours in (True, False):
+        head.zero_grad()
+        h = hidden.clone().requires_grad_(True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            if ours:
+                lp, ent = token_logprobs(h, ids, head, temperature=0.7, chunk=16, with_entropy=True)
+            else:
+                logits = head(h)
+                assert logits.dtype == torch.bfloat16
+                with torch.autocast("cpu", enabled=False):  # the reference in float32
+                    lp = naive_logprobs(logits, ids, 0.7)
+                    ent = entropy_from_logits(logits.float() / 0.7)
+        (lp * w).sum().backward()
+        grads.append((lp.detach(), ent, h.grad, head.weight.grad.clone()))
+    (lp1, ent1, gh1, gw1), (lp2, ent2, gh2, gw2) = grads
+    assert (lp1 - lp2).abs().max() <= 1e-5 and (ent1 - ent2).abs().max() <= 1e-5
+    assert torch.allclose(gh1, gh2, atol=1e-2, rtol=1e-2) and torch.allclose(gw1, gw2, atol=1e-2, rtol=1e-2)

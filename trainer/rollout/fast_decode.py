@@ -82,9 +82,10 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Te
     return torch.matmul(torch.softmax(s.float(), dim=-1).to(v.dtype), v).reshape(b, nh, 1, hd)
 
 
-def _fuse(linears: list[Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One (weight, bias) for several nn.Linear over the same input, outputs concatenated in order."""
-    w = torch.cat([lin.weight for lin in linears], dim=0)
+def _fuse(linears: list[Any], dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One (weight, bias) for several nn.Linear over the same input, outputs concatenated in order; the weights
+    cast to ``dtype`` first (the same values as casting the concatenation, with half the bytes concatenated)."""
+    w = torch.cat([_cast(lin.weight, dtype) for lin in linears], dim=0)
     biases = [lin.bias for lin in linears]
     if all(b is None for b in biases):
         return w, None
@@ -128,7 +129,7 @@ class _Layer:
         # matmul weights cast once per decoder (under autocast a cast per token would cost more than the matmul)
         self.qkv = _Linear(*_fuse_qkv(a, nh, kvh, hd), dtype, prepack)
         self.o = _Linear(a.o_proj.weight, a.o_proj.bias, dtype, prepack)
-        self.gate_up = _Linear(_fuse([mlp.gate_proj, mlp.up_proj])[0], None, dtype, prepack)
+        self.gate_up = _Linear(_fuse([mlp.gate_proj, mlp.up_proj], dtype)[0], None, dtype, prepack)
         self.down = _Linear(mlp.down_proj.weight, None, dtype, prepack)
         self.k, self.v = k, v  # (B, kv heads, max_len, hd) views of the decoder's cache
 
