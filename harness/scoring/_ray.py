@@ -26,23 +26,19 @@ import atexit
 import collections
 import logging
 import os
-import socket
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness.errors import ScoringError
-from harness.registry import default_registry
 from harness.scoring._pool import _CHUNK_MAX, BUILD_GRACE_S, Task
-from harness.scoring._ray_actor import PluginShipment, SandboxHost, ScoringActor, node_label
+from harness.scoring._ray_actor import SandboxHost, ScoringActor, node_label
+from harness.scoring._ray_link import RAY_MISSING, _Actor, _Call, _check_reachable, _import_ray, _shipment
 
 __all__ = ["RayPool", "ray_pool", "shutdown_ray_pools", "RAY_MISSING"]
 
 log = logging.getLogger(__name__)
 
-RAY_MISSING = "scoring.backend ray needs the ray package on this machine and on every node: pip install ray"
 #: Seconds the actors get to start and report (workers import the rewards; a node may be slow).
 _START_TIMEOUT_S = 180.0
 #: Slack on top of a call's own limits before the driver gives up on the actor that holds it.
@@ -51,50 +47,6 @@ _CALL_SLACK_S = 60.0
 _POLL_S = 0.05
 #: Replacements of one node's actors that fail in a row before the node is given up.
 _MAX_REPLACE_FAILURES = 3
-
-
-@dataclass
-class _Call:
-    ref: Any
-    tasks: list[Task]
-    deadline: float
-
-
-@dataclass
-class _Actor:
-    handle: Any
-    node: str
-    node_id: str
-    calls: list[_Call] = field(default_factory=list)
-    alive: bool = True
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as e:
-        raise ScoringError(f"{RAY_MISSING} ({e})") from None
-    return ray
-
-
-def _check_reachable(address: str) -> None:
-    """Fail at once on a ``HOST:PORT`` nothing listens on (Ray itself retries for minutes before it gives up)."""
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
-        return  # "auto" and other forms: Ray's own errors are quick
-    try:
-        socket.create_connection((host, int(port)), timeout=10).close()
-    except OSError as e:
-        raise ScoringError(f"scoring.backend ray: nothing answers at the Ray address {address!r}: {e}") from None
-
-
-def _shipment() -> list[PluginShipment]:
-    """The registry's user plugins, a ``.py`` file with its text so that a node without the file can import it."""
-    out: list[PluginShipment] = []
-    for spec in default_registry().plugins:
-        path = Path(spec)
-        out.append((spec, path.read_text(encoding="utf-8") if spec.endswith(".py") and path.is_file() else None))
-    return out
 
 
 class RayPool:
