@@ -188,22 +188,20 @@ def test_stored_lines_are_otlp_json_of_the_sdk_encoding() -> None:
         spans_from_json({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]})
 
 
-def _sdk_json_form(spans) -> dict:
-    """Protobuf's JSON form of the SDK's own encoding, ids as hex (what the file store must equal)."""
-    doc = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    for rs in doc["resourceSpans"]:
-        for ss in rs["scopeSpans"]:
-            for sp in ss["spans"]:
-                for obj in (sp, *sp.get("links", ())):
-                    for k in ("traceId", "spanId", "parentSpanId"):
-                        if k in obj:
-                            obj[k] = base64.b64decode(obj[k]).hex()
-    return json.loads(json.dumps(doc))
+def _as_sdk_request(line: str) -> ExportTraceServiceRequest:
+    """A stored line parsed by protobuf's own JSON parser, its hex ids turned back into protobuf's base64: the
+    SDK's request message when the line is protobuf's JSON form of the SDK's encoding with hex ids."""
+    doc = json.loads(line)
+    for sp in (sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]):
+        for obj in (sp, *sp.get("links", ())):
+            for k in set(obj) & {"traceId", "spanId", "parentSpanId"}:
+                obj[k] = base64.b64encode(bytes.fromhex(obj[k])).decode()
+    return json_format.ParseDict(doc, ExportTraceServiceRequest())
 
 
 def test_stored_encoding_equals_the_sdk_encoding_in_json_form() -> None:
     spans = _spans()
-    assert json.loads(spans_to_json(spans)) == _sdk_json_form(spans)
+    assert _as_sdk_request(spans_to_json(spans)) == encode_spans(spans)
     # a second resource and scope, a remote parent with trace state, other kinds, an empty array
     mem = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource({"service.name": "x", "n": 3}, schema_url="https://r"))
@@ -218,7 +216,7 @@ def test_stored_encoding_equals_the_sdk_encoding_in_json_form() -> None:
     with tracer.start_as_current_span("", kind=SpanKind.CONSUMER, links=[Link(remote)]):
         pass
     both = [*spans, *mem.get_finished_spans()]
-    assert json.loads(spans_to_json(both)) == _sdk_json_form(both)
+    assert _as_sdk_request(spans_to_json(both)) == encode_spans(both)
     assert encode_spans(spans_from_json(json.loads(spans_to_json(both)))) == encode_spans(both)
 
 
