@@ -1,8 +1,8 @@
 """The ``harness report`` and ``harness traces push`` subcommands (wired into :mod:`harness.cli`).
 
-``harness report RUN_DIR`` reads the run's file store, ``--from phoenix|mlflow URL`` a backend; it prints the
-table, writes ``report.md`` and ``report.png`` (into ``--out``, else RUN_DIR, else ``.``) and, with
-``--fail-on-alarm``, exits 1 on a divergence alarm. Logging is configured by :mod:`harness.cli`, not here.
+Argument parsing and the choice of span source only: reading spans is :mod:`harness.telemetry._sources`', the
+report :mod:`harness.telemetry.report`'s, replay :mod:`harness.telemetry.push`'s. Logging is configured by
+:mod:`harness.cli`, not here.
 """
 
 from __future__ import annotations
@@ -20,6 +20,13 @@ __all__ = ["add_report_parser", "add_traces_parser", "cmd_report", "cmd_traces_p
 
 logger = logging.getLogger(__name__)
 
+#: the alarm thresholds that flags of the same name override (``--train-rise``): type and help
+_THRESHOLDS = {
+    "window": (int, "alarm window in checkpoints"),
+    "train_rise": (float, "training reward rise that counts as rising"),
+    "heldout_min_rise": (float, "held-out rise below which it counts as flat"),
+}
+
 
 def _alarm_config(args: argparse.Namespace) -> AlarmSection:
     base = AlarmSection()
@@ -33,7 +40,7 @@ def _alarm_config(args: argparse.Namespace) -> AlarmSection:
             if args.config:
                 raise
             logger.warning("alarm thresholds: defaults used, %s does not load: %s", cfg_path, e)
-    overrides = {k: v for k in ("window", "train_rise", "heldout_min_rise") if (v := getattr(args, k)) is not None}
+    overrides = {k: v for k in _THRESHOLDS if (v := getattr(args, k)) is not None}
     try:
         return AlarmSection.model_validate({**base.model_dump(), **overrides})
     except ValueError as e:
@@ -81,15 +88,13 @@ def add_report_parser(sub: Any) -> None:
     p.add_argument(
         "--eval",
         metavar="ID|all",
-        help="held-out evaluations to show: an evaluation id (or prefix) or "
-        "data set name, or all (default: the run's own evaluation, its config's data.heldout, eval "
-        "settings and rewards)",
+        help="held-out evaluations to show: an evaluation id (or prefix) or data set name, or all (default: the run's "
+        "own evaluation, its config's data.heldout, eval settings and rewards)",
     )
     p.add_argument("--out", help="directory for report.md and report.png (default: RUN_DIR or .)")
     p.add_argument("--config", help="run config whose telemetry.alarm thresholds to use (default: RUN_DIR/config.yaml)")
-    p.add_argument("--window", type=int, help="alarm window in checkpoints")
-    p.add_argument("--train-rise", type=float, help="training reward rise that counts as rising")
-    p.add_argument("--heldout-min-rise", type=float, help="held-out rise below which it counts as flat")
+    for name, (kind, text) in _THRESHOLDS.items():
+        p.add_argument("--" + name.replace("_", "-"), type=kind, help=text)
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     p.add_argument("--fail-on-alarm", action="store_true", help="exit 1 when any divergence alarm fires")
     p.set_defaults(func=cmd_report)
@@ -116,17 +121,10 @@ def add_traces_parser(sub: Any) -> None:
         "push", help="replay RUN_DIR/traces.jsonl into an OTLP backend"
     )
     push.add_argument("run_dir", help="run directory or traces.jsonl file")
-    push.add_argument(
-        "--endpoint",
-        required=True,
-        help="http/protobuf: full traces URL (http://host:4318/v1/traces); grpc: http://host:4317",
-    )
+    endpoint = "http/protobuf: full traces URL (http://host:4318/v1/traces); grpc: http://host:4317"
+    push.add_argument("--endpoint", required=True, help=endpoint)
     push.add_argument("--protocol", choices=("http/protobuf", "grpc"), default="http/protobuf")
-    push.add_argument(
-        "--header",
-        action="append",
-        metavar="KEY=VALUE",
-        help="request header, e.g. x-mlflow-experiment-id=1 (repeatable)",
-    )
+    header = "request header, e.g. x-mlflow-experiment-id=1 (repeatable)"
+    push.add_argument("--header", action="append", metavar="KEY=VALUE", help=header)
     push.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
     push.set_defaults(func=cmd_traces_push)
