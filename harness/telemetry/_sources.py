@@ -21,9 +21,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext
 
 from harness.errors import HarnessError
-from harness.telemetry._store import _context, flat_span, iter_spans, span_from_json, store_path
+from harness.telemetry._store import flat_span, iter_spans, span_from_json, store_path
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
 
@@ -65,11 +66,12 @@ def _phoenix_span(sp: dict[str, Any]) -> dict[str, Any]:
     attrs, ctx = dict(sp.get("attributes") or {}), sp.get("context") or {}
     if sp.get("span_kind"):
         attrs.setdefault("openinference.span.kind", sp["span_kind"])
+    trace_id = int(ctx["trace_id"], 16)
     return flat_span(
         ReadableSpan(
             sp.get("name", ""),
-            _context(ctx["trace_id"], ctx["span_id"]),
-            _context(ctx["trace_id"], sp["parent_id"]) if sp.get("parent_id") else None,
+            SpanContext(trace_id, int(ctx["span_id"], 16), False),
+            SpanContext(trace_id, int(sp["parent_id"], 16), False) if sp.get("parent_id") else None,
             Resource({}),
             attrs,
             [Event(e.get("name", ""), e.get("attributes") or {}) for e in sp.get("events") or ()],
@@ -93,7 +95,10 @@ def load_phoenix(
     while True:
         q = {"limit": page_size, **({"cursor": cursor} if cursor else {})}
         page = _get_json(f"{base}?{urllib.parse.urlencode(q)}", timeout=timeout)
-        spans += map(_phoenix_span, page.get("data") or ())
+        try:
+            spans += map(_phoenix_span, page.get("data") or ())
+        except (KeyError, TypeError, ValueError) as e:
+            raise SourceError(f"{base}: a span without hex trace and span ids ({type(e).__name__}: {e})") from None
         if not (cursor := page.get("next_cursor")):
             return spans
 
