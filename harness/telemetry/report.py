@@ -136,6 +136,29 @@ def divergence_alarms(train: list[float | None], heldout: list[float | None], cf
     return out
 
 
+def _eval_rows(
+    ev: Evaluation, spans: list[Span], curve: dict[str, list[tuple[int, float]]], known: set[str], cfg: AlarmSection
+) -> list[CheckpointRow]:
+    """Rows of one evaluation: per reward and checkpoint, the training window mean beside the held-out score."""
+    rows: list[CheckpointRow] = []
+    for name, by_step in sorted(_latest(spans, "eval.reward/").items()):
+        reward_rows, prev = [], None
+        for step, s in sorted(by_step.items()):
+            a, links = s["attributes"], s["links"]
+            train_mean, n = window_mean(curve.get(name, ()), prev, step)  # the trainer's own rule for the context
+            train_mean = train_mean if n else _num(a.get("harness.reward.train_mean"))
+            heldout = _num(a.get("harness.reward.heldout"))
+            gap = train_mean - heldout if train_mean is not None and heldout is not None else None
+            link = "none" if not links else "resolved" if all(ln["span_id"] in known for ln in links) else "dangling"
+            reward_rows.append(CheckpointRow(step, name, train_mean, heldout, gap, n, link, None, ev.id, ev.data, ev.k))
+            prev = step
+        alarms = divergence_alarms([r.train_mean for r in reward_rows], [r.heldout for r in reward_rows], cfg)
+        for row, msg in zip(reward_rows, alarms, strict=True):
+            row.alarm = msg
+        rows += reward_rows
+    return rows
+
+
 def build_report(
     spans: list[Span],
     alarm: AlarmSection | None = None,
@@ -160,27 +183,7 @@ def build_report(
     }
     found, by_id = group_evaluations(spans)
     shown = select_evaluations(found, evaluation)
-    rows: list[CheckpointRow] = []
-    for ev in shown:
-        for name, by_step in sorted(_latest(by_id[ev.id], "eval.reward/").items()):
-            reward_rows, prev = [], None
-            for step, s in sorted(by_step.items()):
-                a, links = s["attributes"], s["links"]
-                train_mean, n = window_mean(curve.get(name, ()), prev, step)  # the trainer's own rule for the context
-                train_mean = train_mean if n else _num(a.get("harness.reward.train_mean"))
-                heldout = _num(a.get("harness.reward.heldout"))
-                gap = train_mean - heldout if train_mean is not None and heldout is not None else None
-                link = (
-                    "none" if not links else "resolved" if all(ln["span_id"] in known for ln in links) else "dangling"
-                )
-                reward_rows.append(
-                    CheckpointRow(step, name, train_mean, heldout, gap, n, link, None, ev.id, ev.data, ev.k)
-                )
-                prev = step
-            alarms = divergence_alarms([r.train_mean for r in reward_rows], [r.heldout for r in reward_rows], cfg)
-            for row, msg in zip(reward_rows, alarms, strict=True):
-                row.alarm = msg
-            rows += reward_rows
+    rows = [row for ev in shown for row in _eval_rows(ev, by_id[ev.id], curve, known, cfg)]
     order = {ev.id: i for i, ev in enumerate(shown)}
     rows.sort(key=lambda r: (r.step, r.reward, order[r.evaluation]))
     return Report(run_id, rows, curve, cfg, source, shown, [ev for ev in found if ev not in shown])
