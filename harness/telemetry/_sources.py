@@ -1,8 +1,10 @@
 """Read a run's spans back: from the OTLP-JSON file store, from Phoenix's REST API or from MLflow's REST API.
 
-Every reader returns the flat span dicts of :func:`harness.telemetry.iter_spans`, made by the file store's own
-:func:`~harness.telemetry._store.flat_span`, so the report does not care where spans came from. Only the standard
-library's HTTP client is used. Phoenix stores no span links (``links == []``); the report joins by attributes.
+Every reader returns the flat span dicts of :func:`harness.telemetry.iter_spans`, each made by the file store's
+``flat_span`` (MLflow's spans, OTLP in protobuf's JSON form, go through its decoder too), so the report does not
+care where spans came from. Only the standard library's HTTP client is used. Phoenix stores no span links
+(``links == []``); the report joins by the ``harness.run.id`` / ``harness.train.step`` / ``harness.reward.name``
+attributes instead.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The ``harness report`` and ``harness traces push`` subcommands (wired into :mod:`harness.cli`).
 
-Argument parsing and the choice of span source only: reading spans is :mod:`harness.telemetry._sources`', the
-report :mod:`harness.telemetry.report`'s, replay :mod:`harness.telemetry.push`'s. Logging is configured by
-:mod:`harness.cli`, not here.
+Here only the arguments, the alarm thresholds (``--config``, else RUN_DIR's ``config.yaml``, then the flags) and
+which source to read; what the report shows and writes is :mod:`harness.telemetry.report`'s (``docs/TRACING.md``).
+Logging is configured by :mod:`harness.cli`, not here.
 """
 
 from __future__ import annotations
@@ -121,10 +121,17 @@ def add_traces_parser(sub: Any) -> None:
         "push", help="replay RUN_DIR/traces.jsonl into an OTLP backend"
     )
     push.add_argument("run_dir", help="run directory or traces.jsonl file")
-    endpoint = "http/protobuf: full traces URL (http://host:4318/v1/traces); grpc: http://host:4317"
-    push.add_argument("--endpoint", required=True, help=endpoint)
+    push.add_argument(
+        "--endpoint",
+        required=True,
+        help="http/protobuf: full traces URL (http://host:4318/v1/traces); grpc: http://host:4317",
+    )
     push.add_argument("--protocol", choices=("http/protobuf", "grpc"), default="http/protobuf")
-    header = "request header, e.g. x-mlflow-experiment-id=1 (repeatable)"
-    push.add_argument("--header", action="append", metavar="KEY=VALUE", help=header)
+    push.add_argument(
+        "--header",
+        action="append",
+        metavar="KEY=VALUE",
+        help="request header, e.g. x-mlflow-experiment-id=1 (repeatable)",
+    )
     push.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
     push.set_defaults(func=cmd_traces_push)
