@@ -1,8 +1,8 @@
 """The ``harness report`` and ``harness traces push`` subcommands (wired into :mod:`harness.cli`).
 
-Here only the arguments, the alarm thresholds (``--config``, else RUN_DIR's ``config.yaml``, then the flags) and
-which source to read; what the report shows and writes is :mod:`harness.telemetry.report`'s (``docs/TRACING.md``).
-Logging is configured by :mod:`harness.cli`, not here.
+``harness report RUN_DIR`` reads the run's file store, ``--from phoenix|mlflow URL`` a backend; it prints the
+table, writes ``report.md`` and ``report.png`` (into ``--out``, else RUN_DIR, else ``.``) and, with
+``--fail-on-alarm``, exits 1 on a divergence alarm. Logging is configured by :mod:`harness.cli`, not here.
 """
 
 from __future__ import annotations
@@ -20,13 +20,6 @@ __all__ = ["add_report_parser", "add_traces_parser", "cmd_report", "cmd_traces_p
 
 logger = logging.getLogger(__name__)
 
-#: the alarm thresholds that flags of the same name override (``--train-rise``): type and help
-_THRESHOLDS = {
-    "window": (int, "alarm window in checkpoints"),
-    "train_rise": (float, "training reward rise that counts as rising"),
-    "heldout_min_rise": (float, "held-out rise below which it counts as flat"),
-}
-
 
 def _alarm_config(args: argparse.Namespace) -> AlarmSection:
     base = AlarmSection()
@@ -40,7 +33,7 @@ def _alarm_config(args: argparse.Namespace) -> AlarmSection:
             if args.config:
                 raise
             logger.warning("alarm thresholds: defaults used, %s does not load: %s", cfg_path, e)
-    overrides = {k: v for k in _THRESHOLDS if (v := getattr(args, k)) is not None}
+    overrides = {k: v for k in ("window", "train_rise", "heldout_min_rise") if (v := getattr(args, k)) is not None}
     try:
         return AlarmSection.model_validate({**base.model_dump(), **overrides})
     except ValueError as e:
@@ -88,13 +81,15 @@ def add_report_parser(sub: Any) -> None:
     p.add_argument(
         "--eval",
         metavar="ID|all",
-        help="held-out evaluations to show: an evaluation id (or prefix) or data set name, or all (default: the run's "
-        "own evaluation, its config's data.heldout, eval settings and rewards)",
+        help="held-out evaluations to show: an evaluation id (or prefix) or "
+        "data set name, or all (default: the run's own evaluation, its config's data.heldout, eval "
+        "settings and rewards)",
     )
     p.add_argument("--out", help="directory for report.md and report.png (default: RUN_DIR or .)")
     p.add_argument("--config", help="run config whose telemetry.alarm thresholds to use (default: RUN_DIR/config.yaml)")
-    for name, (kind, text) in _THRESHOLDS.items():
-        p.add_argument("--" + name.replace("_", "-"), type=kind, help=text)
+    p.add_argument("--window", type=int, help="alarm window in checkpoints")
+    p.add_argument("--train-rise", type=float, help="training reward rise that counts as rising")
+    p.add_argument("--heldout-min-rise", type=float, help="held-out rise below which it counts as flat")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     p.add_argument("--fail-on-alarm", action="store_true", help="exit 1 when any divergence alarm fires")
     p.set_defaults(func=cmd_report)
