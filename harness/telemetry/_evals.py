@@ -71,26 +71,21 @@ def group_evaluations(spans: list[dict[str, Any]]) -> tuple[list[Evaluation], di
             by_id[str(s["attributes"].get("harness.eval.id") or "")].append(s)
     out = []
     for eid, group in by_id.items():
-        a = {
-            k[13:]: v
-            for k, v in max(group, key=lambda s: s["end_ns"])["attributes"].items()
-            if k.startswith("harness.eval.")
-        }  # the newest span describes it
-        own = any(str(s["attributes"].get("harness.eval.own")).lower() == "true" for s in group)
-        sampling = {key: a[key] for key in ("temperature", "top_p", "max_new_tokens", "seed") if key in a}
+        newest = max(group, key=lambda s: s["end_ns"])["attributes"]  # the newest span describes it
+        a = {k.removeprefix("harness.eval."): v for k, v in newest.items() if k.startswith("harness.eval.")}
         steps = {st for s in group if (st := _int(s["attributes"].get("harness.train.step"))) is not None}
         out.append(
             Evaluation(
-                eid,
-                own,
-                a.get("data"),
-                a.get("fingerprint"),
-                _int(a.get("prompts")),
-                _int(a.get("k")),
-                sampling,
-                [r for r in str(a.get("rewards") or "").split(",") if r],
-                sorted(steps),
-                min(s["start_ns"] for s in group),
+                id=eid,
+                own=any(str(s["attributes"].get("harness.eval.own")).lower() == "true" for s in group),
+                data=a.get("data"),
+                fingerprint=a.get("fingerprint"),
+                prompts=_int(a.get("prompts")),
+                k=_int(a.get("k")),
+                sampling={key: a[key] for key in ("temperature", "top_p", "max_new_tokens", "seed") if key in a},
+                rewards=[r for r in str(a.get("rewards") or "").split(",") if r],
+                checkpoints=sorted(steps),
+                first_ns=min(s["start_ns"] for s in group),
             )
         )
     out.sort(key=lambda e: e.first_ns)

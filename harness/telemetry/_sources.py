@@ -1,16 +1,16 @@
 """Read a run's spans back: from the OTLP-JSON file store, from Phoenix's REST API or from MLflow's REST API.
 
-Every reader returns the flat span dicts of :func:`harness.telemetry.iter_spans`, so the report does not care
-where spans came from; MLflow's spans (OTLP in protobuf's JSON form) go through the file store's own decoder.
-Only the standard library's HTTP client is used. Phoenix stores no span links (``links == []``); the report joins
-by the ``harness.run.id`` / ``harness.train.step`` / ``harness.reward.name`` attributes instead.
+Every reader returns the flat span dicts of :func:`harness.telemetry.iter_spans`, each made by the file store's
+``flat_span`` (MLflow's spans, OTLP in protobuf's JSON form, go through its decoder too), so the report does not
+care where spans came from. Only the standard library's HTTP client is used. Phoenix stores no span links
+(``links == []``); the report joins by the ``harness.run.id`` / ``harness.train.step`` / ``harness.reward.name``
+attributes instead.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -18,8 +18,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import json_format
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext
 
 from harness.errors import HarnessError
 from harness.telemetry._store import flat_span, iter_spans, span_from_json, store_path
@@ -59,6 +63,26 @@ def _iso_ns(s: str | None) -> int:
     return int(datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() * 1e9) if s else 0
 
 
+def _phoenix_span(sp: dict[str, Any]) -> dict[str, Any]:
+    """A span of Phoenix's REST API (hex ids, ISO times, flat attributes, no links) as the SDK's span, flattened."""
+    attrs, ctx = dict(sp.get("attributes") or {}), sp.get("context") or {}
+    if sp.get("span_kind"):
+        attrs.setdefault("openinference.span.kind", sp["span_kind"])
+    trace_id = int(ctx["trace_id"], 16)
+    return flat_span(
+        ReadableSpan(
+            sp.get("name", ""),
+            SpanContext(trace_id, int(ctx["span_id"], 16), False),
+            SpanContext(trace_id, int(sp["parent_id"], 16), False) if sp.get("parent_id") else None,
+            Resource({}),
+            attrs,
+            [Event(e.get("name", ""), e.get("attributes") or {}) for e in sp.get("events") or ()],
+            start_time=_iso_ns(sp.get("start_time")),
+            end_time=_iso_ns(sp.get("end_time")),
+        )
+    )
+
+
 def load_phoenix(
     url: str, *, project: str = "grpo-harness", timeout: float = 30.0, page_size: int = 1000
 ) -> list[dict[str, Any]]:
@@ -73,44 +97,23 @@ def load_phoenix(
     while True:
         q = {"limit": page_size, **({"cursor": cursor} if cursor else {})}
         page = _get_json(f"{base}?{urllib.parse.urlencode(q)}", timeout=timeout)
-        for sp in page.get("data") or ():
-            attrs, ctx = dict(sp.get("attributes") or {}), sp.get("context") or {}
-            if sp.get("span_kind"):
-                attrs.setdefault("openinference.span.kind", sp["span_kind"])
-            spans.append(
-                {
-                    "name": sp.get("name", ""),
-                    "trace_id": ctx.get("trace_id", ""),
-                    "span_id": ctx.get("span_id", ""),
-                    "parent_span_id": sp.get("parent_id") or None,
-                    "start_ns": _iso_ns(sp.get("start_time")),
-                    "end_ns": _iso_ns(sp.get("end_time")),
-                    "attributes": attrs,
-                    "events": [
-                        {"name": e.get("name", ""), "attributes": e.get("attributes") or {}}
-                        for e in sp.get("events") or ()
-                    ],
-                    "links": [],
-                }
-            )
+        try:
+            spans += map(_phoenix_span, page.get("data") or ())
+        except (KeyError, TypeError, ValueError) as e:
+            raise SourceError(f"{base}: a span without hex trace and span ids ({type(e).__name__}: {e})") from None
         if not (cursor := page.get("next_cursor")):
             return spans
 
 
-def _camel_hex(obj: Any) -> Any:
-    """MLflow's OTLP spans (proto field names, base64 ids) as OTLP/JSON (lowerCamelCase, hex ids)."""
-    if isinstance(obj, list):
-        return [_camel_hex(x) for x in obj]
-    if not isinstance(obj, dict):
-        return obj
-    out = {re.sub(r"_([a-z])", lambda m: m[1].upper(), k): _camel_hex(v) for k, v in obj.items()}
-    for k in ("traceId", "spanId", "parentSpanId"):
-        if isinstance(out.get(k), str):
-            try:
-                out[k] = base64.b64decode(out[k]).hex()
-            except ValueError:
-                pass
-    return out
+def _otlp_json(sp: dict[str, Any]) -> dict[str, Any]:
+    """An MLflow span (protobuf's JSON form with proto field names and base64 ids) as OTLP/JSON (hex ids)."""
+    msg = json_format.ParseDict(sp, Span(), ignore_unknown_fields=True)  # MLflow may add fields of its own
+    doc = json_format.MessageToDict(msg, use_integers_for_enums=True)
+    for obj in (doc, *doc.get("links", ())):
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in obj:
+                obj[key] = base64.b64decode(obj[key]).hex()
+    return doc
 
 
 def load_mlflow(
@@ -145,7 +148,6 @@ def load_mlflow(
         for tr in got.get("traces") or ():
             tags = (tr.get("trace_info") or {}).get("tags") or {}
             resource = Resource({k: v for k, v in tags.items() if k in ("harness.run.id", "service.name")})
-            for sp in tr.get("spans") or ():  # MLflow writes kind, status and flags by name: left out
-                doc = {k: v for k, v in _camel_hex(sp).items() if k not in ("kind", "status", "flags")}
-                spans.append(flat_span(span_from_json(doc, resource, InstrumentationScope("mlflow"))))
+            scope = InstrumentationScope("mlflow")
+            spans += [flat_span(span_from_json(_otlp_json(sp), resource, scope)) for sp in tr.get("spans") or ()]
     return spans

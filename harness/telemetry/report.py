@@ -1,14 +1,10 @@
 """``harness report``: training reward beside held-out score per checkpoint and reward, with a divergence alarm.
 
-Input is flat spans from any source (:mod:`harness.telemetry._sources`). Training rewards come from the
-``reward/<name>`` spans (``harness.reward.mean`` per step), held-out scores from ``eval.reward/<name>`` spans; per
-checkpoint the training reward is the mean over the steps since the previous evaluated checkpoint (the trainer's
-window). The join is by run id, step and reward name; where links survive, each row says whether its link
-resolves. Held-out scores are kept apart by evaluation (:mod:`harness.telemetry._evals`): by default the run's own.
-
-The alarm (:class:`harness.cfg.telemetry.AlarmSection`): over the last ``window`` checkpoints, training reward rose
-by at least ``train_rise`` while held-out rose by less than ``heldout_min_rise``, unless the held-out score is
-saturated and at or above training. This module neither queries backends nor prints.
+Input is flat spans from any source (:mod:`harness.telemetry._sources`), joined by run id, step and reward name:
+per evaluated checkpoint, the mean ``harness.reward.mean`` of the ``reward/<name>`` spans since the previous one
+(the trainer's window) beside the ``harness.reward.heldout`` of its ``eval.reward/<name>`` span, per evaluation
+(:mod:`harness.telemetry._evals`; by default the run's own), and whether its links resolve. Columns and the alarm
+rule: ``docs/TRACING.md`` and :func:`divergence_alarms`. This module neither queries backends nor prints.
 """
 
 from __future__ import annotations
@@ -38,6 +34,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+Span = dict[str, Any]
 
 
 @dataclass
@@ -84,19 +81,16 @@ class Report:
         }
 
 
-def _pick_run(spans: list[dict[str, Any]], run_id: str | None) -> tuple[str | None, list[dict[str, Any]]]:
+def _pick_run(spans: list[Span], run_id: str | None) -> tuple[str | None, list[Span]]:
+    """The run to report (given, the only one, or the latest to end) and its spans."""
     last: dict[str, int] = {}
     for s in spans:
         if (rid := s["attributes"].get("harness.run.id")) is not None:
             last[rid] = max(last.get(rid, 0), s["end_ns"])
     if run_id is None and len(last) > 1:
-        run_id = max(last, key=lambda rid: last[rid])
-        logger.warning(
-            "spans of %d runs found (%s); reporting the latest, %s (choose with --run-id)",
-            len(last),
-            ", ".join(sorted(last)),
-            run_id,
-        )
+        run_id = max(last, key=last.__getitem__)
+        msg = "spans of %d runs found (%s); reporting the latest, %s (choose with --run-id)"
+        logger.warning(msg, len(last), ", ".join(sorted(last)), run_id)
     if run_id is None:
         return next(iter(last), None), spans
     return run_id, [s for s in spans if s["attributes"].get("harness.run.id") == run_id]
@@ -107,12 +101,11 @@ def _num(v: Any) -> float | None:
     return None if f is None or math.isnan(f) else f
 
 
-def _latest(spans: list[dict[str, Any]], prefix: str) -> dict[str, dict[int, dict[str, Any]]]:
+def _latest(spans: list[Span], prefix: str) -> dict[str, dict[int, Span]]:
     """reward name -> step -> the last-ended span named ``prefix + name`` (re-runs and replays collapse)."""
-    out: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    out: dict[str, dict[int, Span]] = defaultdict(dict)
     for s in spans:
-        step = s["attributes"].get("harness.train.step")
-        if s["name"].startswith(prefix) and step is not None:
+        if s["name"].startswith(prefix) and (step := s["attributes"].get("harness.train.step")) is not None:
             by_step = out[s["attributes"].get("harness.reward.name") or s["name"][len(prefix) :]]
             if int(step) not in by_step or s["end_ns"] >= by_step[int(step)]["end_ns"]:
                 by_step[int(step)] = s
@@ -144,24 +137,19 @@ def divergence_alarms(train: list[float | None], heldout: list[float | None], cf
 
 
 def _eval_rows(
-    ev: Evaluation,
-    spans: list[dict[str, Any]],
-    curve: dict[str, list[tuple[int, float]]],
-    known: set[str],
-    cfg: AlarmSection,
+    ev: Evaluation, spans: list[Span], curve: dict[str, list[tuple[int, float]]], known: set[str], cfg: AlarmSection
 ) -> list[CheckpointRow]:
     """Rows of one evaluation: per reward and checkpoint, the training window mean beside the held-out score."""
     rows: list[CheckpointRow] = []
     for name, by_step in sorted(_latest(spans, "eval.reward/").items()):
         reward_rows, prev = [], None
         for step, s in sorted(by_step.items()):
-            a = s["attributes"]
+            a, links = s["attributes"], s["links"]
             train_mean, n = window_mean(curve.get(name, ()), prev, step)  # the trainer's own rule for the context
             train_mean = train_mean if n else _num(a.get("harness.reward.train_mean"))
             heldout = _num(a.get("harness.reward.heldout"))
             gap = train_mean - heldout if train_mean is not None and heldout is not None else None
-            link = "resolved" if all(ln["span_id"] in known for ln in s["links"]) else "dangling"
-            link = link if s["links"] else "none"
+            link = "none" if not links else "resolved" if all(ln["span_id"] in known for ln in links) else "dangling"
             reward_rows.append(CheckpointRow(step, name, train_mean, heldout, gap, n, link, None, ev.id, ev.data, ev.k))
             prev = step
         alarms = divergence_alarms([r.train_mean for r in reward_rows], [r.heldout for r in reward_rows], cfg)
@@ -172,7 +160,7 @@ def _eval_rows(
 
 
 def build_report(
-    spans: list[dict[str, Any]],
+    spans: list[Span],
     alarm: AlarmSection | None = None,
     *,
     run_id: str | None = None,
@@ -201,26 +189,20 @@ def build_report(
     return Report(run_id, rows, curve, cfg, source, shown, [ev for ev in found if ev not in shown])
 
 
-_HEADER = (
-    "step",
-    "reward",
-    "train (since prev ckpt)",
-    "held-out",
-    "held-out on",
-    "gap (train - held-out)",
-    "link",
-    "alarm",
-)
+_HEADER = "step|reward|train (since prev ckpt)|held-out|held-out on|gap (train - held-out)|link|alarm".split("|")
 
 
-def _cells(report: Report, r: CheckpointRow) -> tuple[str, ...]:
-    ev = next((e for e in report.evaluations if e.id == r.evaluation), None)
-    on = ev.label if ev is not None else f"{r.data}, k={r.k}"  # the data set and k the held-out number comes from
-    if len(report.evaluations) > 1 and r.evaluation:
-        on += f" [{r.evaluation}]"
-    f = [("-" if v is None else f"{v:.3f}") for v in (r.train_mean, r.heldout)]
-    gap = "-" if r.gap is None else f"{r.gap:+.3f}"
-    return (str(r.step), r.reward, f[0], f[1], on, gap, r.link, "ALARM" if r.alarm else "")
+def _grid(report: Report) -> list[list[str]]:
+    """The table, header first: one row of cells per checkpoint row (the same for the terminal and Markdown)."""
+    labels = {e.id: e.label for e in report.evaluations}
+    grid = [_HEADER]
+    for r in report.rows:
+        on = labels.get(r.evaluation, f"{r.data}, k={r.k}")  # the data set and k the held-out number comes from
+        on += f" [{r.evaluation}]" if len(report.evaluations) > 1 and r.evaluation else ""
+        train, heldout = [("-" if v is None else f"{v:.3f}") for v in (r.train_mean, r.heldout)]
+        gap = "-" if r.gap is None else f"{r.gap:+.3f}"
+        grid.append([str(r.step), r.reward, train, heldout, on, gap, r.link, "ALARM" if r.alarm else ""])
+    return grid
 
 
 def _notes(report: Report) -> tuple[str, list[str]]:
@@ -237,8 +219,7 @@ def format_table(report: Report) -> str:
     if not report.rows:
         return f"run {report.run_id}: {empty}"
     lines = [f"run {report.run_id}" + (f" ({report.source})" if report.source else "")]
-    lines += [e.describe() for e in report.evaluations]
-    lines += align_columns([_HEADER, *(_cells(report, r) for r in report.rows)], rule=True)
+    lines += [e.describe() for e in report.evaluations] + align_columns(_grid(report), rule=True)
     lines += [f"ALARM {r.reward} @ step {r.step}: {r.alarm}" for r in report.alarms] or ["no divergence alarm"]
     return "\n".join(lines + hidden)
 
@@ -250,8 +231,8 @@ def to_markdown(report: Report, plot_name: str | None = "report.png") -> str:
     out += [f"Source: {report.source}", ""] if report.source else []
     out += [f"- {e.describe()}" for e in report.evaluations] + ([""] if report.evaluations else [])
     if report.rows:
-        out += ["| " + " | ".join(_HEADER) + " |", "|" + "---|" * len(_HEADER)]
-        out += ["| " + " | ".join(_cells(report, r)) + " |" for r in report.rows] + [""]
+        header, *body = ["| " + " | ".join(cells) + " |" for cells in _grid(report)]
+        out += [header, "|" + "---|" * len(_HEADER), *body, ""]
     else:
         out += [empty[0].upper() + empty[1:] + ".", ""]
     out += hidden + ([""] if hidden else [])
