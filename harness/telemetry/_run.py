@@ -8,9 +8,9 @@ Span tree (names and attributes are listed in ``docs/TRACING.md``)::
       eval.reward/<name>       EVALUATOR  held-out score beside the training mean, linked to reward/<name>
 
 Every span repeats ``harness.run.id``, ``harness.train.step`` and ``session.id`` (= run id), so backends that
-drop links can join by attribute. A run has its own :class:`TracerProvider` (never the global one). This module
-knows nothing of trainers or checkpoint files: the caller writes :meth:`RunTelemetry.checkpoint_context` wherever
-it keeps a checkpoint.
+drop links can join by attribute. A run has its own :class:`TracerProvider` (never the global one); the file
+store and the OTLP exporter sit behind the SDK's batch processors, so ending a span never writes or sends. This
+module knows nothing of trainers or checkpoint files: the caller saves :meth:`RunTelemetry.checkpoint_context`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import Link, Status, StatusCode
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.errors import ConfigError
@@ -69,6 +69,12 @@ class _Span:
         """Record flat metrics (loss, kl, pass@k, ...) as ``harness.metric.<key>`` numbers; None is left out."""
         self.span.set_attributes(flat_metrics("harness.metric.", metrics))
 
+    def _child(self, name: str, attrs: dict[str, Any], links: Sequence[Link] = ()) -> trace.Span:
+        """A child span of this one (started, not made current), with the run's common attributes."""
+        parent = trace.set_span_in_context(self.span, Context())
+        attrs = {**self._tel._common(self.step, "EVALUATOR"), **attrs}
+        return self._tel._tracer.start_span(name, parent, attributes=attrs, links=links or None)
+
 
 @dataclass
 class StepSpan(_Span):
@@ -80,9 +86,7 @@ class StepSpan(_Span):
         """Add a ``reward/<name>`` child span with ``stats``; of ``samples`` (``(sample_id, Score)`` pairs), up to
         ``sample_records`` (config, default 0 = off), drawn with a per-step seed, become ``gen_ai.evaluation.result``
         events."""
-        attrs = {**self._tel._common(self.step, "EVALUATOR"), **reward_attributes(name, stats)}
-        parent = trace.set_span_in_context(self.span, Context())
-        span = self._tel._tracer.start_span(f"reward/{name}", context=parent, attributes=attrs)
+        span = self._child(f"reward/{name}", reward_attributes(name, stats))
         k, samples = self._tel.config.sample_records, samples or ()
         if 0 < k < len(samples):
             rng = random.Random(f"{self._tel.run_id}/{self.step}/{name}")
@@ -113,24 +117,17 @@ class EvalSpan(_Span):
         backend's ``nodes`` (calls per node); linked to the ``reward/<name>`` span of the checkpoint's step when
         the context has it."""
         train = (self._ctx.get("rewards") or {}).get(name) or {}
-        train_mean = num(train.get("train_mean"))
-        attrs = {**self._tel._common(self.step, "EVALUATOR"), "harness.reward.name": name, **self._evaluation}
-        attrs["gen_ai.evaluation.name"] = name
-        if heldout is not None:
-            attrs["harness.reward.heldout"] = attrs["gen_ai.evaluation.score.value"] = float(heldout)
-        if train_mean is not None:
-            attrs["harness.reward.train_mean"] = train_mean
-            if heldout is not None:
-                attrs["harness.reward.gap"] = train_mean - float(heldout)
+        train_mean, held = num(train.get("train_mean")), None if heldout is None else float(heldout)
+        attrs = {"harness.reward.name": name, **self._evaluation, "gen_ai.evaluation.name": name}
+        scores = {"heldout": held, "train_mean": train_mean}
+        scores["gap"] = train_mean - held if train_mean is not None and held is not None else None
+        attrs |= {f"harness.reward.{k}": v for k, v in scores.items() if v is not None}
+        attrs |= {"gen_ai.evaluation.score.value": held} if held is not None else {}
         attrs |= flat_metrics("harness.metric.", metrics or {}) | node_attributes(nodes)
-        link = link_to(
-            train, {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
-        )
+        kind = {"harness.link.kind": "train_reward", "harness.reward.name": name, "harness.train.step": self.step}
+        link = link_to(train, kind)
         attrs["harness.link.linked"] = link is not None
-        with self._tel._tracer.start_as_current_span(
-            f"eval.reward/{name}", attributes=attrs, links=[link] if link else None
-        ):
-            pass
+        self._child(f"eval.reward/{name}", attrs, [link] if link else ()).end()
 
 
 class RunTelemetry:
@@ -179,25 +176,24 @@ class RunTelemetry:
             otlp = resolve_otlp(section, env)
         except ValueError as e:
             raise ConfigError(str(e)) from None
+        try:
+            delivery = OtlpDelivery(otlp, section.retry_after_s) if otlp is not None else None
+        except ValueError as e:
+            raise ConfigError(f"telemetry.otlp_endpoint: {e}") from None
         service = env.get("OTEL_SERVICE_NAME") or section.service_name
         attrs = {"service.name": service, "harness.run.id": run_id}
         resource = Resource.create({**attrs, "openinference.project.name": section.project_name or service})
         provider = TracerProvider(resource=resource, id_generator=UrandomIdGenerator())
-        store = delivery = None
+        store = None
         if section.file_store:  # the SDK's batch processor: encoding and writing run in its thread
-            store = BatchSpanProcessor(
-                FileSpanExporter(run_dir / TRACES_FILE), max_queue_size=_STORE_QUEUE, schedule_delay_millis=1000
-            )
-            provider.add_span_processor(store)
+            exporter = FileSpanExporter(run_dir / TRACES_FILE)
+            store = BatchSpanProcessor(exporter, max_queue_size=_STORE_QUEUE, schedule_delay_millis=1000)
+        export = ExportProcessor(delivery, section) if delivery is not None else None
+        for p in (store, export, *extra_processors):
+            if p is not None:
+                provider.add_span_processor(p)
         if otlp is not None:
-            try:
-                delivery = OtlpDelivery(otlp, section.retry_after_s)
-            except ValueError as e:
-                raise ConfigError(f"telemetry.otlp_endpoint: {e}") from None
-            provider.add_span_processor(ExportProcessor(delivery, section))
             logger.info("tracing run %s to %s and %s", run_id, otlp.endpoint, run_dir / TRACES_FILE)
-        for p in extra_processors:
-            provider.add_span_processor(p)
         return cls(run_dir, run_id, section, provider, store, delivery)
 
     @property
