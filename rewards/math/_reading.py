@@ -21,9 +21,10 @@ import re
 
 import sympy as sp
 
+from rewards.math._text_answers import as_text, choice_letter
 from rewards.math.compare import numeric_value
 from rewards.math.gold import gold_last_side
-from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
+from rewards.math.normalize import NormalizeError, clean
 from rewards.math.parse import ParseError, parse_value
 from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value
 
