@@ -29,13 +29,14 @@ may run inline. Each also takes ``time_limit`` (seconds, default 2): a call that
 runs past it stops at its next check and returns ``Score(None, "timeout")`` (unscored, like the scoring path's
 kill), so no inline call keeps burning CPU after its limit.
 
-What this module deliberately does not do: judge the *content* of an answer (see :mod:`rewards.math`), or
-count tokens (length shaping, which can use a tokenizer, lives in :mod:`rewards.length`).
+This module registers the rewards, checks their parameters and turns what it finds into scores; the tag structure
+it reads (tag blocks, empty shells, the reasoning/answer split, per-tag credit) is :mod:`rewards._format_tags`.
+What it deliberately does not do: judge the *content* of an answer (see :mod:`rewards.math`), or count tokens
+(length shaping, which can use a tokenizer, lives in :mod:`rewards.length`).
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -44,9 +45,10 @@ from typing import Literal
 from harness.errors import RewardParameterError
 from harness.registry import reward
 from harness.types import Sample, Score
-from rewards.final_answer import BOX_COMMANDS, Extraction, box_spans, extract_answer, reasoning_open
+from rewards._format_tags import answer_part, empty_shell, shows_nothing, tag_credits, think_part
+from rewards.final_answer import BOX_COMMANDS, Extraction, extract_answer
 from rewards.loops import loop_coverage, loop_severity, loop_tokens, ngram_repetition_fraction, words
-from rewards.visible import Deadline, OutOfTime, is_placeholder, substance_prefix
+from rewards.visible import Deadline, OutOfTime, is_placeholder
 
 __all__ = [
     "format_regex",
@@ -68,49 +70,6 @@ _FLAG_NAMES = {
     "ASCII": re.ASCII,
 }
 _ANSWER_LOG_CHARS = 200
-_OPEN_TAG = re.compile(r"<([A-Za-z][\w-]{0,30})>")
-_CLOSE_TAG = re.compile(r"</([A-Za-z][\w-]{0,30})>")
-
-
-def _tag_blocks(text: str, deadline: Deadline) -> list[tuple[str, int, int]]:
-    """(tag, start, end) of each ``<tag>...</tag>`` content: every opening tag with the first closing tag after it.
-
-    One pass collects the closing tags of every name, so the cost is O(n log n) whatever the number of names."""
-    closes: dict[str, list[int]] = {}
-    for k, m in enumerate(_CLOSE_TAG.finditer(text)):
-        if k % 4096 == 0:
-            deadline.check()
-        closes.setdefault(m.group(1), []).append(m.start())
-    out: list[tuple[str, int, int]] = []
-    for k, m in enumerate(_OPEN_TAG.finditer(text) if closes else ()):
-        if k % 4096 == 0:
-            deadline.check()
-        found = closes.get(m.group(1))
-        at = bisect.bisect_left(found, m.end()) if found else 0
-        if found and at < len(found):
-            out.append((m.group(1), m.end(), found[at]))
-    return out
-
-
-def _empty_shell(text: str, deadline: Deadline | None = None) -> str | None:
-    """Why ``text`` is an empty shell (a tag block or a box that shows nothing), or None."""
-    dl = deadline or Deadline(None)
-    blocks = _tag_blocks(text, dl)
-    boxes = box_spans(text)
-    if not blocks and not boxes:
-        return None
-    sub = substance_prefix(text, dl)
-    for name, a, b in blocks:
-        if sub[b] == sub[a]:
-            return f"the <{name}> block has no content"
-    for a, b in boxes:
-        if sub[b] == sub[a]:
-            return "a \\boxed{} has no content"
-    return None
-
-
-def _shows_nothing(text: str, deadline: Deadline) -> bool:
-    return is_placeholder(text, deadline) or _empty_shell(text, deadline) is not None
 
 
 def _bounded(
@@ -211,47 +170,12 @@ def format_regex(
         m = matcher(completion)
         if m is None:
             return Score(value=0.0, info={"reason": f"the pattern does not {mode} the completion"})
-        shell = _empty_shell(m.group(0))
+        shell = empty_shell(m.group(0))
         if shell is not None:
             return Score(value=0.0, status="no_answer", info={"reason": f"the match is an empty shell: {shell}"})
         return Score(value=1.0, answer=m.group(0)[:_ANSWER_LOG_CHARS], info={"span": [m.start(), m.end()]})
 
     return score
-
-
-def _think_part(text: str, think_tag: str, prefilled: bool, dl: Deadline) -> tuple[str | None, str, str]:
-    """Split ``text`` into (think content, rest, failure reason); content None on failure."""
-    open_t, close_t = f"<{think_tag}>", f"</{think_tag}>"
-    n_open, n_close = text.count(open_t), text.count(close_t)
-    expected_open = 0 if prefilled else 1
-    if n_open != expected_open or n_close != 1:
-        return None, "", f"expected {expected_open} {open_t} and 1 {close_t}, found {n_open} and {n_close}"
-    if not prefilled and not text.startswith(open_t):
-        return None, "", f"the completion does not start with {open_t}"
-    start = 0 if prefilled else len(open_t)
-    end = text.find(close_t)
-    if end < start:
-        return None, "", f"{close_t} comes before {open_t}"
-    if _shows_nothing(text[start:end], dl):
-        return None, "", f"empty {open_t} block (nothing a reader can see)"
-    return text[start:end], text[end + len(close_t) :], ""
-
-
-def _answer_part(rest: str, answer_tag: str, dl: Deadline) -> tuple[str | None, str, str]:
-    """Parse ``<answer>...</answer>`` as the whole of ``rest``: (content, status, reason)."""
-    open_t, close_t = f"<{answer_tag}>", f"</{answer_tag}>"
-    rest = rest.strip()
-    n_open, n_close = rest.count(open_t), rest.count(close_t)
-    if n_open == 0 and n_close == 0:
-        return None, "no_answer", f"no {open_t}...{close_t} block after the reasoning"
-    if n_open != 1 or n_close != 1:
-        return None, "parse_error", f"expected 1 {open_t} and 1 {close_t}, found {n_open} and {n_close}"
-    if not rest.startswith(open_t) or not rest.endswith(close_t):
-        return None, "parse_error", f"text outside {open_t}...{close_t} after the reasoning"
-    content = rest[len(open_t) : -len(close_t)]
-    if _shows_nothing(content, dl):
-        return None, "no_answer", f"empty {open_t} block (nothing a reader can see, or a placeholder)"
-    return content.strip(), "ok", ""
 
 
 @reward("think_answer_format", isolation="inline", reads=())
@@ -288,15 +212,15 @@ def think_answer_format(
 
     def score(sample: Sample, completion: str, dl: Deadline) -> Score:
         text = completion.strip()
-        think, rest, why = _think_part(text, think_tag, think_prefilled, dl)
+        think, rest, why = think_part(text, think_tag, think_prefilled, dl)
         if think is None:
             return Score(value=0.0, status="parse_error", info={"reason": why})
         if answer_tag is None:
-            if _shows_nothing(rest, dl):
+            if shows_nothing(rest, dl):
                 return Score(value=0.0, status="no_answer", info={"reason": "no visible text after the reasoning"})
             block = rest.strip()
         else:
-            found, status, why = _answer_part(rest, answer_tag, dl)
+            found, status, why = answer_part(rest, answer_tag, dl)
             if found is None:
                 return Score(value=0.0, status=status, info={"reason": why})
             block = found
@@ -342,41 +266,6 @@ def boxed_present(*, commands: tuple[str, ...] = BOX_COMMANDS, time_limit: float
     return _bounded("boxed_present", time_limit, score)
 
 
-def _tag_pair(text: str, tag: str, dl: Deadline) -> tuple[float, tuple[int, int] | None]:
-    """(credit, span): 0.5 for exactly one ``<tag>`` followed by something a reader sees, 0.5 more for exactly one
-    ``</tag>`` after it closing that content; the span of the complete pair, if any. Tags around nothing (empty,
-    invisible characters, no-op commands) earn nothing: a shell is no format."""
-    open_t, close_t = f"<{tag}>", f"</{tag}>"
-    if text.count(open_t) != 1:
-        return 0.0, None
-    start, end = text.find(open_t), text.find(close_t)
-    closed = text.count(close_t) == 1 and end > start  # a closing tag without its opening, or before it: unclosed
-    if _shows_nothing(text[start + len(open_t) : end if closed else len(text)], dl):
-        return 0.0, None
-    if not closed:
-        return 0.5, None
-    return 1.0, (start, end + len(close_t))
-
-
-def _tag_credits(text: str, tags: tuple[str, ...], dl: Deadline) -> dict[str, float]:
-    """Per-tag credit; a complete pair that crosses another, or comes before an earlier tag's pair, loses its
-    closing half (tags must be properly nested-free and in the order given)."""
-    pairs = {t: _tag_pair(text, t, dl) for t in tags}
-    credit = {t: c for t, (c, _) in pairs.items()}
-    for i, ti in enumerate(tags):
-        for tj in tags[i + 1 :]:
-            si, sj = pairs[ti][1], pairs[tj][1]
-            if si is None or sj is None or si[1] <= sj[0]:
-                continue  # ordered: the earlier tag's pair closes before the later one opens
-            credit[tj] = min(credit[tj], 0.5)
-            if si[0] < sj[0] < si[1] < sj[1] or sj[0] < si[0] < sj[1] < si[1]:
-                credit[ti] = min(credit[ti], 0.5)  # interleaved: neither pair is well formed
-    if len(tags) > 1 and reasoning_open(text, tags[0]):
-        for t in tags[1:]:  # reasoning reopened after them: no later pair holds a final answer yet
-            credit[t] = min(credit[t], 0.5)
-    return credit
-
-
 @reward("tag_count", isolation="inline", reads=())
 def tag_count(*, tags: tuple[str, ...] = ("think", "answer"), time_limit: float = 2.0):
     """Partial credit per well-formed tag pair, in [0, 1].
@@ -402,7 +291,7 @@ def tag_count(*, tags: tuple[str, ...] = ("think", "answer"), time_limit: float 
         raise RewardParameterError(f"tag_count: tags must be non-empty bare tag names like 'think', got {tags!r}")
 
     def score(sample: Sample, completion: str, dl: Deadline) -> Score:
-        per_tag = _tag_credits(completion, names, dl)
+        per_tag = tag_credits(completion, names, dl)
         answer = None
         if len(names) > 1 and per_tag[names[-1]] == 1.0:
             answer = extract_answer(completion, tags=(names[0], names[-1])).answer

@@ -9,8 +9,9 @@ words; drops thousands separators (``1,000`` and ``1{,}000``); rewrites repeatin
 trailing unit words (``12 cm``, ``5 square feet``) but never single letters, so ``3ab`` stays a product (a
 length unit with a Unicode power glued to a number, ``12m\u00b2``, is a unit: that is how text typesets it).
 
-It also recognises text answers (words, yes/no, "no solution") and multiple-choice letters. It does not parse
-math (see :mod:`rewards.math.parse`).
+Text answers (words, yes/no, "no solution"), multiple-choice letters and numbered statements are recognised by
+:mod:`rewards.math._text_answers` (re-exported here). This module does not parse math (see
+:mod:`rewards.math.parse`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from rewards.math._text_answers import MATH_WORDS, as_text, choice_letter, text_key
 from rewards.math.units import is_unit_text, is_unit_word
-from rewards.math.values import Text
 
 __all__ = ["clean", "as_text", "choice_letter", "NormalizeError", "MAX_ANSWER_CHARS", "text_key"]
 
@@ -82,35 +83,6 @@ _UNIT_RE = re.compile(rf"^(?:{_UNITS})$", re.IGNORECASE)
 #: multi-letter units below, are units there).
 _TYPESET_UNIT = re.compile("(?<=\\d)(?:[kcdm]?m|ft)[\u00b2\u00b3]\\s*$")
 _ATTACHED_UNIT = re.compile(r"(?<=\d)(?:cm|mm|km|kg|mg|ml|mL|ft|yd|mph|hrs?|mins?|secs?|lbs?|oz)(?:\^?\{?[23]\}?)?\b")
-_MATH_WORDS = {
-    "sqrt",
-    "cbrt",
-    "exp",
-    "log",
-    "ln",
-    "sin",
-    "cos",
-    "tan",
-    "sec",
-    "csc",
-    "cot",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "pi",
-    "oo",
-    "inf",
-    "infinity",
-    "infty",
-    "abs",
-    "or",
-    "and",
-    "i",
-    "e",
-}
 _UNIT_TAIL = 80
 _WORD = r"[A-Za-z]+(?:\.|/[A-Za-z]+)?(?:\^\{?\d\}?)?"
 # words separated by required whitespace: no nested ambiguity, so no catastrophic backtracking
@@ -139,23 +111,7 @@ _REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar|dot)\{?(\d+)\}?")
 _ELLIPSIS = re.compile(r"(?<![\d.])(\d*)\.(\d{2,40})\s*(?:\.\.\.|\\ldots|\\dots|\\cdots|…)")
 _BASE = re.compile(r"(?<![A-Za-z\\\d])([0-9][0-9A-Za-z]*|[A-F][0-9A-F]*)_\{?\(?(\d{1,2})\)?\}?")
 _CONNECTIVES = {"or": " or ", "and": " and ", ",": ","}
-_NOSOL = {
-    "nosolution",
-    "nosolutions",
-    "norealsolution",
-    "norealsolutions",
-    "none",
-    "emptyset",
-    "nosuchvalue",
-    "thereisnosolution",
-    "therearenosolutions",
-    "novalue",
-    "nointeger",
-    "noreal",
-    "nosuch",
-}
 _ALL_REALS = {"allrealnumbers", "allreals", "allrealvalues", "everyrealnumber", "realnumbers", "allrealx"}
-_UNDEF = {"undefined", "dne", "doesnotexist", "notdefined", "doesntexist"}
 
 
 def clean(s: str) -> str:
@@ -309,7 +265,7 @@ def _strip_trailing_units(s: str) -> str:
 
 def _is_unit_word(w: str) -> bool:
     low = w.lower()
-    if low in _MATH_WORDS or low in ("or", "and"):
+    if low in MATH_WORDS or low in ("or", "and"):
         return False
     return is_unit_word(w)
 
@@ -343,62 +299,3 @@ def _base(m: re.Match[str]) -> str:
     except ValueError:
         return m.group(0)
     return rf"\based{{{digits}}}{{{base}}}"
-
-
-def text_key(s: str) -> str:
-    """Lower-case letters and digits only: the key text answers compare on."""
-    return re.sub(r"[^a-z0-9]", "", s.lower())
-
-
-def choice_letter(s: str) -> str | None:
-    """The multiple-choice letter an answer commits to (``(C)``, ``C)``, ``C. 12``, ``option C``), if any."""
-    t = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", s).strip().strip("*$ ")
-    t = re.sub(r"^(?:the\s+)?(?:correct\s+)?(?:answer|option|choice)\s*(?:is\s*)?[:\s]\s*", "", t, flags=re.I)
-    m = re.match(r"^\(?\s*([A-J])\s*\)?(?:$|[\s.:,)]+)", t)
-    if not m:
-        return None
-    rest = t[m.end(1) :]
-    if re.match(r"^\)?[\s,;/]*(?:(?:or|and)\s+)?\(?[A-J]\)?(?:[\s.,;)]|$)", rest):
-        return None  # "C or D": hedging between choices
-    others = {x for x in re.findall(r"(?<![\\A-Za-z])[A-J](?![A-Za-z])", rest)} - {m.group(1)}
-    if others:
-        return None  # "A \& B", "A (or B)", "A \lor B": another option named after the first
-    return m.group(1)
-
-
-_CIRCLED = {chr(0x2460 + k): k + 1 for k in range(20)}  # ① .. ⑳: numbered statements
-
-
-def _statements(s: str) -> Text | None:
-    """``①③`` (which numbered statements hold): the sorted set of their numbers, as a choice."""
-    if not any(c in _CIRCLED for c in s):
-        return None
-    rest = re.sub(r"[\s,，、;and]", "", s.replace("\\text", "").replace("{", "").replace("}", ""))
-    if not rest or any(c not in _CIRCLED for c in rest):
-        return None
-    return Text("statements " + " ".join(str(n) for n in sorted({_CIRCLED[c] for c in rest})), choice=True)
-
-
-def as_text(s: str) -> Text | None:
-    """The answer as text, when it is words rather than math (``Monday``, "no solution", ``(C)``, ``①③``).
-
-    Returns None when the string looks like math. ``s`` is the output of :func:`clean`.
-    """
-    circled = _statements(s)
-    if circled is not None:
-        return circled
-    letter = re.fullmatch(r"\(?\s*([A-J])\s*\)?", s.strip())
-    if letter:
-        return Text(letter.group(1).lower(), choice=True)
-    key = text_key(s)
-    if key in _NOSOL or key in ("emptyset", "varnothing"):
-        return Text("nosolution")
-    if key in _UNDEF:
-        return Text("undefined")
-    words = re.findall(r"[A-Za-z]+", s)
-    if not words or re.search(r"[\d\\^_=<>+*/|]", s):
-        return None
-    long_words = [w for w in words if len(w) >= 2 and w.lower() not in _MATH_WORDS]
-    if not long_words:
-        return None
-    return Text(key)

@@ -33,7 +33,8 @@ for the verdict.
 
 Thread-safe and free of ``signal.alarm``: the time limit is a deadline checked between steps, and the expensive
 steps are bounded by structure (size caps, guarded powers); the scoring path's process kill is the hard backstop.
-This module does not decide isolation or caching across processes (the scoring path does).
+Reading the gold and answer strings into values is :mod:`rewards.math._reading`; this module decides the verdict.
+It does not decide isolation or caching across processes (the scoring path does).
 """
 
 from __future__ import annotations
@@ -50,75 +51,28 @@ import sympy as sp
 
 from harness.registry import reward
 from harness.types import Sample, Score, Status
-from rewards.math.compare import Options, OutOfTime, equivalent, numeric_value
+from rewards.math._reading import (
+    SYMPY_REFUSALS,
+    choice_content,
+    decimal_comma,
+    is_set,
+    parse_answer,
+    parse_for,
+    parse_gold,
+    raw_gold,
+)
+from rewards.math.compare import Options, OutOfTime, equivalent
 from rewards.math.exact import MAX_PLACES, same_at_places
 from rewards.math.extract import extract_answer
-from rewards.math.gold import gold_last_side, gold_text
-from rewards.math.normalize import NormalizeError, as_text, choice_letter, clean
-from rewards.math.parse import ParseError, parse_value
+from rewards.math.gold import gold_text
+from rewards.math.normalize import NormalizeError, clean
+from rewards.math.parse import ParseError
 from rewards.math.problem import Problem, contained_expressions, expression_key, prompt_text, read_problem
-from rewards.math.values import Expr, Huge, HugeValue, Seq, Text, Value, show
+from rewards.math.values import Expr, Seq, Text, Value, show
 
 __all__ = ["math_reward", "parse_answer", "verify", "check_precision"]
 
 log = logging.getLogger(__name__)
-
-#: What sympy raises when asked for an operation that makes no sense (a matrix under a root, a matrix equated to a
-#: number): the answer is unreadable (while parsing) or not the gold's value (while comparing), never a crash.
-_SYMPY_REFUSALS = (TypeError, ValueError, ArithmeticError, AttributeError, NotImplementedError, IndexError, KeyError)
-
-
-@functools.lru_cache(maxsize=8192)
-def parse_answer(text: str) -> Value:
-    """Normalize and parse one answer string (cached; values are immutable).
-
-    Raises:
-        ParseError: the text is not a readable answer (the message says why).
-    """
-    try:
-        cleaned = clean(text)
-    except NormalizeError as e:
-        raise ParseError(str(e)) from None
-    if not cleaned:
-        raise ParseError("empty answer")
-    t = as_text(cleaned)
-    if t is not None:
-        return t
-    try:
-        return _approximated(cleaned) or parse_value(cleaned)
-    except HugeValue:
-        return Huge(re.sub(r"\s+", "", cleaned))
-    except RecursionError:
-        raise ParseError("answer nested too deeply") from None
-    except _SYMPY_REFUSALS as e:
-        if isinstance(e, ParseError):
-            raise
-        raise ParseError(f"cannot evaluate the answer: {type(e).__name__}") from None
-
-
-#: ``\frac{1}{3} \approx 0.333``: an exact value followed by its decimal approximation (after ``x =`` or a
-#: chain, whose last side is the exact value).
-_APPROX = re.compile(r"^((?:[^=<>]{0,400}=){0,8})([^=<>]{1,400}?)\\approx\s*(-?\d{0,40}\.(\d{1,40}))$")
-
-
-def _approximated(cleaned: str) -> Value | None:
-    """``A \\approx d`` read as ``A`` (``x = A \\approx d`` as ``x = A``) when the decimal ``d`` is ``A`` rounded
-    or truncated to its digits; None otherwise (then the whole is read as written: a false chain states nothing)."""
-    m = _APPROX.match(cleaned)
-    if not m:
-        return None
-    exact = parse_value(m.group(2))
-    if not isinstance(exact, Expr) or exact.e.free_symbols or isinstance(exact.e, sp.MatrixBase):
-        return None
-    value = numeric_value(exact.e)
-    if value is None or not value.is_real:
-        return None
-    unit, d = sp.Rational(1, 10 ** len(m.group(4))), sp.Rational(m.group(3))
-    rounded = abs(value - d) <= unit / 2 * (1 + sp.Rational(1, 10**6))
-    truncated = 0 <= (value - d) * (1 if d >= 0 else -1) < unit
-    if not (rounded or truncated):
-        return None
-    return parse_value(m.group(1) + m.group(2)) if m.group(1) else exact
 
 
 def verify(
@@ -148,11 +102,11 @@ def verify(
     gold_s, boxes = gold_text(gold)
     g: Value | None  # None only when even the raw gold is unusable
     try:
-        g, gold_s = _parse_gold(gold_s)
+        g, gold_s = parse_gold(gold_s)
         if boxes == "parts" and isinstance(g, Seq) and g.kind == "list":
             g = Seq("tuple", g.items)  # (a) \boxed{2} (b) \boxed{7}: two answers in order
     except ParseError as e:
-        g = _raw_gold(gold_s)
+        g = raw_gold(gold_s)
         if g is None:
             return Score.unscored("gold_unparseable", f"gold {gold_s[:200]!r} cannot be parsed: {e}", gold=gold_s[:500])
     info: dict[str, Any] = {"gold": gold_s[:500], "gold_parsed": show(g)}
@@ -166,7 +120,7 @@ def verify(
         info.update(extracted=answer[:500], steps=True)
     elif ex.hedged:
         info["hedged"] = True  # several different boxes: compared as a list, so a single-valued gold fails
-    if boxes == "list" and _is_set(answer):
+    if boxes == "list" and is_set(answer):
         return _zero("ok", answer, info, "several boxed gold answers are a list, not the set of them")
     return _compare(g, gold_s, answer, info, (percent_optional, tolerance, deadline, precision), problem)
 
@@ -180,29 +134,6 @@ def check_precision(precision: object) -> None:
             f"math reward: precision must be a whole number of decimal places from 0 to {MAX_PLACES} "
             f"(or unset for no stated precision), got {precision!r}"
         )
-
-
-def _parse_gold(gold_s: str) -> tuple[Value, str]:
-    """The gold's value and the text it was read from: a multi-select gold (``ABD``), an option, a value, or the
-    last side of a chain whose whole is outside the grammar (:func:`gold_last_side`)."""
-    several_letters = _choice_letters(gold_s)  # a multi-select gold, "ABD"
-    if several_letters:
-        return Text(several_letters, choice=True), gold_s
-    try:
-        return _gold_choice(gold_s) or parse_answer(gold_s), gold_s
-    except ParseError:
-        last = gold_last_side(gold_s)
-        if last is None:
-            raise
-        return parse_answer(last), last
-
-
-def _is_set(answer: str) -> bool:
-    try:
-        a = parse_answer(answer)
-    except ParseError:
-        return False
-    return isinstance(a, Seq) and a.kind == "set"
 
 
 def _compare(
@@ -221,14 +152,14 @@ def _compare(
         info["answer_parsed"] = info["gold_parsed"] if same else None
         return Score(value=float(same), status="ok", answer=answer[:500], info={**info, "reason": reason})
     try:
-        a = _parse_for(g, answer)
+        a = parse_for(g, answer)
     except ParseError as e:
         return _zero("parse_error", answer, info, f"answer cannot be parsed: {e}")
     info["answer_parsed"] = show(a)
-    if isinstance(g, Seq) and g.kind == "list" and isinstance(a, Expr) and _decimal_comma(gold_s) != gold_s:
-        g = parse_answer(_decimal_comma(gold_s))  # a gold 1,22 answered by one number: its comma is a decimal one
+    if isinstance(g, Seq) and g.kind == "list" and isinstance(a, Expr) and decimal_comma(gold_s) != gold_s:
+        g = parse_answer(decimal_comma(gold_s))  # a gold 1,22 answered by one number: its comma is a decimal one
     if isinstance(g, Text) and g.choice and not (isinstance(a, Text) and a.choice):
-        g = _choice_content(gold_s) or g  # "C: \frac12" answered by the option's content
+        g = choice_content(gold_s) or g  # "C: \frac12" answered by the option's content
     opt = Options(
         percent_optional=percent_optional,
         tolerance=tolerance,
@@ -250,7 +181,7 @@ def _compare(
         )
     except RecursionError:
         same, reason = False, "comparison nested too deeply"
-    except _SYMPY_REFUSALS as e:
+    except SYMPY_REFUSALS as e:
         # sympy refusing an operation on mismatched kinds (a matrix equated to a number, ...): not the same value
         log.debug("math: comparison raised %s: %s", type(e).__name__, e)
         same, reason = False, f"values cannot be compared ({type(e).__name__})"
@@ -300,7 +231,7 @@ def _pads_an_expression(answer: str, gold: str, g: Value, opt: Options, problem:
         try:
             if equivalent(g, parse_answer(inner), opt)[0]:
                 return True
-        except (ParseError, RecursionError, *_SYMPY_REFUSALS):
+        except (ParseError, RecursionError, *SYMPY_REFUSALS):
             continue  # out of time propagates: the caller reports it
     return False
 
@@ -340,90 +271,8 @@ def _fast_verdict(gold: str, answer: str, precision: int | None = None) -> tuple
     return None
 
 
-def _raw_key(text: str) -> str | None:
-    try:
-        return re.sub(r"\s+", "", clean(text)).lower()
-    except NormalizeError:
-        return None
-
-
-def _raw_gold(gold: str) -> Text | None:
-    """A gold outside the grammar but well formed (balanced braces, some content) compares as a string."""
-    depth = 0
-    for c in gold:
-        depth += {"{": 1, "}": -1}.get(c, 0)
-        if depth < 0:
-            return None
-    key = _raw_key(gold) if len(gold) <= 300 else None
-    if depth != 0 or not key or not re.search(r"[A-Za-z0-9]", key):
-        return None
-    return Text(key, raw=True)
-
-
-_OPTION = re.compile(r"^\s*(?:\\text(?:bf)?\{\s*)?\(([A-J])\)\s*\}?|^\s*([A-J])\s*[:：]\s*(?=\S)")
-
-
-def _gold_choice(gold: str) -> Text | None:
-    """A gold that names an option with its content, ``\\textbf{(A) }5`` or ``C: \\frac12``, is that option's
-    letter (an answer may also give the content: see :func:`_choice_content`)."""
-    m = _OPTION.match(gold)
-    return Text((m.group(1) or m.group(2)).lower(), choice=True) if m else None
-
-
-def _choice_content(gold: str) -> Value | None:
-    """The content of the option a gold names (``12`` of ``\\textbf{(B) }12``), parsed; None when it has none."""
-    m = _OPTION.match(gold)
-    content = gold[m.end() :].strip() if m else ""
-    if not content:
-        return None
-    try:
-        v = parse_answer(content)
-    except ParseError:
-        return None
-    return None if isinstance(v, Text) and v.choice else v
-
-
-def _choice_letters(text: str) -> str | None:
-    """Several options at once, ``ABD``, ``A, B, D``, ``\\text{A and D}``: their letters, sorted (else None)."""
-    t = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", text).strip().strip("$")
-    t = re.sub(r"\s*(?:,|\band\b|\\?&)\s*|\s+", "", t)
-    if not re.fullmatch(r"(?:\(?[A-J]\)?){2,10}", t):
-        return None
-    letters = re.findall(r"[A-J]", t)
-    return "".join(sorted(letters)).lower() if len(set(letters)) == len(letters) else None
-
-
 def _zero(status: Status, answer: str, info: dict[str, Any], reason: str) -> Score:
     return Score(value=0.0, status=status, answer=answer[:500], info={**info, "reason": reason})
-
-
-def _parse_for(gold: Value, answer: str) -> Value:
-    if isinstance(gold, Text) and gold.raw:
-        return Text(_raw_key(answer) or "", raw=True)
-    if isinstance(gold, Text) and gold.choice and len(gold.s) > 1:
-        letters = _choice_letters(answer)
-        return Text(letters, choice=True) if letters else parse_answer(answer)
-    if isinstance(gold, Text) and gold.choice:
-        single = re.fullmatch(r"\s*(?:\\text(?:bf)?\{)?\(?([a-jA-J])\)?\}?\s*", answer)
-        letter = single.group(1).upper() if single else choice_letter(answer)
-        if letter is not None:
-            return Text(letter.lower(), choice=True)
-    if isinstance(gold, Expr) and not isinstance(gold.e, sp.MatrixBase):
-        answer = _decimal_comma(answer)  # one value expected: 2,74 is 2.74 (not a list)
-    return parse_answer(answer)
-
-
-#: A decimal comma: one comma, no space, and not three digits after it (12,345 is a thousands separator) unless
-#: the whole part is 0 (0,111 groups no thousands).
-_DECIMAL_COMMA = re.compile(r"^\s*(-?\d+),(\d{1,2}|\d{4,})\s*$|^\s*(-?0),(\d+)\s*$")
-
-
-def _decimal_comma(text: str) -> str:
-    m = _DECIMAL_COMMA.match(text)
-    if m is None:
-        return text
-    whole, frac = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
-    return f"{whole}.{frac}"
 
 
 @reward("math", reads=("answer",))
