@@ -89,7 +89,7 @@ def load_phoenix(
     """All spans of a Phoenix project (``GET /v1/projects/{project}/spans``, followed page by page).
 
     Raises:
-        SourceError: when Phoenix does not answer or has no such project.
+        SourceError: when Phoenix does not answer, has no such project or sends a span without hex ids.
     """
     base = url.rstrip("/") + f"/v1/projects/{urllib.parse.quote(project, safe='')}/spans"
     spans: list[dict[str, Any]] = []
@@ -124,7 +124,7 @@ def load_mlflow(
     ``run_id`` only skips fetching traces tagged with another run; the report picks the run's spans.
 
     Raises:
-        SourceError: when MLflow does not answer or the experiment does not exist.
+        SourceError: when MLflow does not answer, the experiment does not exist or a span is not OTLP.
     """
     base = url.rstrip("/") + "/api/3.0/mlflow/traces"
     location = {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": str(experiment_id)}}
@@ -149,5 +149,9 @@ def load_mlflow(
             tags = (tr.get("trace_info") or {}).get("tags") or {}
             resource = Resource({k: v for k, v in tags.items() if k in ("harness.run.id", "service.name")})
             scope = InstrumentationScope("mlflow")
-            spans += [flat_span(span_from_json(_otlp_json(sp), resource, scope)) for sp in tr.get("spans") or ()]
+            try:
+                spans += [flat_span(span_from_json(_otlp_json(sp), resource, scope)) for sp in tr.get("spans") or ()]
+            except (json_format.ParseError, KeyError, TypeError, ValueError) as e:
+                trace_id = (tr.get("trace_info") or {}).get("trace_id")
+                raise SourceError(f"{base}/batchGet: trace {trace_id}: a span that is not OTLP: {e}") from None
     return spans
