@@ -59,12 +59,12 @@ def ahead(vllm_venv: Path, tmp_path_factory: pytest.TempPathFactory, request: py
     """The module's engine runs, each in its own process and directory, two at a time from the module's start."""
     runs = Ahead.for_module(request)
     tmp = tmp_path_factory.mktemp
-
+    # the training run first: two tests read it, and the last one starts four evaluations of it
+    runs.start("trained_run", {TRAIN_TEST, EVAL_TEST}, _train, vllm_venv, tmp("vllm-run"))
     runs.start(SAMPLER_TEST, {SAMPLER_TEST}, _sync, vllm_venv, tmp("sync"), "--sampler", "--dtype", "float32")
     for dtype, tied in STEP_CASES:
         name = f"{STEP_TEST}[{dtype}-{tied}]"
         runs.start(name, {name}, _sync, vllm_venv, tmp("sync"), *_step_flags(dtype, tied))
-    runs.start("trained_run", {TRAIN_TEST, EVAL_TEST}, _train, vllm_venv, tmp("vllm-run"))
     yield runs
     runs.close()
 
