@@ -1,13 +1,17 @@
 """Stop strings on the real vLLM engine (the CPU build in ``.venv-vllm``, one process per engine, see conftest):
 the evaluator's vllm backend ends a completion at a stop string, cuts the string off and reports ``stop``, on a
-random-init tiny model (engine_checks.py) saved by the test; the control is the same sample without the stop."""
+random-init tiny model (engine_checks.py) saved once for the module (the engines only read it); the control is the
+same sample without the stop. The module's two engines run side by side from its start (``Ahead``)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from vllm_envs import run_in
+import pytest
+from vllm_envs import Ahead, run_in
 
 CHECKS = Path(__file__).with_name("engine_checks.py")
 
@@ -32,11 +36,29 @@ print("RESULT " + json.dumps({"free": [text, free.finish_reason, free.tokens], "
 """
 
 
-def test_vllm_stop_string_cuts_the_text_and_ends_generation(vllm_venv: Path, tmp_path: Path) -> None:
-    model = tmp_path / "model"
-    run_in(vllm_venv, ["python", str(CHECKS), "model", "--out", str(model)])
-    out = run_in(vllm_venv, ["python", "-c", SCRIPT, str(model)])
-    r = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+STOP_TEST = "test_vllm_stop_string_cuts_the_text_and_ends_generation"
+LONG_TEST = "test_vllm_prompt_longer_than_the_context_is_refused_alone"
+
+
+def _result(venv: Path, script: str, model: Path) -> dict[str, Any]:
+    out = run_in(venv, ["python", "-c", script, str(model)])
+    return json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+
+
+@pytest.fixture(scope="module")
+def ahead(vllm_venv: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Ahead]:
+    runs = Ahead.for_module(request)
+    if runs.selected:
+        model = tmp_path_factory.mktemp("engine") / "model"
+        run_in(vllm_venv, ["python", str(CHECKS), "model", "--out", str(model)])  # max_position_embeddings 256
+        for name, script in ((STOP_TEST, SCRIPT), (LONG_TEST, LONG_PROMPT_SCRIPT)):
+            runs.start(name, {name}, _result, vllm_venv, script, model)
+    yield runs
+    runs.close()
+
+
+def test_vllm_stop_string_cuts_the_text_and_ends_generation(ahead: Ahead) -> None:
+    r = ahead.get(STOP_TEST)
     text, finish, tokens = r["free"]
     assert finish == "length" and tokens == 40, r  # the control: without the stop string it runs to the limit
     cut_text, cut_finish, cut_tokens = r["cut"]
@@ -62,13 +84,10 @@ print("RESULT " + json.dumps({"limit": limit, "alone": rows(alone), "mixed": row
 """
 
 
-def test_vllm_prompt_longer_than_the_context_is_refused_alone(vllm_venv: Path, tmp_path: Path) -> None:
+def test_vllm_prompt_longer_than_the_context_is_refused_alone(ahead: Ahead) -> None:
     """A prompt longer than the engine's context would fail vLLM's whole generate call (a traceback): the backend
     refuses that prompt alone, with the reason, and generates the others exactly as without it."""
-    model = tmp_path / "model"
-    run_in(vllm_venv, ["python", str(CHECKS), "model", "--out", str(model)])  # max_position_embeddings 256
-    out = run_in(vllm_venv, ["python", "-c", LONG_PROMPT_SCRIPT, str(model)])
-    r = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+    r = ahead.get(LONG_TEST)
     assert r["limit"] == 256, r
     a, long, fits, b = r["mixed"]
     assert [a, b] == r["alone"]  # the other prompts: the same samples as in a call without the long one

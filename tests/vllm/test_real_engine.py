@@ -15,12 +15,16 @@ switched off must make the always-on check raise.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from vllm_envs import ROOT, run_in
+from vllm_envs import ROOT, Ahead, run_in
 
 CHECKS = Path(__file__).with_name("engine_checks.py")
 FP32_TOL = 1e-4
@@ -32,14 +36,41 @@ BF16_MEAN_TOL = 0.05
 IS_RATIO_GAP = 0.05
 
 
+SAMPLER_TEST = "test_sampler_logprobs_equal_the_trainers_and_a_tied_float32_sync_is_exact"
+STEP_TEST = "test_after_a_training_step_the_engine_scores_with_the_new_policy"
+STEP_CASES = [("bfloat16", True), ("float32", False), ("bfloat16", False)]
+TRAIN_TEST = "test_harness_train_with_vllm_keeps_the_sampler_on_the_policy"
+EVAL_TEST = "test_harness_eval_with_one_vllm_engine_over_two_checkpoints"
+
+
 def _sync(venv: Path, tmp: Path, *flags: str) -> dict[str, Any]:
     out = tmp / "sync.json"
     run_in(venv, ["python", str(CHECKS), "sync", "--out", str(out), *flags], timeout=600)
     return json.loads(out.read_text())
 
 
-def test_sampler_logprobs_equal_the_trainers_and_a_tied_float32_sync_is_exact(vllm_venv: Path, tmp_path: Path):
-    r = _sync(vllm_venv, tmp_path, "--sampler", "--dtype", "float32")
+def _step_flags(dtype: str, tied: bool) -> list[str]:
+    full = dtype == "float32"  # one case runs the thorough check (debug mode): every layer of the 2-layer model
+    return ["--dtype", dtype, *([] if tied else ["--untied"]), *(["--check", "full"] * full)]
+
+
+@pytest.fixture(scope="module")
+def ahead(vllm_venv: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Ahead]:
+    """The module's engine runs, each in its own process and directory, two at a time from the module's start."""
+    runs = Ahead.for_module(request)
+    tmp = tmp_path_factory.mktemp
+    # the training run first: two tests read it, and the last one starts four evaluations of it
+    runs.start("trained_run", {TRAIN_TEST, EVAL_TEST}, _train, vllm_venv, tmp("vllm-run"))
+    runs.start(SAMPLER_TEST, {SAMPLER_TEST}, _sync, vllm_venv, tmp("sync"), "--sampler", "--dtype", "float32")
+    for dtype, tied in STEP_CASES:
+        name = f"{STEP_TEST}[{dtype}-{tied}]"
+        runs.start(name, {name}, _sync, vllm_venv, tmp("sync"), *_step_flags(dtype, tied))
+    yield runs
+    runs.close()
+
+
+def test_sampler_logprobs_equal_the_trainers_and_a_tied_float32_sync_is_exact(ahead: Ahead):
+    r = ahead.get(SAMPLER_TEST)
     assert r["sampler"]["1.0"] <= FP32_TOL and r["sampler"]["0.7"] <= FP32_TOL, r["sampler"]
     assert r["initial"] <= FP32_TOL
     assert r["before_sync"] > 0.1, r  # the step moved the policy: a stale engine would be seen
@@ -48,11 +79,10 @@ def test_sampler_logprobs_equal_the_trainers_and_a_tied_float32_sync_is_exact(vl
     assert r["control_raised"] and "lm_head" in r["control_raised"], r  # the always-on check catches a stale head
 
 
-@pytest.mark.parametrize(("dtype", "tied"), [("bfloat16", True), ("float32", False), ("bfloat16", False)])
-def test_after_a_training_step_the_engine_scores_with_the_new_policy(vllm_venv, tmp_path, dtype: str, tied: bool):
-    full = dtype == "float32"  # one case runs the thorough check (debug mode): every layer of the 2-layer model
-    r = _sync(vllm_venv, tmp_path, "--dtype", dtype, *([] if tied else ["--untied"]), *(["--check", "full"] * full))
-    assert r["layers_checked"] == (10 if full else 4), r
+@pytest.mark.parametrize(("dtype", "tied"), STEP_CASES)
+def test_after_a_training_step_the_engine_scores_with_the_new_policy(ahead, request, dtype: str, tied: bool):
+    r = ahead.get(request.node.name)
+    assert r["layers_checked"] == (10 if dtype == "float32" else 4), r
     tol = FP32_TOL if dtype == "float32" else BF16_TOL
     assert r["initial"] <= tol and r["after_sync"] <= tol, r
     assert r["after_sync_mean"] <= (FP32_TOL if dtype == "float32" else BF16_MEAN_TOL), r
@@ -87,10 +117,8 @@ HELDOUT = [
 ]
 
 
-@pytest.fixture(scope="module")
-def trained_run(vllm_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+def _train(vllm_venv: Path, tmp: Path) -> tuple[Path, list[dict[str, Any]]]:
     """``harness train`` with ``trainer.backend: vllm``: 3 steps, a checkpoint after each, on a saved tiny model."""
-    tmp = tmp_path_factory.mktemp("vllm-run")
     model = tmp / "model"
     run_in(vllm_venv, ["python", str(CHECKS), "model", "--out", str(model)])
     config = {
@@ -119,6 +147,11 @@ def trained_run(vllm_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     return run, metrics
 
 
+@pytest.fixture(scope="module")
+def trained_run(ahead: Ahead) -> tuple[Path, list[dict[str, Any]]]:
+    return ahead.get("trained_run")
+
+
 def test_harness_train_with_vllm_keeps_the_sampler_on_the_policy(trained_run):
     """Step k's is_ratio compares the engine (synced after step k-1) with the trainer before step k's update."""
     _, metrics = trained_run
@@ -133,8 +166,6 @@ def _greedy(out: Path) -> dict[str, str]:
 
 
 def test_harness_eval_with_one_vllm_engine_over_two_checkpoints(vllm_venv: Path, trained_run, tmp_path: Path):
-    import sys
-
     run, _ = trained_run
     data = tmp_path / "heldout.jsonl"
     data.write_text(
@@ -152,55 +183,62 @@ def test_harness_eval_with_one_vllm_engine_over_two_checkpoints(vllm_venv: Path,
         "--no-telemetry",
         "--no-progress",
     ]
+    last_two = sorted(p.name for p in (run / "checkpoints").iterdir())[-2:]
     shared = tmp_path / "shared"  # one engine: built on step 1, weights synced for steps 2 and 3; vLLM's default
     # layout (the engine in its own process), so the sync's calls cross a process boundary as they do for users
-    log = run_in(
-        vllm_venv,
-        ["harness", "eval", "--checkpoints", str(run), "--backend", "vllm", "--output", str(shared), *common],
-        worker_process=True,
-    )
-    assert log.count("vllm weight sync:") == 2, log[-3000:]
-    last_two = sorted(p.name for p in (run / "checkpoints").iterdir())[-2:]
-    outputs = {}
-    for name in last_two:
-        fresh = tmp_path / f"fresh-{name}"
-        run_in(
+    hf = tmp_path / "hf"
+    # the four evaluations read the run and write their own output directories: two at a time
+    with ThreadPoolExecutor(2) as pool:
+        shared_log = pool.submit(
+            run_in,
             vllm_venv,
+            ["harness", "eval", "--checkpoints", str(run), "--backend", "vllm", "--output", str(shared), *common],
+            worker_process=True,
+        )
+        fresh_runs = [
+            pool.submit(
+                run_in,
+                vllm_venv,
+                [
+                    "harness",
+                    "eval",
+                    "--checkpoint",
+                    str(run / "checkpoints" / name),
+                    "--backend",
+                    "vllm",
+                    "--output",
+                    str(tmp_path / f"fresh-{name}"),
+                    *common,
+                ],
+            )
+            for name in last_two
+        ]
+        hf_run = pool.submit(
+            subprocess.run,
             [
-                "harness",
+                sys.executable,
+                "-m",
+                "harness.cli",
                 "eval",
-                "--checkpoint",
-                str(run / "checkpoints" / name),
+                "--checkpoints",
+                str(run),
                 "--backend",
-                "vllm",
+                "hf",
                 "--output",
-                str(fresh),
+                str(hf),
                 *common,
             ],
+            check=True,
+            cwd=ROOT,
+            capture_output=True,
+            timeout=600,
         )
-        outputs[name] = (_greedy(shared / name), _greedy(fresh))
-    hf = tmp_path / "hf"
-    import subprocess
-
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "eval",
-            "--checkpoints",
-            str(run),
-            "--backend",
-            "hf",
-            "--output",
-            str(hf),
-            *common,
-        ],
-        check=True,
-        cwd=ROOT,
-        capture_output=True,
-        timeout=600,
-    )
+        log = shared_log.result()
+        for fresh in fresh_runs:
+            fresh.result()
+        hf_run.result()
+    assert log.count("vllm weight sync:") == 2, log[-3000:]
+    outputs = {name: (_greedy(shared / name), _greedy(tmp_path / f"fresh-{name}")) for name in last_two}
     a, b = (outputs[n][0] for n in last_two)
     assert sum(a[k] != b[k] for k in a) >= 3, (a, b)  # the checkpoints differ, so a stale engine would show
     for name in last_two:
