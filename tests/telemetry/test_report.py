@@ -8,9 +8,9 @@ import pytest
 
 from harness.cfg.telemetry import AlarmSection, TelemetrySection
 from harness.cli import main as harness_main
+from harness.report.build import build_report, divergence_alarms, format_table, to_markdown
+from harness.report.sources import load_file_store
 from harness.telemetry import RewardStats, RunTelemetry
-from harness.telemetry._sources import load_file_store
-from harness.telemetry.report import build_report, divergence_alarms, format_table, to_markdown
 
 
 def test_alarm_fires_when_train_rises_and_heldout_is_flat_or_falls():

@@ -26,7 +26,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext
 
 from harness.errors import HarnessError
-from harness.telemetry._store import flat_span, iter_spans, span_from_json, store_path
+from harness.telemetry import flat_span, iter_spans, span_from_json, store_path
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
 
