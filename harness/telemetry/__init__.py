@@ -8,7 +8,8 @@ Reading spans back into the training-vs-held-out report is :mod:`harness.report`
 from harness.telemetry._attrs import RewardStats
 from harness.telemetry._export import OtlpSettings, parse_headers, resolve_otlp
 from harness.telemetry._run import TRACES_FILE, EvalSpan, RunTelemetry, StepSpan
-from harness.telemetry._store import drop_steps_after, flat_span, iter_spans, span_from_json, store_path
+from harness.telemetry._store import drop_steps_after, flat_span, hex_span_ids, iter_spans, span_from_json, store_path
 
 __all__ = ["RunTelemetry", "RewardStats", "StepSpan", "EvalSpan", "TRACES_FILE", "OtlpSettings", "resolve_otlp"]
 __all__ += ["parse_headers", "iter_spans", "drop_steps_after", "flat_span", "span_from_json", "store_path"]
+__all__ += ["hex_span_ids"]
