@@ -104,13 +104,21 @@ def _num(v: Any) -> float | None:
 
 
 def _latest(spans: list[Span], prefix: str) -> dict[str, dict[int, Span]]:
-    """reward name -> step -> the last-ended span named ``prefix + name`` (re-runs and replays collapse)."""
+    """reward name -> step -> the last-ended span named ``prefix + name`` (re-runs and replays collapse). A span
+    whose step is not a whole number (written by something else) is left out with a warning."""
     out: dict[str, dict[int, Span]] = defaultdict(dict)
     for s in spans:
-        if s["name"].startswith(prefix) and (step := s["attributes"].get("harness.train.step")) is not None:
-            by_step = out[s["attributes"].get("harness.reward.name") or s["name"][len(prefix) :]]
-            if int(step) not in by_step or s["end_ns"] >= by_step[int(step)]["end_ns"]:
-                by_step[int(step)] = s
+        if not s["name"].startswith(prefix) or (raw := s["attributes"].get("harness.train.step")) is None:
+            continue
+        step = _num(raw)
+        if step is None or step != int(step):
+            logger.warning(
+                "span %s %s: harness.train.step %r is not a step number; left out", s["name"], s.get("span_id"), raw
+            )
+            continue
+        by_step = out[s["attributes"].get("harness.reward.name") or s["name"][len(prefix) :]]
+        if int(step) not in by_step or s["end_ns"] >= by_step[int(step)]["end_ns"]:
+            by_step[int(step)] = s
     return out
 
 
