@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     rl = rsub.add_parser("list", help="every reward with its origin and parameters")
     add_plugin_argument(rl)
     rl.set_defaults(func=_cmd_rewards_list)
-    from harness.telemetry.cli import add_report_parser, add_traces_parser
+    from harness.report.cli import add_report_parser
+    from harness.telemetry.cli import add_traces_parser
 
     add_report_parser(sub)
     add_traces_parser(sub)

@@ -25,7 +25,7 @@ from harness.demo.cli import format_outcome
 from harness.demo.stats import paired_rise
 from harness.demo.task import make_split
 from harness.demo.word_problems import word_problem_rows, write_word_problems
-from harness.telemetry._sources import load_file_store
+from harness.report.sources import load_file_store
 
 # Held-out math rise (base model -> step 100), measured by benchmarks/demo_seeds.py over seeds 0-4 with 1 thread,
 # 2 threads (the same numbers as 1 thread: this model is too small for torch to split its matmuls) and

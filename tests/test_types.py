@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 import harness.data
 import harness.registry
+import harness.report.build
 import harness.scoring._result
 import harness.scoring._session
-import harness.telemetry.report
 import harness.types
 from harness.types import (
     STATUSES,
@@ -38,7 +38,7 @@ from harness.types import (
         harness.scoring._result,
         harness.scoring._session,
         harness.data,
-        harness.telemetry.report,
+        harness.report.build,
     ],
 )
 def test_docstring_examples(module) -> None:

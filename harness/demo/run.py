@@ -218,8 +218,8 @@ def _prepare(s: DemoSettings, run_dir: Path) -> tuple[Path, Path, str]:
 
 def run_demo(s: DemoSettings = DemoSettings()) -> DemoResult:
     """Run the demo (see the module docstring) and return what it produced."""
-    from harness.telemetry._sources import load_file_store
-    from harness.telemetry.report import build_report, format_table, write_report
+    from harness.report.build import build_report, format_table, write_report
+    from harness.report.sources import load_file_store
 
     t0 = time.perf_counter()
     _quiet_library_bars()

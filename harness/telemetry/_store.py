@@ -28,7 +28,8 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from harness.telemetry._attrs import hex_ids, num
 
-__all__ = ["FileSpanExporter", "spans_to_json", "spans_from_json", "read_requests", "iter_spans", "drop_steps_after"]
+__all__ = ["FileSpanExporter", "spans_to_json", "hex_span_ids", "spans_from_json", "read_requests"]
+__all__ += ["iter_spans", "drop_steps_after", "flat_span", "span_from_json", "store_path"]
 
 logger = logging.getLogger("harness.telemetry")
 
@@ -40,11 +41,17 @@ def spans_to_json(spans: Sequence[ReadableSpan]) -> str:
     for rs in doc.get("resourceSpans", ()):
         for ss in rs["scopeSpans"]:
             for sp in ss["spans"]:
-                for obj in (sp, *sp.get("links", ())):
-                    for key in ("traceId", "spanId", "parentSpanId"):
-                        if key in obj:
-                            obj[key] = base64.b64decode(obj[key]).hex()
+                hex_span_ids(sp)
     return json.dumps(doc, separators=(",", ":"))
+
+
+def hex_span_ids(span: dict[str, Any]) -> dict[str, Any]:
+    """A span in protobuf's JSON form, its ids and its links' ids turned from base64 to hex (OTLP/JSON), in place."""
+    for obj in (span, *span.get("links", ())):
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in obj:
+                obj[key] = base64.b64decode(obj[key]).hex()
+    return span
 
 
 def _any(v: Mapping[str, Any]) -> Any:

@@ -16,9 +16,9 @@ from eval_runs import write_jsonl
 
 from harness.cfg.telemetry import AlarmSection, TelemetrySection
 from harness.cli import main as harness_main
+from harness.report.build import build_report, format_table
+from harness.report.sources import load_file_store
 from harness.telemetry import RewardStats, RunTelemetry
-from harness.telemetry._sources import load_file_store
-from harness.telemetry.report import build_report, format_table
 
 
 def _report_json(run: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:

@@ -17,9 +17,9 @@ from tel_runs import expected_span_count, synthetic_run
 
 from harness.cfg.telemetry import TelemetrySection
 from harness.cli import main as harness_main
+from harness.report.build import build_report
+from harness.report.sources import load_file_store, load_mlflow
 from harness.telemetry import RunTelemetry
-from harness.telemetry._sources import load_file_store, load_mlflow
-from harness.telemetry.report import build_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -8,9 +8,9 @@ import pytest
 
 from harness.cfg.telemetry import AlarmSection, TelemetrySection
 from harness.cli import main as harness_main
+from harness.report.build import build_report, divergence_alarms, format_table, to_markdown
+from harness.report.sources import load_file_store
 from harness.telemetry import RewardStats, RunTelemetry
-from harness.telemetry._sources import load_file_store
-from harness.telemetry.report import build_report, divergence_alarms, format_table, to_markdown
 
 
 def test_alarm_fires_when_train_rises_and_heldout_is_flat_or_falls():
@@ -111,3 +111,29 @@ def test_no_alarm_while_heldout_is_saturated_at_or_above_training():
     assert divergence_alarms([0.5, 0.7, 0.9], [0.6, 0.6, 0.6], cfg)[2] is not None
     assert divergence_alarms([0.5, 0.7, 0.9], [0.8, 0.8, 0.8], cfg)[2] is not None
     assert divergence_alarms([0.5, 0.7, 0.9], [1.0, 1.0, 1.0], AlarmSection(window=3, saturated_at=None))[2] is not None
+
+
+def test_a_span_with_a_step_that_is_not_a_number_is_left_out_with_a_warning(caplog):
+    def span(name: str, step: object, **attrs: object) -> dict:
+        a = {"harness.run.id": "r", "harness.train.step": step, **attrs}
+        return {
+            "name": name,
+            "span_id": f"{name}@{step}",
+            "start_ns": 1,
+            "end_ns": 2,
+            "attributes": a,
+            "events": [],
+            "links": [],
+        }
+
+    spans = [
+        span("reward/m", 1, **{"harness.reward.mean": 0.5}),
+        span("reward/m", "two", **{"harness.reward.mean": 0.9}),
+        span("eval.reward/m", 1, **{"harness.reward.heldout": 0.4}),
+        span("eval.reward/m", 2.5, **{"harness.reward.heldout": 0.1}),
+    ]
+    report = build_report(spans)
+    assert [(r.step, r.train_mean, r.heldout) for r in report.rows] == [(1, 0.5, 0.4)]
+    assert report.train_curve == {"m": [(1, 0.5)]}
+    left_out = [r.getMessage() for r in caplog.records if "is not a step number" in r.getMessage()]
+    assert len(left_out) == 2 and "'two'" in " ".join(left_out) and "2.5" in " ".join(left_out)

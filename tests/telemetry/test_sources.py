@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.telemetry._sources import SourceError, load_mlflow, load_phoenix
+from harness.report.sources import SourceError, load_mlflow, load_phoenix
 
 TRACE, SPAN, PARENT = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "00f067aa0ba902b7"
 

@@ -107,7 +107,11 @@ def fake_vllm(monkeypatch):
 
     monkeypatch.setattr("trainer.rollout.vllm.sync_weights", recorded_sync)
     for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(k, raising=False)  # the backend fills them in; monkeypatch restores them after
+        # the backend fills them in. setenv first, so that monkeypatch records the variable and removes what the
+        # backend set after the test (delenv of a missing variable records nothing: the port would leak into
+        # every later process this one starts)
+        monkeypatch.setenv(k, "")
+        monkeypatch.delenv(k)
     monkeypatch.setattr("trainer.rollout.vllm._gpu_memory", lambda: (60 * 2**30, 80 * 2**30))  # (free, total)
     _FakeLLM.instances.clear()
     return mod

@@ -15,12 +15,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-vllm"
 OPT_OUT = "HARNESS_SKIP_VLLM_TESTS"
+#: never inherited: each engine run is a single process that picks its own free port (two runs side by side that
+#: inherit one MASTER_PORT collide: EADDRINUSE)
+TORCHRUN = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def engine_env(**extra: str) -> dict[str, str]:
     """The environment of an engine process: one thread, the engine in the calling process (vLLM's worker
-    processes take 40-70 s to start here), no hub, this checkout's code first, no cache-size override."""
-    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_CPU_KVCACHE_SPACE", "VIRTUAL_ENV")}
+    processes take 40-70 s to start here), no hub, this checkout's code first, no cache-size override, no torchrun
+    variables."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_CPU_KVCACHE_SPACE", "VIRTUAL_ENV", *TORCHRUN)}
     env.update(
         OMP_NUM_THREADS="1",
         VLLM_ENABLE_V1_MULTIPROCESSING="0",

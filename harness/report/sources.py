@@ -9,7 +9,6 @@ attributes instead.
 
 from __future__ import annotations
 
-import base64
 import json
 import urllib.error
 import urllib.parse
@@ -26,7 +25,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext
 
 from harness.errors import HarnessError
-from harness.telemetry._store import flat_span, iter_spans, span_from_json, store_path
+from harness.telemetry import flat_span, hex_span_ids, iter_spans, span_from_json, store_path
 
 __all__ = ["SourceError", "load_file_store", "load_phoenix", "load_mlflow"]
 
@@ -108,12 +107,7 @@ def load_phoenix(
 def _otlp_json(sp: dict[str, Any]) -> dict[str, Any]:
     """An MLflow span (protobuf's JSON form with proto field names and base64 ids) as OTLP/JSON (hex ids)."""
     msg = json_format.ParseDict(sp, Span(), ignore_unknown_fields=True)  # MLflow may add fields of its own
-    doc = json_format.MessageToDict(msg, use_integers_for_enums=True)
-    for obj in (doc, *doc.get("links", ())):
-        for key in ("traceId", "spanId", "parentSpanId"):
-            if key in obj:
-                obj[key] = base64.b64decode(obj[key]).hex()
-    return doc
+    return hex_span_ids(json_format.MessageToDict(msg, use_integers_for_enums=True))
 
 
 def load_mlflow(
