@@ -118,9 +118,19 @@ def test_one_sandbox_server_per_node_serves_every_actor(ray_pool):
     (node,) = ray_pool.nodes.values()
     assert res.scores["code"][0].info["isolation"] == node["isolation"]
     actors = set(_actor_pids(ray_pool))
-    servers = [p for p in psutil.process_iter(["cmdline"]) if "sandbox._zygote" in " ".join(p.info["cmdline"] or ())]
-    under_host = [p for p in servers if p.ppid() == node["sandbox_host_pid"]]
-    under_actors = [p for p in servers if actors & {a.pid for a in p.parents()}]
+    # one snapshot of the process table: a process of another test (a parallel worker) may exit between calls
+    table = {p.info["pid"]: p.info for p in psutil.process_iter(["pid", "ppid", "cmdline"])}
+    servers = [pid for pid, info in table.items() if "sandbox._zygote" in " ".join(info["cmdline"] or ())]
+
+    def ancestors(pid: int) -> set[int]:
+        seen: set[int] = set()
+        while pid in table and table[pid]["ppid"] not in seen and table[pid]["ppid"]:
+            pid = table[pid]["ppid"]
+            seen.add(pid)
+        return seen
+
+    under_host = [pid for pid in servers if table[pid]["ppid"] == node["sandbox_host_pid"]]
+    under_actors = [pid for pid in servers if actors & ancestors(pid)]
     assert len(under_host) == 1 and not under_actors, (len(under_host), len(under_actors))
 
 
