@@ -16,6 +16,9 @@ TORCH_SPEC ?= $(if $(filter 1,$(GPU)),$(GPU_TORCH_SPEC),torch==2.13.0)
 TORCH_INDEX ?=
 EXTRAS ?= $(if $(filter 1,$(GPU)),$(GPU_EXTRAS),train,dev,bench)
 PYTEST_ARGS ?=
+# the suite runs on pytest-xdist workers (dev extra), a whole test file per worker (its module fixtures: engines,
+# servers, clusters are built once); PYTEST_WORKERS=0 runs it in this process
+PYTEST_WORKERS ?= 2
 LINT_PATHS := harness rewards sandbox trainer evals tests
 
 .PHONY: demo test lint setup setup-gpu backends vllm-env clean bench
@@ -102,7 +105,7 @@ lint: setup
 	$(BIN)/mypy $(LINT_PATHS)
 
 test: setup lint backends vllm-env
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-* build *.egg-info .pytest_cache .mypy_cache .ruff_cache
