@@ -229,7 +229,7 @@ def test_a_prompt_the_backend_refuses_is_unscored_with_the_reason_and_the_rest_g
     # batches of 2: h2 and h3 make a batch with nothing to score, h5 shares one with h4
     settings = EvalSection(k=2, temperature=1.0, top_p=1.0, max_new_tokens=6, workers=2, batch_size=2)
     be = _RefusesSome(HFBackend(_ckpt(run_dir)), {"h2", "h3", "h5"})
-    with caplog.at_level(logging.WARNING, logger="evals.runner"):
+    with caplog.at_level(logging.WARNING, logger="evals._batches"):
         res = evaluate(_ckpt(run_dir), settings=settings, backend=be, output_dir=tmp_path / "o", telemetry=False)
     recs = _lines(tmp_path / "o" / "samples.jsonl")
     assert len(recs) == 12
