@@ -26,7 +26,8 @@ module-level functions use it, and :func:`use_registry` puts another one in its 
 embedding). A registry built after the built-in modules were imported still gets the built-ins: ``@reward`` keeps
 what each module declared, and :meth:`Registry.load` adopts the declarations of the built-in modules.
 
-This module does not run rewards with time limits or isolation; :mod:`harness.scoring` does.
+An entry and the checks of its parameters are :mod:`harness._reward_entry`. This module does not run rewards
+with time limits or isolation; :mod:`harness.scoring` does.
 """
 
 from __future__ import annotations
@@ -38,13 +39,12 @@ import importlib.metadata as md
 import inspect
 import logging
 import threading
-import typing
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from harness._plugin_import import check_builtin_package, import_plugin
+from harness._reward_entry import Isolation, ParamInfo, RewardEntry, ScoreFn, describe_params
 from harness.errors import DuplicateRewardError, RewardParameterError, UnknownRewardError
 from harness.hooks import AUTOLOAD_ENV, REWARDS, other_entry_points, own_entry_points
 from harness.types import RewardSpec, Sample, Score
@@ -73,123 +73,6 @@ ENTRY_POINT_GROUP = REWARDS
 #: ``grpo_harness.rewards`` entry points (pyproject.toml), so this module names no rewards package.
 BUILTIN_MODULES: tuple[str, ...] = tuple(ep.value.partition(":")[0] for ep in own_entry_points(REWARDS))
 
-Isolation = Literal["process", "inline"]
-
-
-class ScoreFn(Protocol):
-    """What a reward factory returns."""
-
-    def __call__(self, sample: Sample, completion: str, /) -> Score | float | None: ...
-
-
-@dataclass(frozen=True)
-class ParamInfo:
-    """One parameter of a reward factory."""
-
-    name: str
-    default: Any  # inspect.Parameter.empty when required
-    annotation: str
-    type_: Any = field(default=None, compare=False, repr=False)  # the resolved annotation; None: not checked
-
-    @property
-    def required(self) -> bool:
-        return self.default is inspect.Parameter.empty
-
-    def __str__(self) -> str:
-        if self.required:
-            return f"{self.name}: {self.annotation} (required)"
-        return f"{self.name}: {self.annotation} = {self.default!r}"
-
-
-@dataclass(frozen=True)
-class RewardEntry:
-    """A registered reward: its name, factory, where it came from and what it accepts."""
-
-    name: str
-    factory: Callable[..., ScoreFn]
-    origin: str
-    module: str
-    params: tuple[ParamInfo, ...]
-    isolation: Isolation = "process"
-    reads: tuple[str, ...] | None = None  # Sample fields the plugin reads (None: all), for the result cache
-    cacheable: bool = True
-    description: str = ""
-
-    def check_params(self, params: Mapping[str, Any]) -> None:
-        """Raise :class:`RewardParameterError` for a parameter the factory does not accept or a missing one."""
-        accepted = {p.name: p for p in self.params}
-        unknown = sorted(set(params) - set(accepted))
-        if unknown:
-            listing = ", ".join(str(p) for p in self.params) or "none"
-            raise RewardParameterError(
-                f"reward {self.name!r} ({self.origin}) does not accept parameter(s) {', '.join(map(repr, unknown))}; "
-                f"accepted parameters: {listing}"
-            )
-        missing = [p.name for p in self.params if p.required and p.name not in params]
-        if missing:
-            raise RewardParameterError(
-                f"reward {self.name!r} ({self.origin}) needs parameter(s) {', '.join(map(repr, missing))}"
-            )
-        self.coerce_params(params)
-
-    def coerce_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """``params`` validated against the factory's annotations (``"1e-6"`` for a float becomes 1e-06).
-
-        Raises:
-            RewardParameterError: naming the parameter, the value given and the type expected.
-        """
-        out = dict(params)
-        for p in self.params:
-            if p.name in out and p.type_ is not None:
-                out[p.name] = _check_value(self, p, out[p.name])
-        return out
-
-
-def _check_value(entry: RewardEntry, p: ParamInfo, value: Any) -> Any:
-    from pydantic import TypeAdapter, ValidationError
-
-    try:
-        adapter = TypeAdapter(p.type_)
-    except Exception:  # noqa: BLE001 - an annotation pydantic cannot check (an arbitrary class): the factory checks it
-        return value
-    try:
-        return adapter.validate_python(value)
-    except ValidationError as e:
-        if isinstance(value, str):  # one word from the command line where a list of words is expected
-            try:
-                return adapter.validate_python([value])
-            except ValidationError:
-                pass
-        why = "; ".join(x["msg"] for x in e.errors())
-        raise RewardParameterError(
-            f"reward {entry.name!r} ({entry.origin}): parameter {p.name!r} got {value!r} "
-            f"({type(value).__name__}), expected {p.annotation}: {why}"
-        ) from None
-
-
-def _type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(factory)
-    except Exception:  # noqa: BLE001 - names only defined under TYPE_CHECKING, say: those parameters go unchecked
-        return {}
-
-
-def _describe_params(factory: Callable[..., Any]) -> tuple[ParamInfo, ...]:
-    out = []
-    hints = _type_hints(factory)
-    for p in inspect.signature(factory).parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        ann = p.annotation
-        ann_s = (
-            "Any"
-            if ann is inspect.Parameter.empty
-            else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
-        )
-        type_ = hints.get(p.name)
-        out.append(ParamInfo(p.name, p.default, str(ann_s), None if type_ in (None, Any) else type_))
-    return tuple(out)
-
 
 def reward(
     name: str,
@@ -217,7 +100,7 @@ def reward(
             factory=factory,
             origin=_STATE.origin_of(factory),
             module=getattr(factory, "__module__", "?"),
-            params=_describe_params(factory),
+            params=describe_params(factory),
             isolation=isolation,
             reads=reads,
             cacheable=cacheable,
