@@ -6,10 +6,11 @@ machine (the default) or on Ray actors across a cluster (:func:`scoring_pool`, `
 """
 
 from harness.scoring._backend import scoring_pool
-from harness.scoring._pool import TaskPool, WorkerPool, default_pool, shutdown_default_pool
+from harness.scoring._pool import WorkerPool, default_pool, shutdown_default_pool
 from harness.scoring._result import BatchResult, RewardSummary, reward_summary, weighted_total
 from harness.scoring._session import DEFAULT_TIMEOUT_S, PendingBatch, ScoringSession, score_batch
 from harness.scoring._stream import Submitted, score_while_generating
+from harness.scoring._task import TaskPool
 
 __all__ = [
     "score_batch",

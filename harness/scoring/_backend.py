@@ -8,7 +8,7 @@ on that branch. This module runs nothing itself.
 from __future__ import annotations
 
 from harness.cfg.scoring import ScoringSection
-from harness.scoring._pool import TaskPool
+from harness.scoring._task import TaskPool
 
 __all__ = ["scoring_pool"]
 

@@ -14,7 +14,8 @@ killed one builds the plugins the pool has already built *before* it takes a tas
 replacement the pool keeps one warm spare, so a plugin that hangs on every call costs its limit per call plus
 the kill, not a worker start and a build grace.
 
-This module knows nothing of caching, weights or totals (see :mod:`harness.scoring._session`).
+The task and plugin records are :mod:`harness.scoring._task`. This module knows nothing of caching, weights or
+totals (see :mod:`harness.scoring._session`).
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from harness.errors import ScoringError
 from harness.registry import BUILTIN_MODULES, default_registry
+from harness.scoring._task import KnownPlugin, Task, TaskPool
 from harness.scoring._worker import worker_main
 
 __all__ = ["KnownPlugin", "Task", "TaskPool", "WorkerPool", "default_pool", "shutdown_default_pool"]
@@ -53,54 +55,6 @@ _REBUILD_FACTOR = 3.0
 _REBUILD_SLACK_S = 2.0
 #: The dispatcher looks at its deadlines at least this often (seconds of real time).
 _POLL_S = 0.5
-
-
-@dataclass
-class Task:
-    """One reward call: ``name(params)(sample, completion)`` with a wall-clock limit."""
-
-    name: str
-    module: str
-    params: dict[str, Any]
-    params_key: str
-    sample: dict[str, Any]
-    completion: str
-    timeout: float
-    done: Callable[[Task, dict[str, Any] | None, float, tuple[str, str] | None], None]
-    tid: int = 0
-    node: str | None = None  # the cluster node that ran the call (set by the Ray backend; None on this machine)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.name, self.params_key)
-
-    def wire(self) -> tuple:
-        return (self.tid, self.name, self.module, self.params, self.params_key, self.sample, self.completion)
-
-
-class TaskPool(Protocol):
-    """What a scoring session needs of a pool: this module's :class:`WorkerPool` or the Ray backend's pool."""
-
-    def submit(self, tasks: list[Task]) -> None:
-        """Queue ``tasks`` and return at once; each one's ``done`` runs exactly once."""
-
-    def close(self) -> None:
-        """Stop; queued tasks are failed."""
-
-
-@dataclass(frozen=True)
-class KnownPlugin:
-    """A plugin some worker of the pool has built: what a new worker builds before it takes a task."""
-
-    name: str
-    module: str
-    params: dict[str, Any]
-    params_key: str
-    build_s: float  # the first measured build, in seconds (later builds are bounded by a few times it)
-
-    def wire(self) -> tuple[str, str, dict[str, Any], str]:
-        """The worker's ``build`` message entry."""
-        return (self.name, self.module, self.params, self.params_key)
 
 
 @dataclass

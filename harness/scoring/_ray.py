@@ -31,9 +31,10 @@ import time
 from typing import Any
 
 from harness.errors import ScoringError
-from harness.scoring._pool import _CHUNK_MAX, BUILD_GRACE_S, Task
+from harness.scoring._pool import _CHUNK_MAX, BUILD_GRACE_S
 from harness.scoring._ray_actor import SandboxHost, ScoringActor, node_label
 from harness.scoring._ray_link import RAY_MISSING, _Actor, _Call, _check_reachable, _import_ray, _shipment
+from harness.scoring._task import Task
 
 __all__ = ["RayPool", "ray_pool", "shutdown_ray_pools", "RAY_MISSING"]
 

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.scoring._pool import Task, WorkerPool
+from harness.scoring._pool import WorkerPool
+from harness.scoring._task import Task
 
 __all__ = ["ScoringActor", "SandboxHost", "node_label", "PluginShipment"]
 

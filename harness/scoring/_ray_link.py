@@ -15,8 +15,8 @@ from typing import Any
 
 from harness.errors import ScoringError
 from harness.registry import default_registry
-from harness.scoring._pool import Task
 from harness.scoring._ray_actor import PluginShipment
+from harness.scoring._task import Task
 
 __all__ = ["RAY_MISSING"]
 

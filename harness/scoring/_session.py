@@ -27,8 +27,9 @@ from pydantic import ValidationError
 from harness.errors import ScoringError
 from harness.registry import RewardEntry, RewardFn, build_reward, get_entry
 from harness.scoring._inline import DEFAULT_THREADS, InlineRunner
-from harness.scoring._pool import Task, TaskPool, default_pool
+from harness.scoring._pool import default_pool
 from harness.scoring._result import BatchResult
+from harness.scoring._task import Task, TaskPool
 from harness.types import DATA_FAULT_STATUSES, UNCACHED_STATUSES, RewardSpec, Sample, Score
 
 __all__ = ["ScoringSession", "PendingBatch", "score_batch", "DEFAULT_TIMEOUT_S"]
