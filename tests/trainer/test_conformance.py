@@ -253,10 +253,11 @@ def test_training_refuses_such_a_model_at_load_before_any_step(tmp_path, monkeyp
     at load with the model type and the reason, and no step runs."""
     from _trainer_helpers import toy_config
 
+    import trainer.context as context
     import trainer.loop as loop
     from trainer import train
 
-    real = loop.load_policy
+    real = context.load_policy
 
     def biased(*args, **kwargs):
         model, tok = real(*args, **kwargs)
@@ -270,7 +271,7 @@ def test_training_refuses_such_a_model_at_load_before_any_step(tmp_path, monkeyp
         model.forward = patched
         return model, tok
 
-    monkeypatch.setattr(loop, "load_policy", biased)
+    monkeypatch.setattr(context, "load_policy", biased)
     steps = []
     monkeypatch.setattr(loop, "grpo_step", lambda *a: steps.append(1))
     with pytest.raises(UnsupportedModelError, match=r"^qwen2 \(Qwen2ForCausalLM\): the forward transforms"):
