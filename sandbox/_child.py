@@ -149,14 +149,22 @@ def _mount_private_tmp(spec: ChildSpec) -> None:
 CORE_LIMIT = 1
 
 
-def rlimit_plan(limits: dict[str, int]) -> tuple[tuple[int, int], ...]:
+def rlimit_plan(limits: dict[str, int], memory_base: int | None = None) -> tuple[tuple[int, int], ...]:
     """The rlimits a child sets, as (resource, value), each no higher than the hard limit it inherits.
 
     Computed in the server (whose limits the child inherits), so the child only calls ``setrlimit``.
+    ``memory_base``: where no memory cgroup holds the execution to ``memory_bytes`` (an unprivileged host), the
+    address space each process may reach is capped at ``memory_bytes`` above this many bytes (the address space
+    the child starts with, inherited from the process that forks it), so a solution that allocates past its memory
+    limit gets a ``MemoryError`` instead of taking the host's memory. Per process, not per execution: a solution
+    with several processes can use a few times its limit, which is why this is the fallback and not the limit.
     """
+    address_space = limits["address_space_bytes"]
+    if memory_base is not None:
+        address_space = min(address_space, memory_base + limits["memory_bytes"])
     wanted = (
         (resource.RLIMIT_CPU, limits["cpu_s"]),
-        (resource.RLIMIT_AS, limits["address_space_bytes"]),
+        (resource.RLIMIT_AS, address_space),
         (resource.RLIMIT_FSIZE, limits["file_size_bytes"]),
         (resource.RLIMIT_NOFILE, limits["open_files"]),
         (resource.RLIMIT_CORE, CORE_LIMIT),

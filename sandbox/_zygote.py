@@ -130,7 +130,8 @@ class Server:
         job, children, limits, slot = int(msg["job"]), msg["children"], msg["limits"], int(msg["slot"])
         started: list[tuple[int, _cgroups.JobCgroup | None, tuple[int, int]]] = []
         self.jobs[job] = started
-        rlimits = _child.rlimit_plan(limits)
+        memory_base = None if self.roots is not None and self.roots.has_memory else _address_space()
+        rlimits = _child.rlimit_plan(limits, memory_base)
         try:
             groups = [self._group(slot, i, limits) if self.roots is not None else None for i in range(len(children))]
             self.job_ns_fds[job] = (slot, self.pool.enter(slot))
@@ -443,6 +444,13 @@ class Server:
 #: the host's request lock, and at the children's priority every wake-up of the server or the helper on a busy
 #: machine waited behind running solutions for a time slice, idling the cores this lock kept waiting.
 SERVER_NICE = -5
+
+
+def _address_space() -> int:
+    """Bytes of address space this process has mapped (``/proc/self/statm``): what a child forked from it, or from
+    the fork helper forked from it earlier, starts with."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def raise_priority() -> int | None:

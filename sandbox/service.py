@@ -20,6 +20,7 @@ import json
 import logging
 import marshal
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -519,7 +520,7 @@ class Sandbox:
         base = _Timing(duration_s=duration, output=output)
         # the cases known before the run are the floor of the denominator, whatever the judge got to
         total = max(1, int(prepared["cases"]), progress.cases, _int(verdict, "total"))
-        if ooms[0] or (verdict and "MemoryError" in str(verdict.get("reason", ""))[:40]):
+        if ooms[0] or (verdict and _MEMORY_ERROR.match(str(verdict.get("reason", "")))):
             return TestsResult("memory", 0, total, reason="memory limit reached", **base), clock, progress
         if pump.timed_out:  # the cases that ran and held before the time ran out still count
             passed = min(sum(progress.outcome.values()), total - 1)
@@ -546,6 +547,11 @@ class _Timing(TypedDict):
 
     duration_s: float
     output: bytes
+
+
+#: A verdict that a MemoryError decided: raised outside the tests, or by the first failing assert (where no memory
+#: cgroup holds the execution, the address-space limit raises it: :func:`sandbox._child.rlimit_plan`).
+_MEMORY_ERROR = re.compile(r"(.{0,29}MemoryError|\d+ assertion\(s\) failed \(line \d+: MemoryError\b)")
 
 
 def _payload(obj: Any) -> bytes:

@@ -48,6 +48,11 @@ SCRIPT = textwrap.dedent("""
     daemon = "import os, time\\nif os.fork() == 0:\\n    os.setsid()\\n    time.sleep(300)\\nprint('x')"
     out["daemon"] = sb.run_program(daemon, limits=Limits(timeout_s=0.5)).status
     out["loop"] = sb.run_program("while True: pass", limits=Limits(timeout_s=0.5)).status
+    small = Limits(timeout_s=20, memory_bytes=256 << 20)  # no memory cgroup here: the address-space cap holds it
+    touch = "x = bytearray(3 << 30)\\nfor i in range(0, len(x), 4096):\\n    x[i] = 1\\nprint('took it')"
+    out["memory"] = sb.run_program(touch, limits=small).status
+    grow = "def f():\\n    x = []\\n    while True:\\n        x.append(' ' * (1 << 22))"
+    out["memory_tests"] = sb.run_tests(grow, "assert f() is None", limits=small).status
     attack, probe = {attack!r}, {probe!r}
     out["inflight"] = [sb.run_program(attack, limits=Limits(timeout_s=20)).stdout.decode()[:9] for _ in range(5)]
     out["probe"] = sb.run_program(probe, limits=Limits(timeout_s=20)).stdout.decode()
@@ -77,6 +82,8 @@ def test_unprivileged_host_gets_strong_isolation_and_right_verdicts(tmp_path):
         assert "a separate uid per execution" in out["missing"]
     assert out["ok"] == "42\n" and out["verdicts"] == ["pass", "fail"] and out["loop"] == "timeout"
     assert out["daemon"] == "ok"
+    # past its memory limit a solution gets a MemoryError, not 3 GiB of the host (it did, before the fallback)
+    assert out["memory"] == "memory" and out["memory_tests"] == "memory", out
     # one uid for every execution: descriptors a run kept in flight must still be collected before the next one
     assert out["inflight"] == ["in flight"] * 5 and out["probe"] == "65536 ok\n"
     assert _nobody_processes() == before, "a process of the unprivileged run outlived it"
