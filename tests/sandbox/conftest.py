@@ -41,6 +41,20 @@ def generous_fn():
     return get_reward("code")
 
 
+@pytest.fixture
+def need_layers(sandbox):
+    """``need_layers("uid", ...)``: skip a test of a property that only the named isolation layers give, where this
+    host's sandbox lacks one (an unprivileged host runs at ``strong``: no uid per execution and no cgroups; the
+    summary line lists what is missing)."""
+
+    def _need(*layers: str) -> None:
+        missing = [name for name in layers if not sandbox.isolation().layers.get(name)]
+        if missing:
+            pytest.skip(f"needs the sandbox layer(s) {', '.join(missing)}, which this host lacks (root gives them)")
+
+    return _need
+
+
 def sandbox_processes(sb) -> list[int]:
     """Pids of live processes running as any of the sandbox's uids."""
     uids = sb.uid_range()

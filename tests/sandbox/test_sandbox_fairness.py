@@ -44,8 +44,9 @@ def _hog(sb: Sandbox) -> None:
 
 
 @pytest.mark.slow
-def test_honest_executions_beside_two_session_forking_hogs_never_time_out():
+def test_honest_executions_beside_two_session_forking_hogs_never_time_out(need_layers):
     """Fails on the code before this change: most honest runs beside the hogs got ``timeout``."""
+    need_layers("cgroup_pids")  # (without it the hogs' processes count against the user's own process limit)
     sb = Sandbox(slots=4)
     try:
         hogs = [threading.Thread(target=_hog, args=(sb,)) for _ in range(2)]

@@ -72,6 +72,7 @@ def _shmem_mib() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the per-slot namespaces that drop sockets in flight need root")
 def test_descriptors_kept_in_flight_leave_no_memory_pipe_or_fd_accounting_behind(sandbox):
     """Fails on the code before this change: every other run left 120 MiB of Shmem, 8 KiB pipes and ETOOMANYREFS."""
     limits = Limits(timeout_s=20.0)

@@ -61,7 +61,8 @@ def test_close_stops_the_server_and_removes_its_groups():
     assert all(not g.exists() for g in groups)
 
 
-def test_a_killed_host_leaves_no_server_and_no_sandboxed_process(tmp_path):
+def test_a_killed_host_leaves_no_server_and_no_sandboxed_process(tmp_path, need_layers):
+    need_layers("uid")  # (its processes are found by the sandbox's uids)
     script = tmp_path / "host.py"
     script.write_text(
         textwrap.dedent(f"""
@@ -243,11 +244,12 @@ def _sleeper_runs(sb: Sandbox) -> dict[str, object]:
     return results
 
 
-def test_a_server_killed_mid_run_gives_sandbox_error_kills_its_processes_and_the_next_request_works():
+def test_a_server_killed_mid_run_gives_sandbox_error_kills_its_processes_and_the_next_request_works(need_layers):
     """Fails on the code before this change: run_program raised IndexError (and the reward returned `error`),
     run_tests waited for the deadline and returned `timeout`, and the orphaned processes ran on unsupervised."""
     from sandbox import SandboxError
 
+    need_layers("uid")  # (its processes are found by the sandbox's uids)
     sb = Sandbox()
     try:
         old, uids = sb.server_pid(), sb.uid_range()
@@ -267,9 +269,11 @@ def test_a_server_killed_mid_run_gives_sandbox_error_kills_its_processes_and_the
         sb.close()
 
 
-def test_the_code_reward_scores_a_run_whose_server_died_as_sandbox_error(sandbox):
+def test_the_code_reward_scores_a_run_whose_server_died_as_sandbox_error(sandbox, need_layers):
     """Fails on the code before this change: the reward returned `error` (an IndexError inside the sandbox)."""
     from harness import get_reward
+
+    need_layers("uid")  # (the run's processes are found by the sandbox's uids)
 
     fn = get_reward("code", timeout=20.0)
     out: dict[str, object] = {}

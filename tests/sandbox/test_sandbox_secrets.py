@@ -59,7 +59,8 @@ def test_only_standard_fds_are_inherited(sandbox, run, clean):
     assert r.stdout == b"[0, 1, 2]\n"
 
 
-def test_runs_as_an_unprivileged_uid(sandbox, run, clean):
+def test_runs_as_an_unprivileged_uid(sandbox, run, clean, need_layers):
+    need_layers("uid")
     r = run("import os\nprint(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())")
     uid, euid, gid, groups = r.stdout.decode().split(" ", 3)
     assert int(uid) in sandbox.uid_range() and uid == euid and groups.strip() == "[]"
