@@ -209,32 +209,18 @@ def save_step(ctx: StepContext, run_dir: Path, step: int, telemetry: RunTelemetr
     """Checkpoint the run after ``step``: every rank's shards (fsdp) or rank 0's whole state (ddp), with each
     rank's sampler and prompt-stream state; returns the checkpoint directory on the rank that wrote it."""
     states = all_gather_object({"rng": ckpt_io.rng_state(ctx.rollout_generator), "data": ctx.stream.state()}, ctx.dist)
+    telemetry_ctx = telemetry.checkpoint_context(step) if telemetry is not None else {}  # (telemetry: rank 0 only)
+    saved: dict[str, Any] = {
+        "model": ctx.model,
+        "tokenizer": ctx.tokenizer,
+        "optimizer": ctx.optimizer,
+        "scheduler": ctx.scheduler,
+        "rank_states": states,
+        "config": ctx.config,
+        "telemetry_ctx": telemetry_ctx,
+    }
     if ctx.dist.parallel == "fsdp":  # every rank writes its shards
-        return dcp.save_sharded_checkpoint(
-            run_dir,
-            step,
-            info=ctx.dist,
-            model=ctx.model,
-            tokenizer=ctx.tokenizer,
-            optimizer=ctx.optimizer,
-            scheduler=ctx.scheduler,
-            rank_states=states,
-            config=ctx.config,
-            telemetry_ctx=telemetry.checkpoint_context(step) if telemetry is not None else {},
-        )
-    path = None
-    if ctx.dist.is_main:
-        telemetry_ctx = telemetry.checkpoint_context(step) if telemetry is not None else {}
-        path = ckpt_io.save_checkpoint(
-            run_dir,
-            step,
-            model=ctx.model,
-            tokenizer=ctx.tokenizer,
-            optimizer=ctx.optimizer,
-            scheduler=ctx.scheduler,
-            rank_states=states,
-            config=ctx.config,
-            telemetry_ctx=telemetry_ctx,
-        )
+        return dcp.save_sharded_checkpoint(run_dir, step, info=ctx.dist, **saved)
+    path = ckpt_io.save_checkpoint(run_dir, step, **saved) if ctx.dist.is_main else None
     barrier(ctx.dist)
     return path
