@@ -20,7 +20,7 @@ from evals.errors import ContaminationError, EvalError
 from evals.identity import describe_evaluation, evaluation_key
 from evals.result_types import DatasetRecord, EvaluationInfo
 from harness.cfg.common import FieldMap
-from harness.contamination import check_contamination
+from harness.contamination import ContaminationReport, check_contamination
 from harness.data import LoadResult, load_samples
 from harness.errors import DataError
 from harness.types import RewardSpec
@@ -33,6 +33,7 @@ __all__ = [
     "resolve_settings",
     "saved_data_path",
     "contamination_record",
+    "report_overlap",
 ]
 
 log = logging.getLogger(__name__)
@@ -108,14 +109,21 @@ def contamination_record(
         log.warning("contamination check skipped: %s", e)
         return {"checked": False, "reason": str(e)}
     report = check_contamination(held.samples, train.samples, n=settings.ngram)
-    if report.overlap:  # the one console line about it (the CLI prints none of its own)
+    report_overlap(report, settings)
+    return {"checked": True, "train_source": source, **report.to_dict()}
+
+
+def report_overlap(report: ContaminationReport, settings: EvalSection, what: str = "") -> None:
+    """The one console line about a contamination check (the CLI prints none of its own), and a
+    :class:`ContaminationError` naming examples when there is overlap and ``settings.fail_on_overlap``.
+    ``what``: a prefix for the error (``"task gsm8k: "``)."""
+    if report.overlap:
         log.warning("%s (examples in results.json)", report.summary())
     else:
         log.info("%s", report.summary())
     if report.overlap and settings.fail_on_overlap:
         ex = "; ".join(f"{e['heldout_id']} ~ {e['train_id']} ({e['kind']})" for e in report.examples)
-        raise ContaminationError(f"{report.summary()}; examples: {ex}")
-    return {"checked": True, "train_source": source, **report.to_dict()}
+        raise ContaminationError(f"{what}{report.summary()}; examples: {ex}")
 
 
 def resolve_settings(info: CheckpointInfo, settings: EvalSection | None, k: int | None, backend: Any) -> EvalSection:

@@ -19,10 +19,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from evals._plan import report_overlap, saved_data_path
 from evals.checkpoint import CheckpointInfo
 from evals.config import EvalSection
-from evals.errors import ContaminationError
-from evals.runner import saved_data_path
 from harness.cfg.common import FieldMap
 from harness.contamination import check_contamination
 from harness.data import LoadResult, load_samples
@@ -70,11 +69,5 @@ def task_contamination(
         log.warning("contamination check skipped: %s", e)
         return {"checked": False, "reason": str(e)}
     report = check_contamination(held.samples, train.samples, n=cfg.ngram)
-    if report.overlap:
-        log.warning("%s (examples in results.json)", report.summary())
-    else:
-        log.info("%s", report.summary())
-    if report.overlap and cfg.fail_on_overlap:
-        ex = "; ".join(f"{e['heldout_id']} ~ {e['train_id']} ({e['kind']})" for e in report.examples)
-        raise ContaminationError(f"task {task.name}: {report.summary()}; examples: {ex}")
+    report_overlap(report, cfg, what=f"task {task.name}: ")
     return {"checked": True, "train_source": train.source, "compared": "bare questions", **report.to_dict()}

@@ -328,3 +328,17 @@ def test_two_tasks_one_from_a_local_file_make_one_table(tmp_path: Path, capsys: 
     assert row.split() == ["reference", "1.0000", "±", "0.0000", "1.0000", "±", "0.0000"]
     res = json.loads((tmp_path / "two" / "gsm8k" / "results.json").read_text())
     assert res["task"]["source"].endswith("g.jsonl")
+
+
+def test_a_task_whose_held_out_questions_leak_is_refused_with_fail_on_overlap(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    run = _task_run(tmp_path, tiny_model_dir, GSM8K_ROWS[4:] + GSM8K_ROWS[:1])  # a training question held out
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg["eval"]["fail_on_overlap"] = True
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg))
+    rc, _, err = _harness(capsys, "--checkpoints", str(run))
+    assert rc != 0
+    assert "task gsm8k: " in err and "examples: " in err and "(exact)" in err, err
